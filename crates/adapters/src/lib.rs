@@ -1,0 +1,13 @@
+//! Adapters of timetrack's ports: PostgreSQL persistence (diesel-async on a deadpool pool), the
+//! private PostgreSQL cluster, and the system clock, id generator and random source.
+
+pub mod local_postgres;
+pub mod postgres;
+pub mod system;
+
+#[cfg(feature = "test-support")]
+pub mod testing;
+
+pub use local_postgres::{Durability, LocalPostgres};
+pub use postgres::{PgPool, PoolSettings, build_pool, run_migrations};
+pub use system::{OsRandom, SystemClock, UuidV7Ids};

@@ -1,0 +1,118 @@
+//! PostgreSQL adapters: the pool, migrations, error mapping and one repository per port.
+
+mod api_keys;
+mod errors;
+mod health;
+pub mod schema;
+mod users;
+mod workspaces;
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use diesel::RunQueryDsl as _;
+use diesel::connection::Connection as _;
+use diesel_async::AsyncPgConnection;
+use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
+use diesel_async::pooled_connection::{
+    AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+};
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+
+pub use api_keys::PgApiKeyRepository;
+pub use errors::{map_db_error, map_pool_error};
+pub use health::PgHealthProbe;
+pub use users::PgUserRepository;
+pub use workspaces::PgWorkspaceRepository;
+
+/// Implements `Debug` for an adapter that holds a pool, showing its name only.
+macro_rules! opaque_debug {
+    ($($name:ident),+) => {$(
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($name)).finish_non_exhaustive()
+            }
+        }
+    )+};
+}
+pub(crate) use opaque_debug;
+
+/// The pool every PostgreSQL adapter shares.
+pub type PgPool = diesel_async::pooled_connection::deadpool::Pool<AsyncPgConnection>;
+
+/// The SQL migrations of `migrations/`, compiled into the binary.
+pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
+
+/// Key of the advisory lock that serialises migrations between processes.
+const MIGRATION_LOCK: i64 = 0x7469_6d65_7472_6163; // "timetrac"
+
+/// Sizing and time bounds of the pool.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolSettings {
+    /// Most connections open at once.
+    pub max_size: usize,
+    /// Longest wait for a free connection before giving up with `Unavailable`.
+    pub wait_timeout: Duration,
+    /// Longest time to open a new connection.
+    pub connect_timeout: Duration,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        Self {
+            max_size: 16,
+            wait_timeout: Duration::from_secs(2),
+            connect_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Builds the pool; no connection is opened until one is needed.
+///
+/// Every wait is bounded, so a dead or unreachable database yields an error within seconds, never a
+/// hang.
+pub fn build_pool(url: &str, settings: PoolSettings) -> Result<PgPool> {
+    let mut config = ManagerConfig::default();
+    // A broken connection surfaces on its first use and is dropped; no ping on every checkout.
+    config.recycling_method = RecyclingMethod::Fast;
+    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(url, config);
+    PgPool::builder(manager)
+        .max_size(settings.max_size)
+        .wait_timeout(Some(settings.wait_timeout))
+        .create_timeout(Some(settings.connect_timeout))
+        .recycle_timeout(Some(settings.connect_timeout))
+        .runtime(deadpool::Runtime::Tokio1)
+        .build()
+        .context("building the PostgreSQL pool")
+}
+
+/// Applies every pending migration and returns the versions applied.
+///
+/// Runs on its own thread with its own connection, under an advisory lock, so several processes
+/// starting at once migrate one after the other.
+pub async fn run_migrations(url: &str) -> Result<Vec<String>> {
+    let url = url.to_owned();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("migrations".into())
+        .spawn(move || {
+            let _ = tx.send(migrate_blocking(&url));
+        })
+        .context("starting the migration thread")?;
+    rx.await.context("the migration thread died")?
+}
+
+fn migrate_blocking(url: &str) -> Result<Vec<String>> {
+    let mut conn = AsyncConnectionWrapper::<AsyncPgConnection>::establish(url)
+        .context("connecting to PostgreSQL to migrate")?;
+    diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
+        .execute(&mut conn)
+        .context("taking the migration lock")?;
+    let applied = conn
+        .run_pending_migrations(MIGRATIONS)
+        .map(|versions| versions.iter().map(ToString::to_string).collect())
+        .map_err(|e| anyhow::anyhow!(e).context("applying migrations"));
+    let _ = diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"))
+        .execute(&mut conn);
+    applied
+}

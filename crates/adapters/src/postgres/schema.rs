@@ -1,0 +1,217 @@
+// @generated automatically by Diesel CLI.
+
+diesel::table! {
+    api_keys (id) {
+        id -> Uuid,
+        workspace_id -> Uuid,
+        user_id -> Uuid,
+        name -> Nullable<Text>,
+        key_prefix -> Text,
+        key_hash -> Bytea,
+        created_at -> Timestamptz,
+        revoked_at -> Nullable<Timestamptz>,
+        last_used_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    audit_log (id) {
+        id -> Int8,
+        workspace_id -> Nullable<Uuid>,
+        actor_user_id -> Nullable<Uuid>,
+        action -> Text,
+        target_type -> Text,
+        target_id -> Text,
+        reason -> Nullable<Text>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    clients (id) {
+        id -> Uuid,
+        workspace_id -> Uuid,
+        name -> Text,
+        name_lower -> Text,
+        #[sql_name = "type"]
+        type_ -> Text,
+        status -> Text,
+        email -> Nullable<Text>,
+        phone -> Nullable<Text>,
+        address -> Nullable<Text>,
+        note -> Nullable<Text>,
+        currency -> Text,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    deliveries (id) {
+        id -> Uuid,
+        event_id -> Uuid,
+        subscription_id -> Text,
+        workspace_id -> Uuid,
+        status -> Text,
+        attempts -> Int4,
+        next_attempt_at -> Timestamptz,
+        lease_expires_at -> Nullable<Timestamptz>,
+        last_status_code -> Nullable<Int4>,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    delivery_attempts (id) {
+        id -> Int8,
+        delivery_id -> Uuid,
+        attempt -> Int4,
+        started_at -> Timestamptz,
+        latency_ms -> Int4,
+        status_code -> Nullable<Int4>,
+        error -> Nullable<Text>,
+        response_excerpt -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    events (id) {
+        id -> Uuid,
+        workspace_id -> Uuid,
+        event_type -> Text,
+        body -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    memberships (workspace_id, user_id) {
+        workspace_id -> Uuid,
+        user_id -> Uuid,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    projects (id) {
+        id -> Uuid,
+        workspace_id -> Uuid,
+        client_id -> Nullable<Uuid>,
+        name -> Text,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    tags (id) {
+        id -> Uuid,
+        workspace_id -> Uuid,
+        name -> Text,
+        name_lower -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    tasks (id) {
+        id -> Uuid,
+        workspace_id -> Uuid,
+        project_id -> Uuid,
+        name -> Text,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    time_entries (id) {
+        id -> Uuid,
+        workspace_id -> Uuid,
+        user_id -> Uuid,
+        source -> Text,
+        description -> Text,
+        project_id -> Nullable<Uuid>,
+        task_id -> Nullable<Uuid>,
+        billable -> Bool,
+        start_at -> Timestamptz,
+        end_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    time_entry_tags (time_entry_id, tag_id) {
+        workspace_id -> Uuid,
+        time_entry_id -> Uuid,
+        tag_id -> Uuid,
+    }
+}
+
+diesel::table! {
+    users (id) {
+        id -> Uuid,
+        name -> Text,
+        email -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    webhook_subscriptions (id) {
+        id -> Text,
+        workspace_id -> Uuid,
+        user_id -> Uuid,
+        api_key_id -> Uuid,
+        url -> Text,
+        events -> Array<Nullable<Text>>,
+        description -> Nullable<Text>,
+        secret -> Text,
+        status -> Text,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+        failing_since -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    workspaces (id) {
+        id -> Uuid,
+        name -> Text,
+        timezone -> Text,
+        currency -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::joinable!(clients -> workspaces (workspace_id));
+diesel::joinable!(deliveries -> events (event_id));
+diesel::joinable!(deliveries -> webhook_subscriptions (subscription_id));
+diesel::joinable!(delivery_attempts -> deliveries (delivery_id));
+diesel::joinable!(events -> workspaces (workspace_id));
+diesel::joinable!(memberships -> users (user_id));
+diesel::joinable!(memberships -> workspaces (workspace_id));
+diesel::joinable!(projects -> workspaces (workspace_id));
+diesel::joinable!(tags -> workspaces (workspace_id));
+diesel::joinable!(webhook_subscriptions -> api_keys (api_key_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    api_keys,
+    audit_log,
+    clients,
+    deliveries,
+    delivery_attempts,
+    events,
+    memberships,
+    projects,
+    tags,
+    tasks,
+    time_entries,
+    time_entry_tags,
+    users,
+    webhook_subscriptions,
+    workspaces,
+);

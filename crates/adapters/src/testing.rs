@@ -1,0 +1,275 @@
+//! Test databases: each test gets its own database, cloned from a template migrated once.
+//!
+//! The server is `DATABASE_URL`'s when that is set (the role needs `CREATEDB`), else a private
+//! cluster this process starts in the temporary directory and which stops when the process exits.
+//! The template's name carries a hash of the migrations, so a changed migration gets a new
+//! template, and concurrent test processes on one server build it once, under an advisory lock.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result, bail};
+use sha2::{Digest, Sha256};
+use tokio_postgres::NoTls;
+
+use crate::local_postgres::{Durability, LocalPostgres};
+use crate::postgres::{PgPool, PoolSettings, build_pool, run_migrations};
+
+struct Server {
+    /// URL of the server with the database part left for [`with_database`].
+    base_url: String,
+    template: String,
+    _local: Option<LocalPostgres>,
+}
+
+static SERVER: OnceLock<Result<Server, String>> = OnceLock::new();
+
+/// One test's database; dropped (forcibly) when this handle is dropped.
+#[derive(Debug)]
+pub struct TestDatabase {
+    name: String,
+    url: String,
+}
+
+impl TestDatabase {
+    /// A fresh, migrated, empty database for one test.
+    pub async fn new() -> Self {
+        let server = server();
+        let name = format!("timetrack_test_{}", uuid::Uuid::new_v4().simple());
+        let admin = connect(&with_database(&server.base_url, "postgres"))
+            .await
+            .expect("connecting to the test server");
+        // Cloning a template fails while another session is connected to it; retry briefly.
+        let mut attempt = 0;
+        loop {
+            let sql = format!(
+                "CREATE DATABASE \"{name}\" TEMPLATE \"{}\"",
+                server.template
+            );
+            match admin.batch_execute(&sql).await {
+                Ok(()) => break,
+                Err(err) if attempt < 50 && err.to_string().contains("being accessed") => {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                Err(err) => panic!("creating test database {name}: {err}"),
+            }
+        }
+        let url = with_database(&server.base_url, &name);
+        Self { name, url }
+    }
+
+    /// The database's connection URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A pool on this database, with the production settings.
+    pub fn pool(&self) -> PgPool {
+        build_pool(&self.url, PoolSettings::default()).expect("building a test pool")
+    }
+
+    /// The URL of the server's maintenance database, for tests that manage databases.
+    pub fn server_url() -> String {
+        with_database(&server().base_url, "postgres")
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let admin_url = with_database(&server().base_url, "postgres");
+        let name = self.name.clone();
+        // Drop runs inside an async test; the clean-up gets a runtime of its own on a thread.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("clean-up runtime");
+            runtime.block_on(async {
+                if let Ok(admin) = connect(&admin_url).await {
+                    let _ = admin
+                        .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+fn server() -> &'static Server {
+    SERVER
+        .get_or_init(|| start_server().map_err(|e| format!("{e:#}")))
+        .as_ref()
+        .unwrap_or_else(|e| panic!("test PostgreSQL unavailable: {e}"))
+}
+
+fn start_server() -> Result<Server> {
+    let (base_url, local) = match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.is_empty() => (url, None),
+        _ => {
+            remove_stale_clusters();
+            let dir =
+                std::env::temp_dir().join(format!("timetrack-test-pg-{}", std::process::id()));
+            let local = LocalPostgres::start(&dir, Durability::Ephemeral)?;
+            (local.url("postgres"), Some(local))
+        }
+    };
+    let template = format!("timetrack_tpl_{}", migrations_fingerprint()?);
+    // Template creation needs async I/O; it runs on a runtime of its own, on its own thread, so it
+    // works whichever runtime (if any) the first test runs on.
+    let setup_url = base_url.clone();
+    let setup_template = template.clone();
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?
+            .block_on(ensure_template(&setup_url, &setup_template))
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("template set-up panicked"))??;
+    Ok(Server {
+        base_url,
+        template,
+        _local: local,
+    })
+}
+
+async fn ensure_template(base_url: &str, template: &str) -> Result<()> {
+    let admin = connect(&with_database(base_url, "postgres")).await?;
+    admin
+        .batch_execute("SELECT pg_advisory_lock(74657374747060)")
+        .await
+        .context("taking the template lock")?;
+    let exists = admin
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&template])
+        .await?
+        .is_some();
+    let result = async {
+        if !exists {
+            // Built under another name and renamed, so a half-built template is never used.
+            let building = format!("{template}_building");
+            admin
+                .batch_execute(&format!(
+                    "DROP DATABASE IF EXISTS \"{building}\" WITH (FORCE)"
+                ))
+                .await?;
+            admin
+                .batch_execute(&format!("CREATE DATABASE \"{building}\""))
+                .await?;
+            run_migrations(&with_database(base_url, &building)).await?;
+            admin
+                .batch_execute(&format!(
+                    "ALTER DATABASE \"{building}\" RENAME TO \"{template}\""
+                ))
+                .await?;
+        }
+        anyhow::Ok(())
+    }
+    .await;
+    let _ = admin
+        .batch_execute("SELECT pg_advisory_unlock(74657374747060)")
+        .await;
+    result
+}
+
+/// A short hash of every migration file, so the template follows the migrations.
+fn migrations_fingerprint() -> Result<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+    let mut files: Vec<PathBuf> = Vec::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+        let migration = entry?.path();
+        if migration.is_dir() {
+            files.push(migration.join("up.sql"));
+        }
+    }
+    if files.is_empty() {
+        bail!("no migrations in {}", dir.display());
+    }
+    files.sort();
+    let mut hasher = Sha256::new();
+    for file in files {
+        hasher.update(
+            file.file_name()
+                .map(|n| n.as_encoded_bytes())
+                .unwrap_or_default(),
+        );
+        hasher.update(
+            file.parent()
+                .and_then(|p| p.file_name())
+                .map(|n| n.as_encoded_bytes())
+                .unwrap_or_default(),
+        );
+        hasher.update(std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?);
+    }
+    let digest = hasher.finalize();
+    Ok(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Removes private test clusters left by test processes that no longer exist.
+fn remove_stale_clusters() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("timetrack-test-pg-")
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+        if !alive {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// `url` with its database (the path) replaced by `database`.
+fn with_database(url: &str, database: &str) -> String {
+    let (head, query) = match url.split_once('?') {
+        Some((head, query)) => (head, Some(query)),
+        None => (url, None),
+    };
+    let authority_end = head
+        .find("://")
+        .map(|i| i + 3)
+        .and_then(|start| head[start..].find('/').map(|i| start + i))
+        .unwrap_or(head.len());
+    let mut out = format!("{}/{database}", &head[..authority_end]);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}
+
+async fn connect(url: &str) -> Result<tokio_postgres::Client> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .with_context(|| "connecting to the test PostgreSQL server")?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn database_is_replaced_in_every_url_shape() {
+        assert_eq!(
+            with_database("postgres://u:p@h:5/db", "x"),
+            "postgres://u:p@h:5/x"
+        );
+        assert_eq!(with_database("postgres://u@h", "x"), "postgres://u@h/x");
+        assert_eq!(
+            with_database("postgres://h/db?sslmode=disable", "x"),
+            "postgres://h/x?sslmode=disable"
+        );
+    }
+}

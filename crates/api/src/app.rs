@@ -1,0 +1,152 @@
+//! The application: its state and `build_app`, which `main` and the tests share.
+
+use std::sync::Arc;
+
+use actix_web::body::{BoxBody, EitherBody, MessageBody};
+use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::middleware::{Next, from_fn};
+use actix_web::{App, HttpMessage, HttpResponse, web};
+use timetrack_adapters::PgPool;
+use timetrack_adapters::postgres::{
+    PgApiKeyRepository, PgHealthProbe, PgUserRepository, PgWorkspaceRepository,
+};
+use timetrack_domain::ports::{Clock, HealthProbe};
+use timetrack_domain::services::{AccountService, Authenticator};
+use tracing_actix_web::{RequestId, TracingLogger};
+
+use crate::error::json_error;
+use crate::routes;
+
+/// Largest request body accepted, in bytes; larger bodies get 413.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// Everything the handlers need, cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// Resolves bearer keys to principals.
+    pub auth: Arc<Authenticator>,
+    /// The caller's own account.
+    pub accounts: AccountService,
+    /// Reachability of the database.
+    pub health: Arc<dyn HealthProbe>,
+    /// The current time.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState").finish_non_exhaustive()
+    }
+}
+
+/// Settings of the state that tests and operators may vary.
+#[derive(Debug, Clone, Copy)]
+pub struct StateSettings {
+    /// How long a verified key is trusted before storage is asked again (at most 30 s).
+    pub auth_cache_ttl: time::Duration,
+    /// Bound of the health check's database query.
+    pub health_timeout: std::time::Duration,
+}
+
+impl Default for StateSettings {
+    fn default() -> Self {
+        Self {
+            auth_cache_ttl: time::Duration::seconds(5),
+            health_timeout: std::time::Duration::from_secs(2),
+        }
+    }
+}
+
+impl AppState {
+    /// Wires the PostgreSQL adapters and the domain services on `pool`.
+    pub fn new(pool: PgPool, clock: Arc<dyn Clock>, settings: StateSettings) -> Self {
+        let workspaces = Arc::new(PgWorkspaceRepository::new(pool.clone()));
+        let users = Arc::new(PgUserRepository::new(pool.clone()));
+        let keys = Arc::new(PgApiKeyRepository::new(pool.clone()));
+        Self {
+            auth: Arc::new(Authenticator::new(
+                keys,
+                clock.clone(),
+                settings.auth_cache_ttl,
+            )),
+            accounts: AccountService::new(users, workspaces),
+            health: Arc::new(PgHealthProbe::new(pool, settings.health_timeout)),
+            clock,
+        }
+    }
+}
+
+/// Builds the whole application without binding a socket.
+pub fn build_app(
+    state: AppState,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    App::new()
+        .app_data(web::Data::new(state))
+        .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
+        .app_data(
+            web::PathConfig::default()
+                .error_handler(|_, _| json_error_value(StatusCode::NOT_FOUND, "Not found")),
+        )
+        .app_data(web::QueryConfig::default().error_handler(|_, _| {
+            json_error_value(StatusCode::BAD_REQUEST, "Invalid query parameters")
+        }))
+        .configure(routes::configure)
+        .default_service(web::to(|| async {
+            json_error(StatusCode::NOT_FOUND, "Not found")
+        }))
+        .wrap(from_fn(json_errors))
+        .wrap(TracingLogger::default())
+}
+
+fn json_error_value(status: StatusCode, message: &'static str) -> actix_web::Error {
+    actix_web::error::InternalError::from_response(message, json_error(status, message)).into()
+}
+
+/// 405 with a JSON body, for resources hit with a method they do not serve.
+pub async fn method_not_allowed() -> HttpResponse {
+    json_error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed")
+}
+
+/// The safety net: any error response that is not JSON yet (actix's own payload, routing and
+/// extractor errors) is replaced by `{"error": <reason>}`; every response gets `x-request-id`.
+async fn json_errors(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<EitherBody<BoxBody>>, actix_web::Error> {
+    let request_id = req.extensions().get::<RequestId>().map(ToString::to_string);
+    let res = next.call(req).await?;
+    let status = res.status();
+    let is_json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let mut res = if (status.is_client_error() || status.is_server_error()) && !is_json {
+        let message = match status {
+            StatusCode::PAYLOAD_TOO_LARGE => "Payload too large",
+            StatusCode::NOT_FOUND => "Not found",
+            StatusCode::METHOD_NOT_ALLOWED => "Method not allowed",
+            StatusCode::INTERNAL_SERVER_ERROR => "Internal server error",
+            other => other.canonical_reason().unwrap_or("Request failed"),
+        };
+        let (req, _) = res.into_parts();
+        ServiceResponse::new(req, json_error(status, message)).map_into_right_body()
+    } else {
+        res.map_body(|_, body| EitherBody::left(body.boxed()))
+    };
+    if let Some(id) = request_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
+        res.headers_mut()
+            .insert(header::HeaderName::from_static("x-request-id"), id);
+    }
+    Ok(res)
+}

@@ -1,0 +1,210 @@
+//! Configuration: flags with environment fallbacks, parsed once in `main` and passed down.
+//!
+//! | flag | environment | default |
+//! |---|---|---|
+//! | `--database-url` | `DATABASE_URL` | unset: a private cluster under `--data-dir` |
+//! | `--data-dir` | `TIMETRACK_DATA_DIR` | `.timetrack` |
+//! | `--log` | `TIMETRACK_LOG` | `info` |
+//! | `--log-format` | `TIMETRACK_LOG_FORMAT` | `text` (or `json`) |
+//! | `serve --bind` | `TIMETRACK_BIND` | `127.0.0.1:8080` |
+//! | `serve --db-pool-size` | `TIMETRACK_DB_POOL_SIZE` | `16` |
+//! | `serve --auth-cache-seconds` | `TIMETRACK_AUTH_CACHE_SECONDS` | `5` (0 to 30) |
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use uuid::Uuid;
+
+/// timetrack: time tracking with REST hooks for automation platforms.
+#[derive(Debug, Parser)]
+#[command(name = "timetrack", version, about, long_about = None)]
+pub struct Cli {
+    /// Settings every command shares.
+    #[command(flatten)]
+    pub global: GlobalSettings,
+    /// What to do; `serve` when omitted.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Settings every command shares.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalSettings {
+    /// PostgreSQL URL. Without it, a private cluster is started under --data-dir.
+    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Where the private cluster and the demo key are kept when no DATABASE_URL is set.
+    #[arg(
+        long,
+        env = "TIMETRACK_DATA_DIR",
+        default_value = ".timetrack",
+        global = true
+    )]
+    pub data_dir: PathBuf,
+    /// Log filter, e.g. `info` or `timetrack_api=debug,info`.
+    #[arg(long, env = "TIMETRACK_LOG", default_value = "info", global = true)]
+    pub log: String,
+    /// Log line format.
+    #[arg(long, env = "TIMETRACK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP API (the default command).
+    Serve(ServeSettings),
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Create workspaces, users and API keys; revoke keys. Each prints one JSON object.
+    #[command(subcommand)]
+    Admin(AdminCommand),
+}
+
+/// Settings of `serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeSettings {
+    /// Address the API listens on.
+    #[arg(long, env = "TIMETRACK_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: String,
+    /// Most database connections open at once.
+    #[arg(long, env = "TIMETRACK_DB_POOL_SIZE", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub db_pool_size: u16,
+    /// Seconds a verified API key is trusted before the database is asked again (0 to 30).
+    #[arg(long, env = "TIMETRACK_AUTH_CACHE_SECONDS", default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=30))]
+    pub auth_cache_seconds: u8,
+}
+
+/// The `admin` commands.
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Create a workspace.
+    CreateWorkspace {
+        /// Display name.
+        #[arg(long)]
+        name: String,
+        /// IANA time zone.
+        #[arg(long, default_value = "UTC")]
+        timezone: String,
+        /// ISO 4217 currency.
+        #[arg(long, default_value = "USD")]
+        currency: String,
+    },
+    /// Create a user in a workspace (an existing e-mail joins the workspace instead).
+    CreateUser {
+        /// Workspace id.
+        #[arg(long)]
+        workspace: Uuid,
+        /// Display name.
+        #[arg(long)]
+        name: String,
+        /// E-mail address.
+        #[arg(long)]
+        email: String,
+    },
+    /// Issue an API key for a user in a workspace; the key is printed once.
+    CreateApiKey {
+        /// User id.
+        #[arg(long)]
+        user: Uuid,
+        /// Workspace id.
+        #[arg(long)]
+        workspace: Uuid,
+        /// Optional label.
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Revoke an API key; its webhook subscriptions are disabled.
+    RevokeApiKey {
+        /// API key id.
+        #[arg(long)]
+        id: Uuid,
+    },
+}
+
+impl Cli {
+    /// Parses `args` (program name first); with no command, parses them as `serve`'s.
+    pub fn parse_args<I, T>(args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let first = Self::try_parse_from(&args);
+        match &first {
+            Ok(cli) if cli.command.is_some() => return first,
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+                ) =>
+            {
+                return first;
+            }
+            _ => {}
+        }
+        let mut with_serve = args;
+        with_serve.insert(1.min(with_serve.len()), OsString::from("serve"));
+        // Serve's flags without the word `serve`; if that fails too, the first error says more.
+        Self::try_parse_from(with_serve).or(first)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_command_means_serve_with_its_flags() {
+        let cli = Cli::parse_args(["timetrack", "--bind", "127.0.0.1:9000"]).unwrap();
+        match cli.command {
+            Some(Command::Serve(s)) => assert_eq!(s.bind, "127.0.0.1:9000"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_commands_report_the_original_error() {
+        let err = Cli::parse_args(["timetrack", "frobnicate"]).unwrap_err();
+        assert!(err.to_string().contains("frobnicate"), "{err}");
+        assert!(Cli::parse_args(["timetrack"]).unwrap().command.is_some());
+    }
+
+    #[test]
+    fn global_flags_go_before_or_after_the_command() {
+        let cli = Cli::parse_args(["timetrack", "--log", "debug", "migrate"]).unwrap();
+        assert_eq!(cli.global.log, "debug");
+        let cli = Cli::parse_args(["timetrack", "migrate", "--log-format", "json"]).unwrap();
+        assert_eq!(cli.global.log_format, LogFormat::Json);
+    }
+
+    #[test]
+    fn out_of_range_settings_are_refused() {
+        assert!(Cli::parse_args(["timetrack", "serve", "--auth-cache-seconds", "31"]).is_err());
+        assert!(Cli::parse_args(["timetrack", "serve", "--db-pool-size", "0"]).is_err());
+        assert!(
+            Cli::parse_args([
+                "timetrack",
+                "admin",
+                "create-user",
+                "--workspace",
+                "x",
+                "--name",
+                "a",
+                "--email",
+                "b"
+            ])
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,139 @@
+//! The one error type of the HTTP layer: every failure becomes a status and `{"error": "..."}`.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde_json::json;
+use timetrack_domain::DomainError;
+
+/// An error answered to an HTTP client.
+///
+/// 5xx answers never carry the cause; it is logged once, here, inside the request's span (which
+/// carries the request id).
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// A domain error, mapped by its kind.
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+    /// A fixed status and message (for example 400 `Invalid request parameters`).
+    #[error("{message}")]
+    Status {
+        /// The HTTP status.
+        status: StatusCode,
+        /// The `error` text.
+        message: &'static str,
+    },
+    /// A server failure answered with an endpoint's own 500 message, with its cause for the log.
+    #[error("{message}: {cause}")]
+    Internal {
+        /// The `error` text, e.g. `Failed to fetch time entries`.
+        message: &'static str,
+        /// What went wrong, logged and never sent.
+        cause: DomainError,
+    },
+}
+
+impl ApiError {
+    /// A fixed status and message.
+    pub fn status(status: StatusCode, message: &'static str) -> Self {
+        Self::Status { status, message }
+    }
+
+    /// 400 with `message`.
+    pub fn bad_request(message: &'static str) -> Self {
+        Self::status(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// 401 `Unauthorized`.
+    pub fn unauthorized() -> Self {
+        Self::status(StatusCode::UNAUTHORIZED, "Unauthorized")
+    }
+
+    /// Keeps availability errors as 503 and turns every other failure into a 500 with `message`.
+    pub fn internal(message: &'static str) -> impl FnOnce(DomainError) -> Self {
+        move |cause| match cause {
+            DomainError::Unavailable(_) => Self::Domain(cause),
+            cause => Self::Internal { message, cause },
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            Self::Status { message, .. } | Self::Internal { message, .. } => (*message).to_owned(),
+            Self::Domain(err) => match err {
+                DomainError::Validation(message) | DomainError::Conflict(message) => {
+                    message.clone()
+                }
+                DomainError::NotFound(what) => not_found_message(what),
+                DomainError::Forbidden => "Forbidden".into(),
+                DomainError::Unauthorized => "Unauthorized".into(),
+                DomainError::Unavailable(_) => "Service unavailable".into(),
+                DomainError::Unexpected(_) => "Internal server error".into(),
+            },
+        }
+    }
+}
+
+/// `webhook` → `Webhook not found`.
+fn not_found_message(what: &str) -> String {
+    let mut chars = what.chars();
+    match chars.next() {
+        Some(first) => format!("{}{} not found", first.to_uppercase(), chars.as_str()),
+        None => "Not found".into(),
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            Self::Status { status, .. } => *status,
+            Self::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Domain(err) => match err {
+                DomainError::Validation(_) => StatusCode::BAD_REQUEST,
+                DomainError::NotFound(_) => StatusCode::NOT_FOUND,
+                DomainError::Conflict(_) => StatusCode::CONFLICT,
+                DomainError::Forbidden => StatusCode::FORBIDDEN,
+                DomainError::Unauthorized => StatusCode::UNAUTHORIZED,
+                DomainError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+                DomainError::Unexpected(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            },
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let status = self.status_code();
+        if status.is_server_error() {
+            tracing::error!(status = status.as_u16(), error = ?self, "request failed");
+        }
+        json_error(status, &self.message())
+    }
+}
+
+/// A response with `status` and the body `{"error": message}`.
+pub fn json_error(status: StatusCode, message: &str) -> HttpResponse {
+    HttpResponse::build(status).json(json!({ "error": message }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_names_the_resource() {
+        assert_eq!(not_found_message("webhook"), "Webhook not found");
+        assert_eq!(not_found_message("api key"), "Api key not found");
+    }
+
+    #[test]
+    fn server_errors_hide_their_cause() {
+        let err = ApiError::from(DomainError::Unexpected(anyhow::anyhow!("password=hunter2")));
+        assert_eq!(err.status_code(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(err.message(), "Internal server error");
+        let err = ApiError::internal("Failed to delete webhook")(DomainError::Unexpected(
+            anyhow::anyhow!("boom"),
+        ));
+        assert_eq!(err.message(), "Failed to delete webhook");
+        let err =
+            ApiError::internal("Failed to delete webhook")(DomainError::Unavailable("x".into()));
+        assert_eq!(err.status_code(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+}

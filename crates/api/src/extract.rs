@@ -1,0 +1,90 @@
+//! Request extractors: the authenticated caller, and JSON bodies with endpoint-chosen errors.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::{FromRequest, HttpRequest, web};
+use serde::de::DeserializeOwned;
+use timetrack_domain::model::Principal;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+
+/// The caller, authenticated by `Authorization: Bearer <key>`; 401 `Unauthorized` otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct Caller(pub Principal);
+
+impl FromRequest for Caller {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let state = req.app_data::<web::Data<AppState>>().cloned();
+        let key = bearer_token(req).map(str::to_owned);
+        Box::pin(async move {
+            let (Some(state), Some(key)) = (state, key) else {
+                return Err(ApiError::unauthorized());
+            };
+            let principal = state.auth.authenticate(&key).await?;
+            Ok(Caller(principal))
+        })
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header (scheme matched case-insensitively).
+fn bearer_token(req: &HttpRequest) -> Option<&str> {
+    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// What a JSON body extractor answers when the body is not valid JSON of the expected shape.
+pub trait BodyRejection {
+    /// The error for a body that is not JSON, or not of the expected shape.
+    fn rejection() -> ApiError;
+}
+
+/// The generic rejection: 400 `Invalid JSON body`.
+#[derive(Debug)]
+pub struct InvalidJson;
+
+impl BodyRejection for InvalidJson {
+    fn rejection() -> ApiError {
+        ApiError::bad_request("Invalid JSON body")
+    }
+}
+
+/// A JSON body of type `T`, rejected with `R`'s error when it does not parse.
+///
+/// The body is read whole, within the app's payload limit (64 KiB: larger is 413 before any
+/// parsing), and parsed regardless of `Content-Type`, so a client that forgets the header is not
+/// punished with an unhelpful 415.
+#[derive(Debug)]
+pub struct JsonBody<T, R = InvalidJson>(pub T, PhantomData<R>);
+
+impl<T, R> JsonBody<T, R> {
+    /// The parsed body.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T: DeserializeOwned + 'static, R: BodyRejection + 'static> FromRequest for JsonBody<T, R> {
+    type Error = actix_web::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, actix_web::Error>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let bytes = web::Bytes::from_request(req, payload);
+        Box::pin(async move {
+            // Payload errors (too large, broken stream) keep actix's status; the app's error
+            // middleware turns them into JSON.
+            let bytes = bytes.await?;
+            serde_json::from_slice::<T>(&bytes)
+                .map(|value| JsonBody(value, PhantomData))
+                .map_err(|_| R::rejection().into())
+        })
+    }
+}

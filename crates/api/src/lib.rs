@@ -1,0 +1,15 @@
+//! The timetrack HTTP API (actix-web) and the commands of the `timetrack` binary.
+//!
+//! [`build_app`] builds the whole application from an [`AppState`] without binding a socket, so
+//! `main` and the tests run the very same application.
+
+pub mod app;
+pub mod commands;
+pub mod config;
+pub mod error;
+pub mod extract;
+pub mod format;
+pub mod routes;
+pub mod telemetry;
+
+pub use app::{AppState, StateSettings, build_app};

@@ -1,0 +1,54 @@
+//! `GET /api/health`: is the service up and its database reachable.
+
+use std::time::Duration;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use serde::Serialize;
+
+use crate::app::AppState;
+use crate::format::rfc3339;
+
+/// The `service` field of the health body.
+pub const SERVICE_NAME: &str = "timetrack";
+/// The whole check answers within this bound, whatever the database does.
+const HEALTH_DEADLINE: Duration = Duration::from_secs(3);
+
+#[derive(Debug, Serialize)]
+struct HealthyResponse {
+    status: &'static str,
+    timestamp: String,
+    service: &'static str,
+    version: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct UnhealthyResponse {
+    status: &'static str,
+    timestamp: String,
+    service: &'static str,
+    error: &'static str,
+}
+
+/// 200 `healthy` when the database answers, 503 `unhealthy` otherwise; never needs a key.
+pub async fn health(state: web::Data<AppState>) -> HttpResponse {
+    let check = tokio::time::timeout(HEALTH_DEADLINE, state.health.check_database()).await;
+    let timestamp = rfc3339(state.clock.now());
+    match check {
+        Ok(Ok(())) => HttpResponse::Ok().json(HealthyResponse {
+            status: "healthy",
+            timestamp,
+            service: SERVICE_NAME,
+            version: env!("CARGO_PKG_VERSION"),
+        }),
+        failure => {
+            tracing::warn!(?failure, "health check failed");
+            HttpResponse::build(StatusCode::SERVICE_UNAVAILABLE).json(UnhealthyResponse {
+                status: "unhealthy",
+                timestamp,
+                service: SERVICE_NAME,
+                error: "database connection failed",
+            })
+        }
+    }
+}

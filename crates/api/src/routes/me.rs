@@ -1,0 +1,57 @@
+//! `GET /api/me`: the key's user and workspace, for connection tests.
+
+use actix_web::web;
+use serde::Serialize;
+use timetrack_domain::services::Profile;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::extract::Caller;
+
+#[derive(Debug, Serialize)]
+pub(crate) struct MeResponse {
+    user: UserBody,
+    workspace: WorkspaceBody,
+}
+
+#[derive(Debug, Serialize)]
+struct UserBody {
+    id: String,
+    name: String,
+    email: String,
+}
+
+#[derive(Debug, Serialize)]
+struct WorkspaceBody {
+    id: String,
+    name: String,
+    timezone: String,
+    currency: String,
+}
+
+impl From<Profile> for MeResponse {
+    fn from(p: Profile) -> Self {
+        Self {
+            user: UserBody {
+                id: p.user.id.to_string(),
+                name: p.user.name,
+                email: p.user.email,
+            },
+            workspace: WorkspaceBody {
+                id: p.workspace.id.to_string(),
+                name: p.workspace.name,
+                timezone: p.workspace.timezone,
+                currency: p.workspace.currency,
+            },
+        }
+    }
+}
+
+/// 200 `{user: {id, name, email}, workspace: {id, name, timezone, currency}}`.
+pub async fn me(
+    state: web::Data<AppState>,
+    caller: Caller,
+) -> Result<web::Json<MeResponse>, ApiError> {
+    let profile = state.accounts.profile(&caller.0).await?;
+    Ok(web::Json(profile.into()))
+}

@@ -1,0 +1,37 @@
+//! The errors every service and port speaks, in domain words.
+
+/// What went wrong, as the domain sees it; the API maps each variant to one HTTP status.
+#[derive(Debug, thiserror::Error)]
+pub enum DomainError {
+    /// The input breaks a rule; the message is safe to show to the caller.
+    #[error("{0}")]
+    Validation(String),
+    /// The thing asked for does not exist for this caller.
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// The change conflicts with the current state (a duplicate, a limit, a dependent row).
+    #[error("{0}")]
+    Conflict(String),
+    /// The caller is authenticated but may not act on this resource.
+    #[error("forbidden")]
+    Forbidden,
+    /// The credentials are missing, malformed, unknown or revoked.
+    #[error("unauthorized")]
+    Unauthorized,
+    /// A dependency (the database) cannot be reached right now; retrying later may succeed.
+    #[error("service unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else: a bug or an unexpected failure; never shown to callers.
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+impl DomainError {
+    /// Builds a [`DomainError::Validation`] from anything displayable.
+    pub fn validation(message: impl Into<String>) -> Self {
+        Self::Validation(message.into())
+    }
+}
+
+/// Result of domain operations.
+pub type DomainResult<T> = Result<T, DomainError>;

@@ -1,0 +1,18 @@
+//! The timetrack domain: entities, value objects, ports and services, free of any I/O framework.
+//!
+//! Everything that talks to the outside world (PostgreSQL, HTTP, the clock, randomness) is a port
+//! trait in [`ports`]; adapters implement them elsewhere. The services in [`services`] hold the
+//! rules of the product and depend on ports only, so they run unchanged against in-memory fakes
+//! (feature `testing`) and against the real adapters.
+
+pub mod error;
+pub mod ids;
+pub mod model;
+pub mod ports;
+pub mod services;
+pub mod validate;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+pub use error::{DomainError, DomainResult};

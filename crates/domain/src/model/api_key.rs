@@ -1,0 +1,169 @@
+//! API keys: the secret handed to a caller once, its stored hash, and the principal it stands for.
+
+use std::fmt;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+
+use crate::ids::{ApiKeyId, UserId, WorkspaceId};
+use crate::ports::RandomSource;
+
+const ALPHABET: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// A plain API key, `tt_` followed by 43 base62 characters (256 random bits).
+///
+/// It exists in memory only: it is printed once when created, and only its [`KeyHash`] is stored.
+/// `Debug` shows the prefix alone, so the key cannot leak into logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKeySecret(String);
+
+impl ApiKeySecret {
+    /// Every key starts with this.
+    pub const PREFIX: &'static str = "tt_";
+    /// Number of base62 characters after the prefix; 62^43 > 2^256.
+    pub const BODY_LEN: usize = 43;
+    /// Characters of the key kept in clear (`key_prefix`) to tell keys apart.
+    pub const SHOWN_LEN: usize = 10;
+
+    /// Draws a new key from `random`, each character uniform over the 62 symbols.
+    pub fn generate(random: &dyn RandomSource) -> Self {
+        let mut key = String::with_capacity(Self::PREFIX.len() + Self::BODY_LEN);
+        key.push_str(Self::PREFIX);
+        let mut buf = [0u8; 64];
+        while key.len() < Self::PREFIX.len() + Self::BODY_LEN {
+            random.fill(&mut buf);
+            // 248 = 4 * 62: rejecting larger bytes keeps every symbol equally likely.
+            for byte in buf.iter().filter(|b| **b < 248) {
+                if key.len() == Self::PREFIX.len() + Self::BODY_LEN {
+                    break;
+                }
+                key.push(ALPHABET[usize::from(*byte) % 62] as char);
+            }
+        }
+        Self(key)
+    }
+
+    /// Accepts a presented key only if it has the exact shape of a generated one.
+    pub fn parse(presented: &str) -> Option<Self> {
+        let body = presented.strip_prefix(Self::PREFIX)?;
+        (body.len() == Self::BODY_LEN && body.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .then(|| Self(presented.to_owned()))
+    }
+
+    /// The key as text, to show to its owner exactly once.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The SHA-256 of the key, which is what is stored and looked up.
+    pub fn hash(&self) -> KeyHash {
+        KeyHash(Sha256::digest(self.0.as_bytes()).into())
+    }
+
+    /// The first characters of the key, safe to store and display.
+    pub fn shown_prefix(&self) -> String {
+        self.0[..Self::SHOWN_LEN].to_owned()
+    }
+}
+
+impl fmt::Debug for ApiKeySecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ApiKeySecret({}…)", self.shown_prefix())
+    }
+}
+
+/// SHA-256 of an API key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyHash(pub [u8; 32]);
+
+/// A stored API key, without its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ApiKey {
+    /// Identifier, used to revoke the key.
+    pub id: ApiKeyId,
+    /// The workspace the key acts in.
+    pub workspace_id: WorkspaceId,
+    /// The user the key acts for.
+    pub user_id: UserId,
+    /// Optional label.
+    pub name: Option<String>,
+    /// The first characters of the key.
+    pub prefix: String,
+    /// When the key was created.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// When the key was revoked, if it was.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub revoked_at: Option<OffsetDateTime>,
+    /// Last successful authentication, recorded at most once a minute.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_used_at: Option<OffsetDateTime>,
+}
+
+impl ApiKey {
+    /// Who acts when this key is presented.
+    pub fn principal(&self) -> Principal {
+        Principal {
+            api_key_id: self.id,
+            user_id: self.user_id,
+            workspace_id: self.workspace_id,
+        }
+    }
+}
+
+/// The result of authentication: who is calling, in which workspace, with which key.
+///
+/// Every key belongs to a (user, workspace) membership, so a principal always carries a user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Principal {
+    /// The key that was presented.
+    pub api_key_id: ApiKeyId,
+    /// The user the key belongs to.
+    pub user_id: UserId,
+    /// The workspace the key acts in.
+    pub workspace_id: WorkspaceId,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::SeededRandom;
+
+    #[test]
+    fn generated_keys_have_the_documented_shape() {
+        let random = SeededRandom::new(7);
+        let key = ApiKeySecret::generate(&random);
+        assert_eq!(key.expose().len(), 46);
+        assert!(key.expose().starts_with("tt_"));
+        assert_eq!(ApiKeySecret::parse(key.expose()), Some(key.clone()));
+        assert_ne!(ApiKeySecret::generate(&random), key);
+    }
+
+    #[test]
+    fn parse_rejects_every_other_shape() {
+        let body = "a".repeat(43);
+        assert!(ApiKeySecret::parse(&format!("tt_{body}")).is_some());
+        assert!(ApiKeySecret::parse(&format!("tk_{body}")).is_none());
+        assert!(ApiKeySecret::parse(&format!("tt_{}", "a".repeat(42))).is_none());
+        assert!(ApiKeySecret::parse(&format!("tt_{}", "a".repeat(44))).is_none());
+        assert!(ApiKeySecret::parse(&format!("tt_{}-", "a".repeat(42))).is_none());
+        assert!(ApiKeySecret::parse(&format!("tt_{}é", "a".repeat(41))).is_none());
+        assert!(ApiKeySecret::parse("").is_none());
+    }
+
+    #[test]
+    fn hash_is_sha256_of_the_key_text() {
+        let key = ApiKeySecret::parse(&format!("tt_{}", "a".repeat(43))).unwrap();
+        let expected: [u8; 32] = Sha256::digest(key.expose().as_bytes()).into();
+        assert_eq!(key.hash(), KeyHash(expected));
+    }
+
+    #[test]
+    fn debug_output_does_not_reveal_the_key() {
+        let key = ApiKeySecret::generate(&SeededRandom::new(1));
+        let shown = format!("{key:?}");
+        assert!(!shown.contains(&key.expose()[10..]));
+        assert!(shown.contains(&key.shown_prefix()));
+    }
+}

@@ -1,0 +1,245 @@
+//! Administration: workspaces, users and API keys, as driven by the `timetrack admin` commands.
+
+use std::sync::Arc;
+
+use crate::error::{DomainError, DomainResult};
+use crate::ids::{ApiKeyId, UserId, WorkspaceId};
+use crate::model::{ApiKey, ApiKeySecret, User, Workspace};
+use crate::ports::{
+    ApiKeyRepository, Clock, IdGenerator, RandomSource, UserRepository, WorkspaceRepository,
+};
+use crate::validate;
+
+/// What is needed to create a workspace; unset fields take the documented defaults.
+#[derive(Debug, Clone, Default)]
+pub struct NewWorkspace {
+    /// Display name.
+    pub name: String,
+    /// IANA time zone; `UTC` when `None`.
+    pub timezone: Option<String>,
+    /// ISO 4217 currency; `USD` when `None`.
+    pub currency: Option<String>,
+}
+
+/// Creates workspaces, users and API keys, and revokes keys.
+#[derive(Clone)]
+pub struct AdminService {
+    workspaces: Arc<dyn WorkspaceRepository>,
+    users: Arc<dyn UserRepository>,
+    keys: Arc<dyn ApiKeyRepository>,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+    random: Arc<dyn RandomSource>,
+}
+
+impl std::fmt::Debug for AdminService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminService").finish_non_exhaustive()
+    }
+}
+
+impl AdminService {
+    /// Builds the service on its ports.
+    pub fn new(
+        workspaces: Arc<dyn WorkspaceRepository>,
+        users: Arc<dyn UserRepository>,
+        keys: Arc<dyn ApiKeyRepository>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+        random: Arc<dyn RandomSource>,
+    ) -> Self {
+        Self {
+            workspaces,
+            users,
+            keys,
+            clock,
+            ids,
+            random,
+        }
+    }
+
+    /// Creates a workspace after validating its name, time zone and currency.
+    pub async fn create_workspace(&self, new: NewWorkspace) -> DomainResult<Workspace> {
+        let workspace = Workspace {
+            id: WorkspaceId(self.ids.new_uuid()),
+            name: validate::name("name", &new.name)?,
+            timezone: validate::timezone(
+                new.timezone
+                    .as_deref()
+                    .unwrap_or(Workspace::DEFAULT_TIMEZONE),
+            )?,
+            currency: validate::currency(
+                new.currency
+                    .as_deref()
+                    .unwrap_or(Workspace::DEFAULT_CURRENCY),
+            )?,
+            created_at: self.clock.now(),
+        };
+        self.workspaces.create(&workspace).await?;
+        Ok(workspace)
+    }
+
+    /// Makes a person a member of `workspace`.
+    ///
+    /// A new e-mail creates a user; an e-mail that already belongs to a user adds that user to the
+    /// workspace (their name is kept). Already being a member is a `Conflict`.
+    pub async fn create_user(
+        &self,
+        workspace: WorkspaceId,
+        name: &str,
+        email: &str,
+    ) -> DomainResult<User> {
+        let name = validate::name("name", name)?;
+        let email = validate::email(email)?;
+        let now = self.clock.now();
+        if let Some(existing) = self.users.find_by_email(&email).await? {
+            self.users
+                .add_membership(existing.id, workspace, now)
+                .await?;
+            return Ok(existing);
+        }
+        let user = User {
+            id: UserId(self.ids.new_uuid()),
+            name,
+            email,
+            created_at: now,
+        };
+        self.users.create_member(&user, workspace, now).await?;
+        Ok(user)
+    }
+
+    /// Issues a key for `user` in `workspace`; the returned secret is the only copy of the key.
+    pub async fn create_api_key(
+        &self,
+        user: UserId,
+        workspace: WorkspaceId,
+        name: Option<&str>,
+    ) -> DomainResult<(ApiKey, ApiKeySecret)> {
+        let name = name.map(|n| validate::name("name", n)).transpose()?;
+        let secret = ApiKeySecret::generate(self.random.as_ref());
+        let key = ApiKey {
+            id: ApiKeyId(self.ids.new_uuid()),
+            workspace_id: workspace,
+            user_id: user,
+            name,
+            prefix: secret.shown_prefix(),
+            created_at: self.clock.now(),
+            revoked_at: None,
+            last_used_at: None,
+        };
+        self.keys.create(&key, &secret.hash()).await?;
+        Ok((key, secret))
+    }
+
+    /// Revokes a key; its webhook subscriptions are disabled in the same transaction.
+    pub async fn revoke_api_key(&self, id: ApiKeyId) -> DomainResult<ApiKey> {
+        self.keys.revoke(id, self.clock.now()).await
+    }
+
+    /// The workspace with this id.
+    pub async fn workspace(&self, id: WorkspaceId) -> DomainResult<Workspace> {
+        self.workspaces
+            .get(id)
+            .await?
+            .ok_or(DomainError::NotFound("workspace"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TestWorld;
+    use crate::testing::run_ready as block_on;
+
+    #[test]
+    fn workspace_defaults_to_utc_and_usd() {
+        let world = TestWorld::new();
+        let ws = block_on(world.admin.create_workspace(NewWorkspace {
+            name: " Acme ".into(),
+            ..NewWorkspace::default()
+        }))
+        .unwrap();
+        assert_eq!(ws.name, "Acme");
+        assert_eq!(ws.timezone, "UTC");
+        assert_eq!(ws.currency, "USD");
+        assert_eq!(ws.created_at, world.clock.now());
+    }
+
+    #[test]
+    fn invalid_workspace_settings_are_refused_and_nothing_is_stored() {
+        let world = TestWorld::new();
+        for new in [
+            NewWorkspace {
+                name: "".into(),
+                ..NewWorkspace::default()
+            },
+            NewWorkspace {
+                name: "A".into(),
+                timezone: Some("Nowhere/City".into()),
+                ..NewWorkspace::default()
+            },
+            NewWorkspace {
+                name: "A".into(),
+                currency: Some("eur".into()),
+                ..NewWorkspace::default()
+            },
+        ] {
+            let err = block_on(world.admin.create_workspace(new)).unwrap_err();
+            assert!(matches!(err, DomainError::Validation(_)), "{err:?}");
+        }
+        assert_eq!(world.store.workspace_count(), 0);
+    }
+
+    #[test]
+    fn create_user_in_unknown_workspace_is_not_found() {
+        let world = TestWorld::new();
+        let err = block_on(world.admin.create_user(
+            WorkspaceId(uuid::Uuid::nil()),
+            "Ada",
+            "ada@example.com",
+        ))
+        .unwrap_err();
+        assert!(matches!(err, DomainError::NotFound("workspace")), "{err:?}");
+    }
+
+    #[test]
+    fn an_existing_email_joins_the_second_workspace_and_a_repeat_conflicts() {
+        let world = TestWorld::new();
+        let a = block_on(world.admin.create_workspace(NewWorkspace {
+            name: "A".into(),
+            ..NewWorkspace::default()
+        }))
+        .unwrap();
+        let b = block_on(world.admin.create_workspace(NewWorkspace {
+            name: "B".into(),
+            ..NewWorkspace::default()
+        }))
+        .unwrap();
+        let ada = block_on(world.admin.create_user(a.id, "Ada", "ada@example.com")).unwrap();
+        let again = block_on(world.admin.create_user(b.id, "Other", "ADA@example.com")).unwrap();
+        assert_eq!(again, ada);
+        let err = block_on(world.admin.create_user(b.id, "Ada", "ada@example.com")).unwrap_err();
+        assert!(matches!(err, DomainError::Conflict(_)), "{err:?}");
+    }
+
+    #[test]
+    fn api_key_needs_a_membership_and_stores_only_the_hash() {
+        let world = TestWorld::new();
+        let (ws, user) = world.workspace_with_user();
+        let other = block_on(world.admin.create_workspace(NewWorkspace {
+            name: "Other".into(),
+            ..NewWorkspace::default()
+        }))
+        .unwrap();
+        let err = block_on(world.admin.create_api_key(user.id, other.id, None)).unwrap_err();
+        assert!(
+            matches!(err, DomainError::NotFound("membership")),
+            "{err:?}"
+        );
+
+        let (key, secret) =
+            block_on(world.admin.create_api_key(user.id, ws.id, Some("zapier"))).unwrap();
+        assert_eq!(key.prefix, &secret.expose()[..10]);
+        assert_eq!(world.store.stored_hash(key.id), Some(secret.hash()));
+    }
+}

@@ -1,0 +1,222 @@
+//! Authentication of API keys, with a short-lived cache of verified keys.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use time::{Duration, OffsetDateTime};
+
+use crate::error::{DomainError, DomainResult};
+use crate::model::{ApiKeySecret, KeyHash, Principal};
+use crate::ports::{ApiKeyRepository, Clock};
+
+/// How often `last_used_at` is written for one key, at most.
+const LAST_USED_EVERY: Duration = Duration::minutes(1);
+/// Verified keys kept in the cache before it is cleared.
+const MAX_CACHED_KEYS: usize = 10_000;
+
+#[derive(Clone)]
+struct Cached {
+    principal: Principal,
+    verified_at: OffsetDateTime,
+    last_used_at: Option<OffsetDateTime>,
+}
+
+/// Turns a presented bearer key into a [`Principal`].
+///
+/// A verified key is remembered for `ttl` (at most 30 s by the product's rules), so a revoked key
+/// stops working within `ttl` in every process, and at once in a process that has not seen it.
+pub struct Authenticator {
+    keys: Arc<dyn ApiKeyRepository>,
+    clock: Arc<dyn Clock>,
+    ttl: Duration,
+    cache: Mutex<HashMap<KeyHash, Cached>>,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authenticator {
+    /// The longest a verified key may be trusted without asking storage again.
+    pub const MAX_TTL: Duration = Duration::seconds(30);
+
+    /// Builds an authenticator whose cache keeps verified keys for `ttl` (clamped to 30 s).
+    pub fn new(keys: Arc<dyn ApiKeyRepository>, clock: Arc<dyn Clock>, ttl: Duration) -> Self {
+        Self {
+            keys,
+            clock,
+            ttl: ttl.clamp(Duration::ZERO, Self::MAX_TTL),
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The principal of `presented`.
+    ///
+    /// Returns `Unauthorized` for a key that is malformed, unknown or revoked, and `Unavailable`
+    /// when storage cannot be reached.
+    pub async fn authenticate(&self, presented: &str) -> DomainResult<Principal> {
+        let secret = ApiKeySecret::parse(presented).ok_or(DomainError::Unauthorized)?;
+        let hash = secret.hash();
+        let now = self.clock.now();
+
+        let mut entry = match self.cached(&hash, now) {
+            Some(hit) => hit,
+            None => {
+                let key = self
+                    .keys
+                    .find_active_by_hash(&hash)
+                    .await?
+                    .ok_or(DomainError::Unauthorized)?;
+                Cached {
+                    principal: key.principal(),
+                    verified_at: now,
+                    last_used_at: key.last_used_at,
+                }
+            }
+        };
+
+        if entry
+            .last_used_at
+            .is_none_or(|at| now - at >= LAST_USED_EVERY)
+        {
+            // Best effort: a failed bookkeeping write must not refuse a valid key.
+            if self
+                .keys
+                .record_use(entry.principal.api_key_id, now)
+                .await
+                .is_ok()
+            {
+                entry.last_used_at = Some(now);
+            }
+        }
+        let principal = entry.principal;
+        self.remember(hash, entry);
+        Ok(principal)
+    }
+
+    /// Forgets every verified key, so the next request of each goes to storage.
+    pub fn clear_cache(&self) {
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    fn cached(&self, hash: &KeyHash, now: OffsetDateTime) -> Option<Cached> {
+        let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        cache
+            .get(hash)
+            .filter(|c| now - c.verified_at < self.ttl)
+            .cloned()
+    }
+
+    fn remember(&self, hash: KeyHash, entry: Cached) {
+        if self.ttl.is_zero() {
+            return;
+        }
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if cache.len() >= MAX_CACHED_KEYS && !cache.contains_key(&hash) {
+            cache.clear();
+        }
+        cache.insert(hash, entry);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TestWorld;
+    use crate::testing::run_ready as block_on;
+
+    fn setup(ttl: Duration) -> (TestWorld, Authenticator, String, Principal) {
+        let world = TestWorld::new();
+        let (ws, user) = world.workspace_with_user();
+        let (key, secret) = block_on(world.admin.create_api_key(user.id, ws.id, None)).unwrap();
+        let auth = Authenticator::new(world.store.clone(), world.clock.clone(), ttl);
+        (world, auth, secret.expose().to_owned(), key.principal())
+    }
+
+    #[test]
+    fn a_valid_key_yields_its_principal() {
+        let (_world, auth, key, principal) = setup(Duration::seconds(5));
+        assert_eq!(block_on(auth.authenticate(&key)).unwrap(), principal);
+    }
+
+    #[test]
+    fn malformed_and_unknown_keys_are_unauthorized() {
+        let (_world, auth, key, _) = setup(Duration::seconds(5));
+        let mut unknown = key.clone();
+        unknown.replace_range(10..11, if &key[10..11] == "a" { "b" } else { "a" });
+        for presented in ["", "Bearer x", "tt_short", &key[..45], unknown.as_str()] {
+            let err = block_on(auth.authenticate(presented)).unwrap_err();
+            assert!(
+                matches!(err, DomainError::Unauthorized),
+                "{presented}: {err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_revoked_key_fails_once_the_cache_entry_expires() {
+        let (world, auth, key, principal) = setup(Duration::seconds(5));
+        block_on(auth.authenticate(&key)).unwrap();
+        block_on(world.admin.revoke_api_key(principal.api_key_id)).unwrap();
+
+        world.clock.advance(Duration::seconds(4));
+        assert!(block_on(auth.authenticate(&key)).is_ok(), "still cached");
+        world.clock.advance(Duration::seconds(1));
+        let err = block_on(auth.authenticate(&key)).unwrap_err();
+        assert!(matches!(err, DomainError::Unauthorized), "{err:?}");
+    }
+
+    #[test]
+    fn constant_use_does_not_extend_the_cache_entry() {
+        let (world, auth, key, principal) = setup(Duration::seconds(5));
+        block_on(auth.authenticate(&key)).unwrap();
+        block_on(world.admin.revoke_api_key(principal.api_key_id)).unwrap();
+        for _ in 0..4 {
+            world.clock.advance(Duration::seconds(1));
+            assert!(block_on(auth.authenticate(&key)).is_ok());
+        }
+        world.clock.advance(Duration::seconds(1));
+        assert!(block_on(auth.authenticate(&key)).is_err());
+    }
+
+    #[test]
+    fn without_cache_a_revoked_key_fails_at_once() {
+        let (world, auth, key, principal) = setup(Duration::ZERO);
+        block_on(auth.authenticate(&key)).unwrap();
+        block_on(world.admin.revoke_api_key(principal.api_key_id)).unwrap();
+        assert!(block_on(auth.authenticate(&key)).is_err());
+    }
+
+    #[test]
+    fn ttl_is_clamped_to_thirty_seconds() {
+        let (world, auth, key, principal) = setup(Duration::hours(1));
+        block_on(auth.authenticate(&key)).unwrap();
+        block_on(world.admin.revoke_api_key(principal.api_key_id)).unwrap();
+        world.clock.advance(Duration::seconds(30));
+        assert!(block_on(auth.authenticate(&key)).is_err());
+    }
+
+    #[test]
+    fn last_used_is_written_at_most_once_a_minute() {
+        let (world, auth, key, principal) = setup(Duration::seconds(5));
+        block_on(auth.authenticate(&key)).unwrap();
+        let first = world.store.last_used(principal.api_key_id);
+        assert_eq!(first, Some(world.clock.now()));
+        world.clock.advance(Duration::seconds(59));
+        block_on(auth.authenticate(&key)).unwrap();
+        assert_eq!(world.store.last_used(principal.api_key_id), first);
+        world.clock.advance(Duration::seconds(1));
+        block_on(auth.authenticate(&key)).unwrap();
+        assert_eq!(
+            world.store.last_used(principal.api_key_id),
+            Some(world.clock.now())
+        );
+    }
+}

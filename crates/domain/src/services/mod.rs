@@ -1,0 +1,9 @@
+//! Services: the product's rules, written against ports only.
+
+pub mod account;
+pub mod admin;
+pub mod auth;
+
+pub use account::{AccountService, Profile};
+pub use admin::{AdminService, NewWorkspace};
+pub use auth::Authenticator;

@@ -1,0 +1,292 @@
+//! In-memory fakes of the ports, for unit tests of the domain and of code built on it.
+//!
+//! Enabled by the `testing` feature. Nothing here does I/O: time is set by hand, ids count up,
+//! randomness is seeded, and storage is a map behind a mutex.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use crate::error::{DomainError, DomainResult};
+use crate::ids::{ApiKeyId, UserId, WorkspaceId};
+use crate::model::{ApiKey, KeyHash, User, Workspace};
+use crate::ports::{
+    ApiKeyRepository, Clock, IdGenerator, RandomSource, UserRepository, WorkspaceRepository,
+};
+use crate::services::{AdminService, NewWorkspace};
+
+/// A clock that stands still until told to move.
+#[derive(Debug)]
+pub struct ManualClock(Mutex<OffsetDateTime>);
+
+impl ManualClock {
+    /// A clock showing `at`.
+    pub fn at(at: OffsetDateTime) -> Self {
+        Self(Mutex::new(at))
+    }
+
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) += by;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> OffsetDateTime {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Ids `00000000-0000-0000-0000-000000000001`, `...02`, and so on.
+#[derive(Debug, Default)]
+pub struct SequentialIds(AtomicU64);
+
+impl IdGenerator for SequentialIds {
+    fn new_uuid(&self) -> Uuid {
+        Uuid::from_u128(u128::from(self.0.fetch_add(1, Ordering::Relaxed) + 1))
+    }
+}
+
+/// A deterministic, non-cryptographic byte stream (xorshift64*), for reproducible tests.
+#[derive(Debug)]
+pub struct SeededRandom(Mutex<u64>);
+
+impl SeededRandom {
+    /// A stream starting from `seed` (0 is replaced by 1).
+    pub fn new(seed: u64) -> Self {
+        Self(Mutex::new(seed.max(1)))
+    }
+}
+
+impl RandomSource for SeededRandom {
+    fn fill(&self, buf: &mut [u8]) {
+        let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        for byte in buf {
+            *state ^= *state >> 12;
+            *state ^= *state << 25;
+            *state ^= *state >> 27;
+            *byte = (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8;
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Tables {
+    workspaces: HashMap<WorkspaceId, Workspace>,
+    users: HashMap<UserId, User>,
+    memberships: Vec<(WorkspaceId, UserId)>,
+    keys: HashMap<ApiKeyId, (ApiKey, KeyHash)>,
+}
+
+/// One in-memory store implementing every repository port.
+#[derive(Debug, Default)]
+pub struct InMemoryStore(Mutex<Tables>);
+
+impl InMemoryStore {
+    fn tables(&self) -> MutexGuard<'_, Tables> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Number of stored workspaces.
+    pub fn workspace_count(&self) -> usize {
+        self.tables().workspaces.len()
+    }
+
+    /// The hash stored for a key.
+    pub fn stored_hash(&self, id: ApiKeyId) -> Option<KeyHash> {
+        self.tables().keys.get(&id).map(|(_, hash)| *hash)
+    }
+
+    /// The recorded last use of a key.
+    pub fn last_used(&self, id: ApiKeyId) -> Option<OffsetDateTime> {
+        self.tables()
+            .keys
+            .get(&id)
+            .and_then(|(k, _)| k.last_used_at)
+    }
+}
+
+#[async_trait]
+impl WorkspaceRepository for InMemoryStore {
+    async fn create(&self, workspace: &Workspace) -> DomainResult<()> {
+        let mut t = self.tables();
+        if t.workspaces.contains_key(&workspace.id) {
+            return Err(DomainError::Conflict("workspace exists".into()));
+        }
+        t.workspaces.insert(workspace.id, workspace.clone());
+        Ok(())
+    }
+
+    async fn get(&self, id: WorkspaceId) -> DomainResult<Option<Workspace>> {
+        Ok(self.tables().workspaces.get(&id).cloned())
+    }
+}
+
+#[async_trait]
+impl UserRepository for InMemoryStore {
+    async fn create_member(
+        &self,
+        user: &User,
+        workspace: WorkspaceId,
+        _at: OffsetDateTime,
+    ) -> DomainResult<()> {
+        let mut t = self.tables();
+        if !t.workspaces.contains_key(&workspace) {
+            return Err(DomainError::NotFound("workspace"));
+        }
+        let email = user.email.to_lowercase();
+        if t.users.values().any(|u| u.email.to_lowercase() == email) {
+            return Err(DomainError::Conflict("e-mail already in use".into()));
+        }
+        t.users.insert(user.id, user.clone());
+        t.memberships.push((workspace, user.id));
+        Ok(())
+    }
+
+    async fn add_membership(
+        &self,
+        user: UserId,
+        workspace: WorkspaceId,
+        _at: OffsetDateTime,
+    ) -> DomainResult<()> {
+        let mut t = self.tables();
+        if !t.workspaces.contains_key(&workspace) {
+            return Err(DomainError::NotFound("workspace"));
+        }
+        if t.memberships.contains(&(workspace, user)) {
+            return Err(DomainError::Conflict(
+                "user is already a member of the workspace".into(),
+            ));
+        }
+        t.memberships.push((workspace, user));
+        Ok(())
+    }
+
+    async fn find_by_email(&self, email: &str) -> DomainResult<Option<User>> {
+        let email = email.to_lowercase();
+        Ok(self
+            .tables()
+            .users
+            .values()
+            .find(|u| u.email.to_lowercase() == email)
+            .cloned())
+    }
+
+    async fn get(&self, id: UserId) -> DomainResult<Option<User>> {
+        Ok(self.tables().users.get(&id).cloned())
+    }
+}
+
+#[async_trait]
+impl ApiKeyRepository for InMemoryStore {
+    async fn create(&self, key: &ApiKey, hash: &KeyHash) -> DomainResult<()> {
+        let mut t = self.tables();
+        if !t.memberships.contains(&(key.workspace_id, key.user_id)) {
+            return Err(DomainError::NotFound("membership"));
+        }
+        t.keys.insert(key.id, (key.clone(), *hash));
+        Ok(())
+    }
+
+    async fn find_active_by_hash(&self, hash: &KeyHash) -> DomainResult<Option<ApiKey>> {
+        Ok(self
+            .tables()
+            .keys
+            .values()
+            .find(|(k, h)| h == hash && k.revoked_at.is_none())
+            .map(|(k, _)| k.clone()))
+    }
+
+    async fn record_use(&self, id: ApiKeyId, at: OffsetDateTime) -> DomainResult<()> {
+        if let Some((key, _)) = self.tables().keys.get_mut(&id) {
+            key.last_used_at = Some(at);
+        }
+        Ok(())
+    }
+
+    async fn revoke(&self, id: ApiKeyId, at: OffsetDateTime) -> DomainResult<ApiKey> {
+        let mut t = self.tables();
+        let (key, _) = t
+            .keys
+            .get_mut(&id)
+            .ok_or(DomainError::NotFound("api key"))?;
+        key.revoked_at.get_or_insert(at);
+        Ok(key.clone())
+    }
+}
+
+/// A complete in-memory world: fakes of every port and the services built on them.
+#[derive(Debug)]
+pub struct TestWorld {
+    /// The store behind every repository port.
+    pub store: Arc<InMemoryStore>,
+    /// The clock, at 2026-01-05T09:00:00Z until advanced.
+    pub clock: Arc<ManualClock>,
+    /// The id generator.
+    pub ids: Arc<SequentialIds>,
+    /// The admin service on these fakes.
+    pub admin: AdminService,
+}
+
+impl Default for TestWorld {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestWorld {
+    /// A fresh, empty world.
+    pub fn new() -> Self {
+        let store = Arc::new(InMemoryStore::default());
+        let clock = Arc::new(ManualClock::at(
+            time::macros::datetime!(2026-01-05 09:00 UTC),
+        ));
+        let ids = Arc::new(SequentialIds::default());
+        let admin = AdminService::new(
+            store.clone(),
+            store.clone(),
+            store.clone(),
+            clock.clone(),
+            ids.clone(),
+            Arc::new(SeededRandom::new(42)),
+        );
+        Self {
+            store,
+            clock,
+            ids,
+            admin,
+        }
+    }
+
+    /// A workspace `Acme` with one member, `Ada`.
+    pub fn workspace_with_user(&self) -> (Workspace, User) {
+        let ws = run_ready(self.admin.create_workspace(NewWorkspace {
+            name: "Acme".into(),
+            ..NewWorkspace::default()
+        }))
+        .expect("create workspace");
+        let user = run_ready(self.admin.create_user(ws.id, "Ada", "ada@example.com"))
+            .expect("create user");
+        (ws, user)
+    }
+}
+
+/// Runs a future built on the in-memory fakes to completion.
+///
+/// The fakes never wait on anything, so such a future is ready on its first polls; a future that
+/// waits on real I/O must not be given to this function.
+pub fn run_ready<F: Future>(future: F) -> F::Output {
+    use std::task::{Context, Poll, Waker};
+    let mut future = std::pin::pin!(future);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
+}

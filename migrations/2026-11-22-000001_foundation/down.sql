@@ -1,0 +1,15 @@
+DROP TABLE audit_log;
+DROP TABLE delivery_attempts;
+DROP TABLE deliveries;
+DROP TABLE events;
+DROP TABLE webhook_subscriptions;
+DROP TABLE time_entry_tags;
+DROP TABLE time_entries;
+DROP TABLE tags;
+DROP TABLE tasks;
+DROP TABLE projects;
+DROP TABLE clients;
+DROP TABLE api_keys;
+DROP TABLE memberships;
+DROP TABLE users;
+DROP TABLE workspaces;
