@@ -90,6 +90,23 @@ pub fn build_app(
         InitError = (),
     >,
 > {
+    app_with(state, routes::configure)
+}
+
+/// The application with `routes` behind the shared extractor settings, fallback 404 and
+/// middleware; `build_app` passes the real routes, unit tests their own.
+fn app_with(
+    state: AppState,
+    routes: impl FnOnce(&mut web::ServiceConfig),
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
     App::new()
         .app_data(web::Data::new(state))
         .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
@@ -100,7 +117,7 @@ pub fn build_app(
         .app_data(web::QueryConfig::default().error_handler(|_, _| {
             json_error_value(StatusCode::BAD_REQUEST, "Invalid query parameters")
         }))
-        .configure(routes::configure)
+        .configure(routes)
         .default_service(web::to(|| async {
             json_error(StatusCode::NOT_FOUND, "Not found")
         }))
@@ -149,4 +166,103 @@ async fn json_errors(
             .insert(header::HeaderName::from_static("x-request-id"), id);
     }
     Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::test;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::extract::JsonBody;
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Payload {
+        name: String,
+    }
+
+    /// An app with the production layers and one echo route reading a JSON body.
+    async fn echo_app() -> impl actix_web::dev::Service<
+        actix_http::Request,
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+    > {
+        // The pool never connects: the echo route does not touch the database.
+        let pool = timetrack_adapters::build_pool(
+            "postgres://nobody@127.0.0.1:1/none",
+            timetrack_adapters::PoolSettings::default(),
+        )
+        .unwrap();
+        let state = AppState::new(
+            pool,
+            Arc::new(timetrack_adapters::SystemClock),
+            StateSettings::default(),
+        );
+        test::init_service(app_with(state, |cfg| {
+            cfg.route(
+                "/echo",
+                web::post().to(|body: JsonBody<Payload>| async move {
+                    HttpResponse::Ok().json(json!({"name": body.into_inner().name}))
+                }),
+            );
+        }))
+        .await
+    }
+
+    async fn post(body: Vec<u8>) -> (u16, Value) {
+        let app = echo_app().await;
+        let req = test::TestRequest::post()
+            .uri("/echo")
+            .insert_header(("content-type", "application/json"))
+            .set_payload(body)
+            .to_request();
+        let res = test::call_service(&app, req).await;
+        let status = res.status().as_u16();
+        assert_eq!(
+            res.headers().get("content-type").unwrap(),
+            "application/json"
+        );
+        (
+            status,
+            serde_json::from_slice(&test::read_body(res).await).unwrap(),
+        )
+    }
+
+    #[actix_web::test]
+    async fn a_valid_body_is_parsed() {
+        assert_eq!(
+            post(br#"{"name":"x"}"#.to_vec()).await,
+            (200, json!({"name": "x"}))
+        );
+    }
+
+    #[actix_web::test]
+    async fn malformed_or_mistyped_bodies_are_json_400() {
+        for body in [
+            &b"{"[..],
+            b"",
+            b"null",
+            b"[]",
+            br#"{"name": 5}"#,
+            b"\xff\xfe",
+            br#"{"other":"x"}"#,
+        ] {
+            assert_eq!(
+                post(body.to_vec()).await,
+                (400, json!({"error": "Invalid JSON body"})),
+                "{body:?}"
+            );
+        }
+    }
+
+    #[actix_web::test]
+    async fn bodies_over_64_kib_are_json_413() {
+        let big = format!(r#"{{"name":"{}"}}"#, "a".repeat(MAX_BODY_BYTES));
+        assert_eq!(
+            post(big.into_bytes()).await,
+            (413, json!({"error": "Payload too large"}))
+        );
+        let fits = format!(r#"{{"name":"{}"}}"#, "a".repeat(MAX_BODY_BYTES - 20));
+        assert_eq!(post(fits.into_bytes()).await.0, 200);
+    }
 }

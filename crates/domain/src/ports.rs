@@ -2,7 +2,7 @@
 //!
 //! Each method's documentation states its contract, errors included. Implementations live in
 //! `timetrack-adapters` (PostgreSQL, system clock, OS randomness) and, for tests, in
-//! [`crate::testing`].
+//! the `testing` module (feature `testing`).
 
 use async_trait::async_trait;
 use time::OffsetDateTime;

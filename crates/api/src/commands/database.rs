@@ -15,22 +15,24 @@ const LOCAL_DATABASE: &str = "timetrack";
 pub struct Database {
     url: String,
     local: Option<LocalPostgres>,
+    applied: Vec<String>,
 }
 
 impl Database {
     /// Opens `DATABASE_URL`, or starts (or attaches to) the private cluster, and applies pending
     /// migrations.
     pub async fn open(settings: &GlobalSettings) -> Result<Self> {
-        let db = match settings.database_url.as_deref().filter(|u| !u.is_empty()) {
+        let mut db = match settings.database_url.as_deref().filter(|u| !u.is_empty()) {
             Some(url) => Self {
                 url: url.to_owned(),
                 local: None,
+                applied: Vec::new(),
             },
             None => Self::start_local(&settings.data_dir).await?,
         };
-        let applied = run_migrations(&db.url).await?;
-        if !applied.is_empty() {
-            tracing::info!(?applied, "migrations applied");
+        db.applied = run_migrations(&db.url).await?;
+        if !db.applied.is_empty() {
+            tracing::info!(applied = ?db.applied, "migrations applied");
         }
         Ok(db)
     }
@@ -48,12 +50,18 @@ impl Database {
         Ok(Self {
             url,
             local: Some(local),
+            applied: Vec::new(),
         })
     }
 
     /// The connection URL.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The migration versions applied when the database was opened.
+    pub fn applied_migrations(&self) -> &[String] {
+        &self.applied
     }
 
     /// Whether this is the private cluster (so the demo data may be created).

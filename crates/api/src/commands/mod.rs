@@ -8,7 +8,6 @@ mod serve;
 use std::io::Write;
 
 use anyhow::Result;
-use timetrack_adapters::run_migrations;
 
 use crate::config::{Cli, Command};
 
@@ -20,9 +19,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         Some(Command::Serve(settings)) => serve::serve(&cli.global, &settings).await,
         Some(Command::Migrate) => {
             let db = Database::open(&cli.global).await?;
-            let applied = run_migrations(db.url()).await;
+            let applied = serde_json::json!({ "applied": db.applied_migrations() });
             db.close().await;
-            print_json(&serde_json::json!({ "applied": applied? }))
+            print_json(&applied)
         }
         Some(Command::Admin(command)) => admin::run(&cli.global, command).await,
         None => unreachable!("Cli::parse_args always yields a command"),

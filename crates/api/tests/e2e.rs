@@ -1,0 +1,386 @@
+//! Black-box tests of the real `timetrack` binary over HTTP.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use timetrack_adapters::testing::TestDatabase;
+
+const BIN: &str = env!("CARGO_BIN_EXE_timetrack");
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Runs a one-shot command of the binary.
+fn run(args: &[&str], database_url: &str) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("DATABASE_URL", database_url)
+        .env("TIMETRACK_LOG", "warn")
+        .output()
+        .expect("running timetrack")
+}
+
+fn json_stdout(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// A running `timetrack serve`; stopped with SIGTERM when dropped.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    fn start(mut cmd: Command) -> Self {
+        let port = free_port();
+        let child = cmd
+            .arg("--bind")
+            .arg(format!("127.0.0.1:{port}"))
+            .env("TIMETRACK_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting timetrack");
+        let server = Self {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        server.wait_until_healthy();
+        server
+    }
+
+    fn wait_until_healthy(&self) {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        let url = format!("{}/api/health", self.base);
+        while Instant::now() < deadline {
+            if let Ok(200) = reqwest::blocking_get(&url) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("server did not become healthy");
+    }
+
+    /// SIGTERM, then the exit status (within 20 s).
+    fn stop(&mut self) -> std::process::ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not stop after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            self.stop();
+        }
+    }
+}
+
+mod reqwest {
+    //! A tiny blocking HTTP/1.1 client, enough to talk to the server under test.
+    pub use ::reqwest::*;
+
+    /// The status of `GET url`.
+    pub fn blocking_get(url: &str) -> std::io::Result<u16> {
+        get_with(url, None).map(|(status, _)| status)
+    }
+
+    /// `GET url` with an optional bearer key: status and body.
+    pub fn get_with(url: &str, key: Option<&str>) -> std::io::Result<(u16, String)> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let mut req = Client::new()
+                .get(url)
+                .timeout(std::time::Duration::from_secs(5));
+            if let Some(key) = key {
+                req = req.bearer_auth(key);
+            }
+            let res = req.send().await.map_err(std::io::Error::other)?;
+            let status = res.status().as_u16();
+            let body = res.text().await.map_err(std::io::Error::other)?;
+            Ok((status, body))
+        })
+    }
+}
+
+fn get_json(server: &Server, path: &str, key: &str) -> (u16, Value) {
+    let (status, body) = reqwest::get_with(&format!("{}{path}", server.base), Some(key)).unwrap();
+    (status, serde_json::from_str(&body).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn admin_commands_issue_a_working_key_and_revocation_takes_effect() {
+    let db = TestDatabase::new().await;
+    let url = db.url().to_owned();
+    tokio::task::spawn_blocking(move || {
+        let ws = json_stdout(&run(
+            &[
+                "admin",
+                "create-workspace",
+                "--name",
+                "Acme",
+                "--timezone",
+                "Europe/Paris",
+                "--currency",
+                "EUR",
+            ],
+            &url,
+        ));
+        assert_eq!(ws["name"], "Acme");
+        assert_eq!(ws["timezone"], "Europe/Paris");
+        assert_eq!(ws["currency"], "EUR");
+        let ws_id = ws["id"].as_str().unwrap().to_owned();
+
+        let user = json_stdout(&run(
+            &[
+                "admin",
+                "create-user",
+                "--workspace",
+                &ws_id,
+                "--name",
+                "Ada",
+                "--email",
+                "ada@example.com",
+            ],
+            &url,
+        ));
+        assert_eq!(user["email"], "ada@example.com");
+        assert_eq!(user["workspace_id"], ws_id.as_str());
+        let user_id = user["id"].as_str().unwrap().to_owned();
+
+        let key = json_stdout(&run(
+            &[
+                "admin",
+                "create-api-key",
+                "--user",
+                &user_id,
+                "--workspace",
+                &ws_id,
+                "--name",
+                "zapier",
+            ],
+            &url,
+        ));
+        let secret = key["key"].as_str().unwrap().to_owned();
+        assert!(secret.starts_with("tt_") && secret.len() == 46, "{secret}");
+        assert_eq!(key["prefix"], &secret[..10]);
+        assert_eq!(key["name"], "zapier");
+
+        let mut cmd = Command::new(BIN);
+        cmd.arg("serve")
+            .env("DATABASE_URL", &url)
+            .env("TIMETRACK_AUTH_CACHE_SECONDS", "1");
+        let mut server = Server::start(cmd);
+        let (status, me) = get_json(&server, "/api/me", &secret);
+        assert_eq!(status, 200);
+        assert_eq!(me["user"]["id"], user_id.as_str());
+        assert_eq!(me["workspace"]["id"], ws_id.as_str());
+
+        let revoked = json_stdout(&run(
+            &[
+                "admin",
+                "revoke-api-key",
+                "--id",
+                key["id"].as_str().unwrap(),
+            ],
+            &url,
+        ));
+        assert!(revoked["revoked_at"].is_string());
+        std::thread::sleep(Duration::from_millis(1100));
+        let (status, body) = get_json(&server, "/api/me", &secret);
+        assert_eq!(
+            (status, body),
+            (401, serde_json::json!({"error": "Unauthorized"}))
+        );
+
+        assert!(server.stop().success());
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn admin_commands_refuse_bad_input_with_a_message_and_no_output() {
+    let db = TestDatabase::new().await;
+    let url = db.url().to_owned();
+    tokio::task::spawn_blocking(move || {
+        for args in [
+            vec![
+                "admin",
+                "create-workspace",
+                "--name",
+                "A",
+                "--timezone",
+                "Mars/Base",
+            ],
+            vec![
+                "admin",
+                "create-workspace",
+                "--name",
+                "A",
+                "--currency",
+                "XXX1",
+            ],
+            vec!["admin", "create-workspace", "--name", "   "],
+            vec![
+                "admin",
+                "create-user",
+                "--workspace",
+                "00000000-0000-0000-0000-000000000000",
+                "--name",
+                "A",
+                "--email",
+                "a@example.com",
+            ],
+            vec![
+                "admin",
+                "revoke-api-key",
+                "--id",
+                "00000000-0000-0000-0000-000000000000",
+            ],
+        ] {
+            let out = run(&args, &url);
+            assert!(!out.status.success(), "{args:?}");
+            assert!(out.stdout.is_empty(), "{args:?}");
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("error: "),
+                "{args:?}"
+            );
+        }
+        let out = run(
+            &[
+                "admin",
+                "create-user",
+                "--workspace",
+                "not-a-uuid",
+                "--name",
+                "A",
+                "--email",
+                "a@example.com",
+            ],
+            &url,
+        );
+        assert_eq!(out.status.code(), Some(2), "clap usage error");
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn migrate_applies_pending_migrations_once() {
+    let db = TestDatabase::new().await;
+    let name = format!("timetrack_e2e_blank_{}", uuid::Uuid::new_v4().simple());
+    let (client, conn) =
+        tokio_postgres::connect(&TestDatabase::server_url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    client
+        .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+        .await
+        .unwrap();
+    let blank = db
+        .url()
+        .replace(db.url().rsplit('/').next().unwrap(), &name);
+    let blank_url = blank.clone();
+    let (first, second) = tokio::task::spawn_blocking(move || {
+        (
+            json_stdout(&run(&["migrate"], &blank_url)),
+            json_stdout(&run(&["migrate"], &blank_url)),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(first["applied"].as_array().unwrap().len(), 1, "{first}");
+    assert_eq!(second, serde_json::json!({"applied": []}));
+    client
+        .batch_execute(&format!("DROP DATABASE \"{name}\" WITH (FORCE)"))
+        .await
+        .unwrap();
+}
+
+/// The newcomer's path: no DATABASE_URL, nothing started by hand.
+#[test]
+fn serve_without_database_url_runs_on_a_private_cluster_it_stops_afterwards() {
+    let dir = std::env::temp_dir().join(format!("timetrack-e2e-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let start = |dir: &Path| {
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(dir)
+            .env_remove("DATABASE_URL")
+            .env_remove("TIMETRACK_DATA_DIR");
+        Server::start(cmd)
+    };
+
+    let mut server = start(&dir);
+    let banner = read_banner(&mut server);
+    let key = banner
+        .split_whitespace()
+        .find(|w| w.starts_with("tt_"))
+        .map(|w| w.trim_end_matches('\'').to_owned())
+        .expect("key in banner");
+    assert!(
+        banner.contains(&format!(
+            "curl -s {}/api/me -H 'Authorization: Bearer {key}'",
+            server.base
+        )),
+        "{banner}"
+    );
+    let (status, me) = get_json(&server, "/api/me", &key);
+    assert_eq!(status, 200);
+    assert_eq!(me["workspace"]["name"], "Demo workspace");
+    assert_eq!(me["user"]["email"], "demo@example.com");
+
+    let data = dir.join(".timetrack");
+    assert!(data.join("pgdata/postmaster.pid").exists());
+    assert!(server.stop().success());
+    assert!(
+        !data.join("pgdata/postmaster.pid").exists(),
+        "PostgreSQL still running after the server stopped"
+    );
+
+    // A second start reuses the data and shows the same key.
+    let mut server = start(&dir);
+    assert!(read_banner(&mut server).contains(&key));
+    assert_eq!(get_json(&server, "/api/me", &key).0, 200);
+    assert!(server.stop().success());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn read_banner(server: &mut Server) -> String {
+    let stdout = server.child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut banner = String::new();
+    for _ in 0..4 {
+        banner.push_str(&lines.next().expect("banner line").unwrap());
+        banner.push('\n');
+    }
+    banner
+}
