@@ -213,13 +213,20 @@ impl Drop for LocalPostgres {
 /// Looks at `TIMETRACK_PG_BIN_DIR`, then `pg_config --bindir`, then `PATH`, then the usual
 /// install locations of Debian/Ubuntu, Red Hat and Homebrew (newest version first).
 pub fn find_bin_dir() -> Result<PathBuf> {
+    find_bin_dir_in(
+        std::env::var_os("TIMETRACK_PG_BIN_DIR").map(PathBuf::from),
+        default_candidates(),
+    )
+}
+
+/// The first of `candidates` holding every server binary; `explicit` alone when it is given.
+fn find_bin_dir_in(explicit: Option<PathBuf>, candidates: Vec<PathBuf>) -> Result<PathBuf> {
     let has_all = |dir: &Path| {
         ["initdb", "postgres", "pg_isready"]
             .iter()
             .all(|b| dir.join(b).is_file())
     };
-    if let Some(dir) = std::env::var_os("TIMETRACK_PG_BIN_DIR") {
-        let dir = PathBuf::from(dir);
+    if let Some(dir) = explicit {
         if has_all(&dir) {
             return Ok(dir);
         }
@@ -228,6 +235,22 @@ pub fn find_bin_dir() -> Result<PathBuf> {
             dir.display()
         );
     }
+    candidates
+        .into_iter()
+        .find(|dir| has_all(dir))
+        .ok_or_else(|| {
+            anyhow!(
+                "PostgreSQL server binaries (initdb, postgres, pg_isready) were not found. Install \
+             the PostgreSQL server (Debian/Ubuntu: `apt install postgresql`; macOS: `brew \
+             install postgresql@16`), or point TIMETRACK_PG_BIN_DIR at its bin directory, or \
+             set DATABASE_URL to use a server you run yourself"
+            )
+        })
+}
+
+/// Where server binaries usually are: `pg_config --bindir`, `PATH`, then the install locations of
+/// Debian/Ubuntu, Red Hat and Homebrew, newest version first.
+fn default_candidates() -> Vec<PathBuf> {
     let mut candidates = Vec::new();
     if let Ok(out) = Command::new("pg_config").arg("--bindir").output()
         && out.status.success()
@@ -237,13 +260,13 @@ pub fn find_bin_dir() -> Result<PathBuf> {
     if let Some(path) = std::env::var_os("PATH") {
         candidates.extend(std::env::split_paths(&path));
     }
-    for pattern in [
+    for parent in [
         "/usr/lib/postgresql",
         "/usr/local/opt",
         "/opt/homebrew/opt",
         "/usr",
     ] {
-        let Ok(entries) = fs::read_dir(pattern) else {
+        let Ok(entries) = fs::read_dir(parent) else {
             continue;
         };
         let mut versions: Vec<PathBuf> = entries
@@ -253,7 +276,7 @@ pub fn find_bin_dir() -> Result<PathBuf> {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                pattern == "/usr/lib/postgresql"
+                parent == "/usr/lib/postgresql"
                     || name.starts_with("postgresql")
                     || name.starts_with("pgsql")
             })
@@ -264,16 +287,6 @@ pub fn find_bin_dir() -> Result<PathBuf> {
     }
     candidates.push(PathBuf::from("/usr/local/pgsql/bin"));
     candidates
-        .into_iter()
-        .find(|dir| has_all(dir))
-        .ok_or_else(|| {
-            anyhow!(
-                "PostgreSQL server binaries (initdb, postgres, pg_isready) were not found. Install \
-                 the PostgreSQL server (Debian/Ubuntu: `apt install postgresql`; macOS: `brew \
-                 install postgresql@16`), or point TIMETRACK_PG_BIN_DIR at its bin directory, or \
-                 set DATABASE_URL to use a server you run yourself"
-            )
-        })
 }
 
 /// The numeric version in a path such as `/usr/lib/postgresql/15/bin`, for ordering.
@@ -585,6 +598,32 @@ mod tests {
             16
         );
         assert_eq!(version_of(Path::new("/usr/bin")), 0);
+    }
+
+    #[test]
+    fn missing_binaries_are_reported_with_what_to_install() {
+        let empty = std::env::temp_dir().join(format!("tt-no-pg-{}", std::process::id()));
+        fs::create_dir_all(&empty).unwrap();
+        let err = find_bin_dir_in(None, vec![empty.clone()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("were not found"), "{err}");
+        assert!(err.contains("apt install postgresql"), "{err}");
+        assert!(err.contains("DATABASE_URL"), "{err}");
+
+        let err = find_bin_dir_in(Some(empty.clone()), vec![])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("TIMETRACK_PG_BIN_DIR"), "{err}");
+
+        for bin in ["initdb", "postgres", "pg_isready"] {
+            fs::write(empty.join(bin), "").unwrap();
+        }
+        assert_eq!(
+            find_bin_dir_in(None, vec![PathBuf::from("/nonexistent"), empty.clone()]).unwrap(),
+            empty
+        );
+        fs::remove_dir_all(&empty).unwrap();
     }
 
     #[test]

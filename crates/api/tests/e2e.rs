@@ -374,6 +374,25 @@ fn serve_without_database_url_runs_on_a_private_cluster_it_stops_afterwards() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn serve_without_postgres_binaries_says_what_to_install() {
+    let dir = std::env::temp_dir().join(format!("timetrack-e2e-nopg-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(BIN)
+        .current_dir(&dir)
+        .env_remove("DATABASE_URL")
+        .env("TIMETRACK_PG_BIN_DIR", &dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("does not contain initdb, postgres and pg_isready"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn read_banner(server: &mut Server) -> String {
     let stdout = server.child.stdout.take().expect("stdout");
     let mut lines = BufReader::new(stdout).lines();

@@ -5,6 +5,8 @@
 //! rules of the product and depend on ports only, so they run unchanged against in-memory fakes
 //! (feature `testing`) and against the real adapters.
 
+#![warn(missing_docs)]
+
 pub mod error;
 pub mod ids;
 pub mod model;
