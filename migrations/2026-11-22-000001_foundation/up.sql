@@ -6,7 +6,9 @@
 -- composite foreign keys on (workspace_id, id) so that a row can never point into another
 -- workspace, whatever the application does.
 
+-- pg_trgm and btree_gin ship with PostgreSQL and are trusted: a database owner may create them.
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
+CREATE EXTENSION IF NOT EXISTS btree_gin;
 
 CREATE TABLE workspaces (
     id          uuid PRIMARY KEY,
@@ -70,8 +72,9 @@ CREATE TABLE clients (
 );
 -- Newest-first listing and search inside one workspace.
 CREATE INDEX clients_workspace_created_idx ON clients (workspace_id, created_at DESC, id DESC);
--- Substring search (LIKE '%q%') on the lowercased name.
-CREATE INDEX clients_name_lower_trgm_idx ON clients USING gin (name_lower gin_trgm_ops);
+-- Substring search (LIKE '%q%') on the lowercased name, inside one workspace: the trigram lists
+-- are intersected with the workspace's entries, so a big neighbour workspace costs nothing.
+CREATE INDEX clients_workspace_name_trgm_idx ON clients USING gin (workspace_id, name_lower gin_trgm_ops);
 
 CREATE TABLE projects (
     id           uuid PRIMARY KEY,
@@ -190,9 +193,9 @@ CREATE TABLE events (
 CREATE INDEX events_workspace_created_idx ON events (workspace_id, created_at DESC);
 CREATE INDEX events_created_idx ON events (created_at);
 
--- One row per (event, subscription): the unit the delivery workers claim, send and retry.
+-- One row per (event, subscription): the unit the delivery workers claim, send and retry. The
+-- natural key lets the fan-out be one INSERT ... SELECT over the matching subscriptions.
 CREATE TABLE deliveries (
-    id               uuid PRIMARY KEY,
     event_id         uuid        NOT NULL REFERENCES events (id) ON DELETE CASCADE,
     subscription_id  text        NOT NULL REFERENCES webhook_subscriptions (id) ON DELETE CASCADE,
     workspace_id     uuid        NOT NULL,
@@ -205,7 +208,7 @@ CREATE TABLE deliveries (
     last_error       text        NULL,
     created_at       timestamptz NOT NULL,
     updated_at       timestamptz NOT NULL,
-    CONSTRAINT deliveries_event_subscription_key UNIQUE (event_id, subscription_id)
+    PRIMARY KEY (event_id, subscription_id)
 );
 CREATE INDEX deliveries_due_idx ON deliveries (next_attempt_at) WHERE status = 'PENDING';
 CREATE INDEX deliveries_subscription_idx ON deliveries (subscription_id, created_at DESC);
@@ -214,14 +217,16 @@ CREATE INDEX deliveries_created_idx ON deliveries (created_at);
 -- Each HTTP attempt of a delivery, for the delivery log.
 CREATE TABLE delivery_attempts (
     id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    delivery_id      uuid        NOT NULL REFERENCES deliveries (id) ON DELETE CASCADE,
+    event_id         uuid        NOT NULL,
+    subscription_id  text        NOT NULL,
     attempt          integer     NOT NULL CHECK (attempt >= 1),
     started_at       timestamptz NOT NULL,
     latency_ms       integer     NOT NULL CHECK (latency_ms >= 0),
     status_code      integer     NULL,
     error            text        NULL,
     response_excerpt text        NULL CHECK (length(response_excerpt) <= 1024),
-    CONSTRAINT delivery_attempts_delivery_attempt_key UNIQUE (delivery_id, attempt)
+    CONSTRAINT delivery_attempts_delivery_attempt_key UNIQUE (event_id, subscription_id, attempt),
+    FOREIGN KEY (event_id, subscription_id) REFERENCES deliveries (event_id, subscription_id) ON DELETE CASCADE
 );
 CREATE INDEX delivery_attempts_started_idx ON delivery_attempts (started_at);
 

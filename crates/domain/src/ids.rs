@@ -78,7 +78,3 @@ uuid_id!(
     /// Identifies an event in the outbox; it is the `webhook-id` of every delivery of the event.
     EventId
 );
-uuid_id!(
-    /// Identifies one delivery of one event to one subscription.
-    DeliveryId
-);

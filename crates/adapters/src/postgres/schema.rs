@@ -47,8 +47,7 @@ diesel::table! {
 }
 
 diesel::table! {
-    deliveries (id) {
-        id -> Uuid,
+    deliveries (event_id, subscription_id) {
         event_id -> Uuid,
         subscription_id -> Text,
         workspace_id -> Uuid,
@@ -66,7 +65,8 @@ diesel::table! {
 diesel::table! {
     delivery_attempts (id) {
         id -> Int8,
-        delivery_id -> Uuid,
+        event_id -> Uuid,
+        subscription_id -> Text,
         attempt -> Int4,
         started_at -> Timestamptz,
         latency_ms -> Int4,
@@ -190,7 +190,6 @@ diesel::table! {
 diesel::joinable!(clients -> workspaces (workspace_id));
 diesel::joinable!(deliveries -> events (event_id));
 diesel::joinable!(deliveries -> webhook_subscriptions (subscription_id));
-diesel::joinable!(delivery_attempts -> deliveries (delivery_id));
 diesel::joinable!(events -> workspaces (workspace_id));
 diesel::joinable!(memberships -> users (user_id));
 diesel::joinable!(memberships -> workspaces (workspace_id));
