@@ -10,8 +10,12 @@ use uuid::Uuid;
 pub struct SystemClock;
 
 impl Clock for SystemClock {
+    /// Now, truncated to the microsecond: PostgreSQL's precision, so a time read back from the
+    /// database equals the one written (and shown in payloads).
     fn now(&self) -> OffsetDateTime {
-        OffsetDateTime::now_utc()
+        let now = OffsetDateTime::now_utc();
+        now.replace_nanosecond(now.nanosecond() / 1_000 * 1_000)
+            .unwrap_or(now)
     }
 }
 

@@ -9,11 +9,12 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpMessage, HttpResponse, web};
 use timetrack_adapters::PgPool;
+use timetrack_adapters::UuidV7Ids;
 use timetrack_adapters::postgres::{
-    PgApiKeyRepository, PgHealthProbe, PgUserRepository, PgWorkspaceRepository,
+    PgApiKeyRepository, PgClientRepository, PgHealthProbe, PgUserRepository, PgWorkspaceRepository,
 };
 use timetrack_domain::ports::{Clock, HealthProbe};
-use timetrack_domain::services::{AccountService, Authenticator};
+use timetrack_domain::services::{AccountService, Authenticator, ClientService};
 use tracing_actix_web::{RequestId, TracingLogger};
 
 use crate::error::json_error;
@@ -29,6 +30,8 @@ pub struct AppState {
     pub auth: Arc<Authenticator>,
     /// The caller's own account.
     pub accounts: AccountService,
+    /// Clients.
+    pub clients: ClientService,
     /// Reachability of the database.
     pub health: Arc<dyn HealthProbe>,
     /// The current time.
@@ -71,7 +74,13 @@ impl AppState {
                 clock.clone(),
                 settings.auth_cache_ttl,
             )),
-            accounts: AccountService::new(users, workspaces),
+            accounts: AccountService::new(users, workspaces.clone()),
+            clients: ClientService::new(
+                Arc::new(PgClientRepository::new(pool.clone())),
+                workspaces,
+                clock.clone(),
+                Arc::new(UuidV7Ids),
+            ),
             health: Arc::new(PgHealthProbe::new(pool, settings.health_timeout)),
             clock,
         }

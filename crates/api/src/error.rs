@@ -63,6 +63,7 @@ impl ApiError {
                 DomainError::Validation(message) | DomainError::Conflict(message) => {
                     message.clone()
                 }
+                DomainError::AlreadyExists { what, .. } => already_exists_message(what),
                 DomainError::NotFound(what) => not_found_message(what),
                 DomainError::Forbidden => "Forbidden".into(),
                 DomainError::Unauthorized => "Unauthorized".into(),
@@ -70,6 +71,15 @@ impl ApiError {
                 DomainError::Unexpected(_) => "Internal server error".into(),
             },
         }
+    }
+}
+
+/// `client` → `Client already exists`.
+fn already_exists_message(what: &str) -> String {
+    let mut chars = what.chars();
+    match chars.next() {
+        Some(first) => format!("{}{} already exists", first.to_uppercase(), chars.as_str()),
+        None => "Already exists".into(),
     }
 }
 
@@ -90,7 +100,9 @@ impl ResponseError for ApiError {
             Self::Domain(err) => match err {
                 DomainError::Validation(_) => StatusCode::BAD_REQUEST,
                 DomainError::NotFound(_) => StatusCode::NOT_FOUND,
-                DomainError::Conflict(_) => StatusCode::CONFLICT,
+                DomainError::Conflict(_) | DomainError::AlreadyExists { .. } => {
+                    StatusCode::CONFLICT
+                }
                 DomainError::Forbidden => StatusCode::FORBIDDEN,
                 DomainError::Unauthorized => StatusCode::UNAUTHORIZED,
                 DomainError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -103,6 +115,10 @@ impl ResponseError for ApiError {
         let status = self.status_code();
         if status.is_server_error() {
             tracing::error!(status = status.as_u16(), error = ?self, "request failed");
+        }
+        if let Self::Domain(DomainError::AlreadyExists { id, .. }) = self {
+            return HttpResponse::build(status)
+                .json(json!({ "error": self.message(), "existing_id": id }));
         }
         json_error(status, &self.message())
     }

@@ -57,6 +57,26 @@ impl BodyRejection for InvalidJson {
     }
 }
 
+/// The integration surface's rejection: 400 `Invalid request parameters`.
+#[derive(Debug)]
+pub struct InvalidParams;
+
+impl BodyRejection for InvalidParams {
+    fn rejection() -> ApiError {
+        ApiError::bad_request("Invalid request parameters")
+    }
+}
+
+/// Deserializes a field that may be absent (`None`), null (`Some(None)`) or set (`Some(Some(v))`),
+/// for PATCH bodies; use with `#[serde(default)]`.
+pub fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    serde::Deserialize::deserialize(deserializer).map(Some)
+}
+
 /// A JSON body of type `T`, rejected with `R`'s error when it does not parse.
 ///
 /// The body is read whole, within the app's payload limit (64 KiB: larger is 413 before any

@@ -8,7 +8,6 @@ pub mod commands;
 pub mod config;
 pub mod error;
 pub mod extract;
-pub mod format;
 pub mod routes;
 pub mod telemetry;
 

@@ -12,6 +12,14 @@ pub enum DomainError {
     /// The change conflicts with the current state (a duplicate, a limit, a dependent row).
     #[error("{0}")]
     Conflict(String),
+    /// A resource with the same identity (for example a client name) exists; `id` names it.
+    #[error("{what} already exists: {id}")]
+    AlreadyExists {
+        /// What kind of resource, e.g. `client`.
+        what: &'static str,
+        /// The existing resource's id.
+        id: String,
+    },
     /// The caller is authenticated but may not act on this resource.
     #[error("forbidden")]
     Forbidden,

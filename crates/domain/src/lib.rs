@@ -10,8 +10,10 @@
 pub mod error;
 pub mod ids;
 pub mod model;
+pub mod payload;
 pub mod ports;
 pub mod services;
+pub mod timefmt;
 pub mod validate;
 
 #[cfg(any(test, feature = "testing"))]

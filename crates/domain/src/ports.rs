@@ -9,8 +9,8 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::error::DomainResult;
-use crate::ids::{ApiKeyId, UserId, WorkspaceId};
-use crate::model::{ApiKey, KeyHash, User, Workspace};
+use crate::ids::{ApiKeyId, ClientId, UserId, WorkspaceId};
+use crate::model::{ApiKey, Client, Event, KeyHash, Page, PageRequest, User, Workspace};
 
 /// The current time.
 pub trait Clock: Send + Sync {
@@ -100,4 +100,45 @@ pub trait HealthProbe: Send + Sync {
     /// Runs a trivial query. MUST return within its own time bound (2 s in production) with
     /// `Unavailable` if the database cannot answer.
     async fn check_database(&self) -> DomainResult<()>;
+}
+
+/// Storage of clients. Writes that cause events take them and store them in the same transaction
+/// (the transactional outbox), together with one pending delivery per active subscription of the
+/// workspace that lists the event's type.
+#[async_trait]
+pub trait ClientRepository: Send + Sync {
+    /// Stores a new client and `events`, atomically.
+    ///
+    /// MUST return `AlreadyExists { what: "client", id }` with the existing client's id when a
+    /// client of the workspace has the same name case-insensitively; nothing is stored then.
+    async fn create(&self, client: &Client, events: &[Event]) -> DomainResult<()>;
+
+    /// The workspace's client with this id, or `None` (also for another workspace's client).
+    async fn get(&self, workspace: WorkspaceId, id: ClientId) -> DomainResult<Option<Client>>;
+
+    /// A page of the workspace's clients, newest first (`created_at`, then `id`, descending).
+    async fn list(&self, workspace: WorkspaceId, page: PageRequest) -> DomainResult<Page<Client>>;
+
+    /// Up to `limit` of the workspace's clients whose lowercased name contains `needle` (already
+    /// lowercase; every character literal, `%` and `_` included), newest first.
+    async fn search(
+        &self,
+        workspace: WorkspaceId,
+        needle: &str,
+        limit: u32,
+    ) -> DomainResult<Vec<Client>>;
+
+    /// The workspace's newest client, or `None`.
+    async fn newest(&self, workspace: WorkspaceId) -> DomainResult<Option<Client>>;
+
+    /// Replaces the stored client with `client` (same id and workspace).
+    ///
+    /// MUST return `NotFound("client")` if it does not exist and `AlreadyExists` as `create` does.
+    async fn update(&self, client: &Client) -> DomainResult<()>;
+
+    /// Deletes the workspace's client.
+    ///
+    /// MUST return `NotFound("client")` if it does not exist and `Conflict` while a project refers
+    /// to it.
+    async fn delete(&self, workspace: WorkspaceId, id: ClientId) -> DomainResult<()>;
 }

@@ -13,12 +13,13 @@ use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use crate::error::{DomainError, DomainResult};
-use crate::ids::{ApiKeyId, UserId, WorkspaceId};
-use crate::model::{ApiKey, KeyHash, User, Workspace};
+use crate::ids::{ApiKeyId, ClientId, UserId, WorkspaceId};
+use crate::model::{ApiKey, Client, Cursor, Event, KeyHash, Page, PageRequest, User, Workspace};
 use crate::ports::{
-    ApiKeyRepository, Clock, IdGenerator, RandomSource, UserRepository, WorkspaceRepository,
+    ApiKeyRepository, ClientRepository, Clock, IdGenerator, RandomSource, UserRepository,
+    WorkspaceRepository,
 };
-use crate::services::{AdminService, NewWorkspace};
+use crate::services::{AdminService, ClientService, NewWorkspace};
 
 /// A clock that stands still until told to move.
 #[derive(Debug)]
@@ -81,6 +82,8 @@ struct Tables {
     users: HashMap<UserId, User>,
     memberships: Vec<(WorkspaceId, UserId)>,
     keys: HashMap<ApiKeyId, (ApiKey, KeyHash)>,
+    clients: Vec<Client>,
+    events: Vec<Event>,
 }
 
 /// One in-memory store implementing every repository port.
@@ -100,6 +103,11 @@ impl InMemoryStore {
     /// The hash stored for a key.
     pub fn stored_hash(&self, id: ApiKeyId) -> Option<KeyHash> {
         self.tables().keys.get(&id).map(|(_, hash)| *hash)
+    }
+
+    /// Every event recorded in the outbox, oldest first.
+    pub fn events(&self) -> Vec<Event> {
+        self.tables().events.clone()
     }
 
     /// The recorded last use of a key.
@@ -220,6 +228,119 @@ impl ApiKeyRepository for InMemoryStore {
     }
 }
 
+fn newest_first(clients: &mut [Client]) {
+    clients.sort_by_key(|c| std::cmp::Reverse((c.created_at, c.id)));
+}
+
+fn client_position(client: &Client) -> Cursor {
+    Cursor {
+        created_at: client.created_at,
+        id: client.id.0,
+    }
+}
+
+#[async_trait]
+impl ClientRepository for InMemoryStore {
+    async fn create(&self, client: &Client, events: &[Event]) -> DomainResult<()> {
+        let mut t = self.tables();
+        let key = Client::name_key(&client.name);
+        if let Some(existing) = t
+            .clients
+            .iter()
+            .find(|c| c.workspace_id == client.workspace_id && Client::name_key(&c.name) == key)
+        {
+            return Err(DomainError::AlreadyExists {
+                what: "client",
+                id: existing.id.to_string(),
+            });
+        }
+        t.clients.push(client.clone());
+        t.events.extend_from_slice(events);
+        Ok(())
+    }
+
+    async fn get(&self, workspace: WorkspaceId, id: ClientId) -> DomainResult<Option<Client>> {
+        Ok(self
+            .tables()
+            .clients
+            .iter()
+            .find(|c| c.workspace_id == workspace && c.id == id)
+            .cloned())
+    }
+
+    async fn list(&self, workspace: WorkspaceId, page: PageRequest) -> DomainResult<Page<Client>> {
+        let mut clients: Vec<Client> = self
+            .tables()
+            .clients
+            .iter()
+            .filter(|c| c.workspace_id == workspace)
+            .filter(|c| {
+                page.after
+                    .is_none_or(|after| (c.created_at, c.id.0) < (after.created_at, after.id))
+            })
+            .cloned()
+            .collect();
+        newest_first(&mut clients);
+        clients.truncate(page.limit as usize + 1);
+        Ok(Page::from_overfetch(clients, page.limit, client_position))
+    }
+
+    async fn search(
+        &self,
+        workspace: WorkspaceId,
+        needle: &str,
+        limit: u32,
+    ) -> DomainResult<Vec<Client>> {
+        let mut found: Vec<Client> = self
+            .tables()
+            .clients
+            .iter()
+            .filter(|c| c.workspace_id == workspace && Client::name_key(&c.name).contains(needle))
+            .cloned()
+            .collect();
+        newest_first(&mut found);
+        found.truncate(limit as usize);
+        Ok(found)
+    }
+
+    async fn newest(&self, workspace: WorkspaceId) -> DomainResult<Option<Client>> {
+        Ok(self.search(workspace, "", 1).await?.pop())
+    }
+
+    async fn update(&self, client: &Client) -> DomainResult<()> {
+        let mut t = self.tables();
+        let key = Client::name_key(&client.name);
+        if let Some(other) = t.clients.iter().find(|c| {
+            c.workspace_id == client.workspace_id
+                && c.id != client.id
+                && Client::name_key(&c.name) == key
+        }) {
+            return Err(DomainError::AlreadyExists {
+                what: "client",
+                id: other.id.to_string(),
+            });
+        }
+        let stored = t
+            .clients
+            .iter_mut()
+            .find(|c| c.id == client.id && c.workspace_id == client.workspace_id)
+            .ok_or(DomainError::NotFound("client"))?;
+        *stored = client.clone();
+        Ok(())
+    }
+
+    async fn delete(&self, workspace: WorkspaceId, id: ClientId) -> DomainResult<()> {
+        let mut t = self.tables();
+        let before = t.clients.len();
+        t.clients
+            .retain(|c| !(c.workspace_id == workspace && c.id == id));
+        if t.clients.len() == before {
+            return Err(DomainError::NotFound("client"));
+        }
+        Ok(())
+    }
+}
+
 /// A complete in-memory world: fakes of every port and the services built on them.
 #[derive(Debug)]
 pub struct TestWorld {
@@ -231,6 +352,8 @@ pub struct TestWorld {
     pub ids: Arc<SequentialIds>,
     /// The admin service on these fakes.
     pub admin: AdminService,
+    /// The client service on these fakes.
+    pub clients: ClientService,
 }
 
 impl Default for TestWorld {
@@ -255,11 +378,13 @@ impl TestWorld {
             ids.clone(),
             Arc::new(SeededRandom::new(42)),
         );
+        let clients = ClientService::new(store.clone(), store.clone(), clock.clone(), ids.clone());
         Self {
             store,
             clock,
             ids,
             admin,
+            clients,
         }
     }
 

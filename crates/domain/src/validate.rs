@@ -8,8 +8,19 @@ use crate::error::{DomainError, DomainResult};
 /// Longest name (of a workspace, user, client, project, task or tag), in characters.
 pub const MAX_NAME_CHARS: usize = 255;
 
+/// Refuses text containing NUL, which no stored text may hold (PostgreSQL rejects it).
+pub fn no_nul(field: &str, value: &str) -> DomainResult<()> {
+    if value.contains('\0') {
+        return Err(DomainError::validation(format!(
+            "{field} must not contain NUL characters"
+        )));
+    }
+    Ok(())
+}
+
 /// Returns the name without surrounding whitespace if it has 1 to 255 characters.
 pub fn name(field: &str, value: &str) -> DomainResult<String> {
+    no_nul(field, value)?;
     let trimmed = value.trim();
     let chars = trimmed.chars().count();
     if chars == 0 {
@@ -44,6 +55,7 @@ pub fn currency(value: &str) -> DomainResult<String> {
 
 /// Accepts an e-mail address of at most 254 characters, by the HTML5 rules.
 pub fn email(value: &str) -> DomainResult<String> {
+    no_nul("email", value)?;
     let trimmed = value.trim();
     if trimmed.len() <= 254 && trimmed.validate_email() {
         Ok(trimmed.to_owned())
@@ -57,6 +69,13 @@ pub fn email(value: &str) -> DomainResult<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nul_is_refused_everywhere() {
+        assert!(name("name", "a\0b").is_err());
+        assert!(email("a\0@example.com").is_err());
+        assert!(no_nul("note", "fine").is_ok());
+    }
 
     #[test]
     fn names_are_trimmed_and_bounded() {

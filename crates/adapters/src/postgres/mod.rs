@@ -1,8 +1,10 @@
 //! PostgreSQL adapters: the pool, migrations, error mapping and one repository per port.
 
 mod api_keys;
+mod clients;
 mod errors;
 mod health;
+mod outbox;
 pub mod schema;
 mod users;
 mod workspaces;
@@ -20,6 +22,7 @@ use diesel_async::pooled_connection::{
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 pub use api_keys::PgApiKeyRepository;
+pub use clients::PgClientRepository;
 pub use errors::{map_db_error, map_pool_error};
 pub use health::PgHealthProbe;
 pub use users::PgUserRepository;

@@ -7,7 +7,7 @@ use actix_web::{HttpResponse, web};
 use serde::Serialize;
 
 use crate::app::AppState;
-use crate::format::rfc3339;
+use timetrack_domain::timefmt::rfc3339;
 
 /// The `service` field of the health body.
 pub const SERVICE_NAME: &str = "timetrack";

@@ -1,22 +1,65 @@
 //! Routes: one module per resource, each handler thin (parse, call one service, map the result).
 
+mod clients;
+mod find_client;
 mod health;
 mod me;
 
-use actix_web::web;
+use actix_web::{Route, web};
+use serde::Serialize;
+use timetrack_domain::model::Page;
 
 use crate::app::method_not_allowed;
 
+/// The integration surface's prefix.
+pub const INTEGRATION: &str = "/api/integrations/automation";
+
+/// `{data: [...], next_cursor: string|null}`, the body of every paginated list.
+#[derive(Debug, Serialize)]
+pub struct ListResponse<T> {
+    data: Vec<T>,
+    next_cursor: Option<String>,
+}
+
+impl<T> ListResponse<T> {
+    /// Converts a domain page, encoding its cursor.
+    pub fn from_page<U>(page: Page<U>, convert: impl Fn(U) -> T) -> Self {
+        Self {
+            data: page.items.into_iter().map(convert).collect(),
+            next_cursor: page.next.map(|c| c.encode()),
+        }
+    }
+}
+
+/// A resource at `path` serving `routes`, and 405 JSON for any other method.
+fn resource(path: &str, routes: Vec<Route>) -> actix_web::Resource {
+    routes
+        .into_iter()
+        .fold(web::resource(path), |resource, route| resource.route(route))
+        .default_service(web::to(method_not_allowed))
+}
+
 /// Registers every route of the API.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/api/health")
-            .route(web::get().to(health::health))
-            .default_service(web::to(method_not_allowed)),
-    )
-    .service(
-        web::resource("/api/me")
-            .route(web::get().to(me::me))
-            .default_service(web::to(method_not_allowed)),
-    );
+    cfg.service(resource("/api/health", vec![web::get().to(health::health)]))
+        .service(resource("/api/me", vec![web::get().to(me::me)]))
+        .service(resource(
+            "/api/clients",
+            vec![
+                web::post().to(clients::create),
+                web::get().to(clients::list),
+            ],
+        ))
+        .service(resource(
+            "/api/clients/{id}",
+            vec![
+                web::get().to(clients::get),
+                web::patch().to(clients::update),
+                web::delete().to(clients::delete),
+            ],
+        ))
+        .service(resource(
+            &format!("{INTEGRATION}/triggers/clients/find"),
+            vec![web::post().to(find_client::find)],
+        ));
 }

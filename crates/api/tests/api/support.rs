@@ -8,7 +8,7 @@ use actix_web::test;
 use serde_json::Value;
 use timetrack_adapters::postgres::{PgApiKeyRepository, PgUserRepository, PgWorkspaceRepository};
 use timetrack_adapters::testing::TestDatabase;
-use timetrack_adapters::{OsRandom, SystemClock, UuidV7Ids};
+use timetrack_adapters::{OsRandom, PgPool, SystemClock, UuidV7Ids};
 use timetrack_api::{AppState, StateSettings, build_app};
 use timetrack_domain::model::{ApiKey, User, Workspace};
 use timetrack_domain::services::{AdminService, NewWorkspace};
@@ -16,6 +16,7 @@ use timetrack_domain::services::{AdminService, NewWorkspace};
 pub struct TestApp {
     /// Keeps the test's database alive (it is dropped with the app).
     _db: TestDatabase,
+    pub pool: PgPool,
     pub admin: AdminService,
     pub state: AppState,
     pub workspace: Workspace,
@@ -56,9 +57,10 @@ impl TestApp {
             .create_api_key(user.id, workspace.id, Some("tests"))
             .await
             .unwrap();
-        let state = AppState::new(pool, Arc::new(SystemClock), settings);
+        let state = AppState::new(pool.clone(), Arc::new(SystemClock), settings);
         Self {
             _db: db,
+            pool: pool.clone(),
             admin,
             state,
             workspace,
@@ -80,6 +82,73 @@ impl TestApp {
 
     pub fn bearer(&self) -> (&'static str, String) {
         ("Authorization", format!("Bearer {}", self.secret))
+    }
+
+    /// A second workspace with its own member and key: (workspace, bearer header value).
+    pub async fn other_workspace(&self) -> (Workspace, String) {
+        let ws = self
+            .admin
+            .create_workspace(NewWorkspace {
+                name: "Other".into(),
+                ..NewWorkspace::default()
+            })
+            .await
+            .unwrap();
+        let user = self
+            .admin
+            .create_user(ws.id, "Bob", "bob@example.com")
+            .await
+            .unwrap();
+        let (_, secret) = self
+            .admin
+            .create_api_key(user.id, ws.id, None)
+            .await
+            .unwrap();
+        (ws, format!("Bearer {}", secret.expose()))
+    }
+
+    /// Runs SQL and returns the first column of the first row as i64.
+    pub async fn scalar(&self, sql: &str) -> i64 {
+        use diesel_async::RunQueryDsl;
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            n: i64,
+        }
+        let mut conn = self.pool.get().await.unwrap();
+        let rows: Vec<Row> = diesel::sql_query(sql).load(&mut conn).await.unwrap();
+        rows[0].n
+    }
+
+    /// Runs SQL for its effect.
+    pub async fn execute(&self, sql: &str) {
+        use diesel_async::RunQueryDsl;
+        let mut conn = self.pool.get().await.unwrap();
+        diesel::sql_query(sql).execute(&mut conn).await.unwrap();
+    }
+
+    /// Inserts a subscription row directly (for outbox tests that precede the subscribe endpoint).
+    pub async fn insert_subscription(
+        &self,
+        id: &str,
+        workspace: &Workspace,
+        events: &[&str],
+        status: &str,
+    ) {
+        let events = events
+            .iter()
+            .map(|e| format!("'{e}'"))
+            .collect::<Vec<_>>()
+            .join(",");
+        self.execute(&format!(
+            "INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, \
+             secret, status, created_at, updated_at) \
+             SELECT '{id}', k.workspace_id, k.user_id, k.id, 'https://example.com/hook', \
+             ARRAY[{events}], 'whsec_test', '{status}', now(), now() \
+             FROM api_keys k WHERE k.workspace_id = '{}' LIMIT 1",
+            workspace.id
+        ))
+        .await;
     }
 }
 

@@ -1,9 +1,19 @@
 //! Entities and value objects.
 
 pub mod api_key;
+pub mod catalog;
+pub mod client;
+pub mod event;
+pub mod page;
+pub mod time_entry;
 pub mod user;
 pub mod workspace;
 
 pub use api_key::{ApiKey, ApiKeySecret, KeyHash, Principal};
+pub use catalog::{Project, Tag, Task};
+pub use client::{Client, ClientDraft, ClientPatch, ClientStatus, ClientType};
+pub use event::{Event, EventType};
+pub use page::{Cursor, Page, PageRequest};
+pub use time_entry::{EntrySource, TimeEntry};
 pub use user::User;
 pub use workspace::Workspace;

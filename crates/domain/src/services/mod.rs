@@ -3,7 +3,9 @@
 pub mod account;
 pub mod admin;
 pub mod auth;
+pub mod clients;
 
 pub use account::{AccountService, Profile};
 pub use admin::{AdminService, NewWorkspace};
 pub use auth::Authenticator;
+pub use clients::ClientService;

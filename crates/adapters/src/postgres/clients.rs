@@ -1,0 +1,284 @@
+//! Clients in PostgreSQL.
+
+use async_trait::async_trait;
+use diesel::prelude::*;
+use diesel::sql_types::{Bool, Timestamptz, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use time::OffsetDateTime;
+use timetrack_domain::ids::{ClientId, WorkspaceId};
+use timetrack_domain::model::{Client, ClientStatus, ClientType, Cursor, Event, Page, PageRequest};
+use timetrack_domain::ports::ClientRepository;
+use timetrack_domain::{DomainError, DomainResult};
+use uuid::Uuid;
+
+use super::errors::violated_constraint;
+use super::outbox::record_events;
+use super::schema::clients;
+use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
+
+#[derive(Debug, Queryable, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = clients, check_for_backend(diesel::pg::Pg), treat_none_as_null = true)]
+struct ClientRow {
+    id: Uuid,
+    workspace_id: Uuid,
+    name: String,
+    name_lower: String,
+    #[diesel(column_name = type_)]
+    client_type: String,
+    status: String,
+    email: Option<String>,
+    phone: Option<String>,
+    address: Option<String>,
+    note: Option<String>,
+    currency: String,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+impl From<&Client> for ClientRow {
+    fn from(c: &Client) -> Self {
+        Self {
+            id: c.id.0,
+            workspace_id: c.workspace_id.0,
+            name: c.name.clone(),
+            name_lower: Client::name_key(&c.name),
+            client_type: c.client_type.as_str().to_owned(),
+            status: c.status.as_str().to_owned(),
+            email: c.email.clone(),
+            phone: c.phone.clone(),
+            address: c.address.clone(),
+            note: c.note.clone(),
+            currency: c.currency.clone(),
+            created_at: c.created_at,
+            updated_at: c.updated_at,
+        }
+    }
+}
+
+impl TryFrom<ClientRow> for Client {
+    type Error = DomainError;
+
+    fn try_from(row: ClientRow) -> DomainResult<Self> {
+        Ok(Self {
+            id: ClientId(row.id),
+            workspace_id: WorkspaceId(row.workspace_id),
+            name: row.name,
+            client_type: ClientType::parse(&row.client_type)
+                .map_err(|e| DomainError::Unexpected(anyhow::anyhow!("stored client: {e}")))?,
+            status: ClientStatus::parse(&row.status)
+                .map_err(|e| DomainError::Unexpected(anyhow::anyhow!("stored client: {e}")))?,
+            email: row.email,
+            phone: row.phone,
+            address: row.address,
+            note: row.note,
+            currency: row.currency,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
+}
+
+fn to_clients(rows: Vec<ClientRow>) -> DomainResult<Vec<Client>> {
+    rows.into_iter().map(Client::try_from).collect()
+}
+
+/// `needle` as a LIKE pattern matching it anywhere, with `\`, `%` and `_` taken literally.
+fn contains_pattern(needle: &str) -> String {
+    let mut pattern = String::with_capacity(needle.len() + 2);
+    pattern.push('%');
+    for c in needle.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+/// [`ClientRepository`] on PostgreSQL; events go through the outbox in the same transaction.
+#[derive(Clone)]
+pub struct PgClientRepository {
+    pool: PgPool,
+}
+
+opaque_debug!(PgClientRepository);
+
+impl PgClientRepository {
+    /// The repository on `pool`.
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+}
+
+/// Turns a unique violation on the name into `AlreadyExists` with the existing client's id.
+async fn name_clash(
+    conn: &mut AsyncPgConnection,
+    err: diesel::result::Error,
+    client: &Client,
+    context: &'static str,
+) -> DomainError {
+    if violated_constraint(&err) != Some("clients_workspace_name_key") {
+        return map_db_error(err, context);
+    }
+    let existing = clients::table
+        .filter(clients::workspace_id.eq(client.workspace_id.0))
+        .filter(clients::name_lower.eq(Client::name_key(&client.name)))
+        .select(clients::id)
+        .first::<Uuid>(conn)
+        .await;
+    match existing {
+        Ok(id) => DomainError::AlreadyExists {
+            what: "client",
+            id: id.to_string(),
+        },
+        Err(e) => map_db_error(e, context),
+    }
+}
+
+#[async_trait]
+impl ClientRepository for PgClientRepository {
+    async fn create(&self, client: &Client, events: &[Event]) -> DomainResult<()> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let row = ClientRow::from(client);
+        let result = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                diesel::insert_into(clients::table)
+                    .values(&row)
+                    .execute(conn)
+                    .await?;
+                record_events(conn, events).await
+            })
+            .await;
+        match result {
+            Ok(()) => Ok(()),
+            Err(err) => Err(name_clash(&mut conn, err, client, "creating a client").await),
+        }
+    }
+
+    async fn get(&self, workspace: WorkspaceId, id: ClientId) -> DomainResult<Option<Client>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        clients::table
+            .filter(clients::workspace_id.eq(workspace.0))
+            .filter(clients::id.eq(id.0))
+            .select(ClientRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(|e| map_db_error(e, "reading a client"))?
+            .map(Client::try_from)
+            .transpose()
+    }
+
+    async fn list(&self, workspace: WorkspaceId, page: PageRequest) -> DomainResult<Page<Client>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let mut query = clients::table
+            .filter(clients::workspace_id.eq(workspace.0))
+            .select(ClientRow::as_select())
+            .order((clients::created_at.desc(), clients::id.desc()))
+            .limit(i64::from(page.limit) + 1)
+            .into_boxed();
+        if let Some(after) = page.after {
+            query = query.filter(
+                diesel::dsl::sql::<Bool>("(created_at, id) < (")
+                    .bind::<Timestamptz, _>(after.created_at)
+                    .sql(", ")
+                    .bind::<SqlUuid, _>(after.id)
+                    .sql(")"),
+            );
+        }
+        let rows = query
+            .load(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "listing clients"))?;
+        Ok(Page::from_overfetch(to_clients(rows)?, page.limit, |c| {
+            Cursor {
+                created_at: c.created_at,
+                id: c.id.0,
+            }
+        }))
+    }
+
+    async fn search(
+        &self,
+        workspace: WorkspaceId,
+        needle: &str,
+        limit: u32,
+    ) -> DomainResult<Vec<Client>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let rows = clients::table
+            .filter(clients::workspace_id.eq(workspace.0))
+            .filter(clients::name_lower.like(contains_pattern(needle)))
+            .order((clients::created_at.desc(), clients::id.desc()))
+            .limit(i64::from(limit))
+            .select(ClientRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "searching clients"))?;
+        to_clients(rows)
+    }
+
+    async fn newest(&self, workspace: WorkspaceId) -> DomainResult<Option<Client>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        clients::table
+            .filter(clients::workspace_id.eq(workspace.0))
+            .order((clients::created_at.desc(), clients::id.desc()))
+            .select(ClientRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(|e| map_db_error(e, "reading the newest client"))?
+            .map(Client::try_from)
+            .transpose()
+    }
+
+    async fn update(&self, client: &Client) -> DomainResult<()> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let row = ClientRow::from(client);
+        let updated = diesel::update(
+            clients::table
+                .filter(clients::workspace_id.eq(client.workspace_id.0))
+                .filter(clients::id.eq(client.id.0)),
+        )
+        .set(&row)
+        .execute(&mut conn)
+        .await;
+        match updated {
+            Ok(0) => Err(DomainError::NotFound("client")),
+            Ok(_) => Ok(()),
+            Err(err) => Err(name_clash(&mut conn, err, client, "updating a client").await),
+        }
+    }
+
+    async fn delete(&self, workspace: WorkspaceId, id: ClientId) -> DomainResult<()> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let deleted = diesel::delete(
+            clients::table
+                .filter(clients::workspace_id.eq(workspace.0))
+                .filter(clients::id.eq(id.0)),
+        )
+        .execute(&mut conn)
+        .await
+        .map_err(|e| match violated_constraint(&e) {
+            Some("projects_client_fkey") => {
+                DomainError::Conflict("Client is used by projects".into())
+            }
+            _ => map_db_error(e, "deleting a client"),
+        })?;
+        if deleted == 0 {
+            return Err(DomainError::NotFound("client"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contains_pattern;
+
+    #[test]
+    fn like_metacharacters_are_escaped() {
+        assert_eq!(contains_pattern("acme"), "%acme%");
+        assert_eq!(contains_pattern("100%_\\x"), "%100\\%\\_\\\\x%");
+    }
+}

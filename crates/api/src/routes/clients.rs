@@ -1,0 +1,195 @@
+//! The core API's clients: `POST/GET /api/clients`, `GET/PATCH/DELETE /api/clients/{id}`.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use serde::{Deserialize, Serialize};
+use timetrack_domain::DomainError;
+use timetrack_domain::ids::ClientId;
+use timetrack_domain::model::{
+    Client, ClientDraft, ClientPatch, ClientStatus, ClientType, PageRequest,
+};
+use timetrack_domain::timefmt::rfc3339;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::extract::{Caller, JsonBody, nullable};
+use crate::routes::ListResponse;
+
+/// A client as the API shows it (snake_case; every field present, null when unset).
+#[derive(Debug, Serialize)]
+pub struct ClientResponse {
+    id: String,
+    name: String,
+    #[serde(rename = "type")]
+    client_type: &'static str,
+    status: &'static str,
+    email: Option<String>,
+    phone: Option<String>,
+    address: Option<String>,
+    note: Option<String>,
+    currency: String,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<Client> for ClientResponse {
+    fn from(c: Client) -> Self {
+        Self {
+            id: c.id.to_string(),
+            name: c.name,
+            client_type: c.client_type.as_str(),
+            status: c.status.as_str(),
+            email: c.email,
+            phone: c.phone,
+            address: c.address,
+            note: c.note,
+            currency: c.currency,
+            created_at: rfc3339(c.created_at),
+            updated_at: rfc3339(c.updated_at),
+        }
+    }
+}
+
+/// Body of `POST /api/clients`.
+#[derive(Debug, Deserialize)]
+pub struct CreateClientBody {
+    name: Option<String>,
+    #[serde(rename = "type")]
+    client_type: Option<String>,
+    status: Option<String>,
+    email: Option<String>,
+    phone: Option<String>,
+    address: Option<String>,
+    note: Option<String>,
+    currency: Option<String>,
+}
+
+/// Body of `PATCH /api/clients/{id}`: absent fields stay, null clears an optional one.
+#[derive(Debug, Deserialize)]
+pub struct UpdateClientBody {
+    name: Option<String>,
+    #[serde(rename = "type")]
+    client_type: Option<String>,
+    status: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    email: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    phone: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    address: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    note: Option<Option<String>>,
+    currency: Option<String>,
+}
+
+/// `?limit=&cursor=` of list endpoints.
+#[derive(Debug, Deserialize)]
+pub struct ListQuery {
+    limit: Option<u32>,
+    cursor: Option<String>,
+}
+
+impl ListQuery {
+    /// The validated page request.
+    pub fn page(&self) -> Result<PageRequest, ApiError> {
+        Ok(PageRequest::new(self.limit, self.cursor.as_deref())?)
+    }
+}
+
+fn parse_id(raw: &str) -> Result<ClientId, ApiError> {
+    raw.parse()
+        .map_err(|_| ApiError::from(DomainError::NotFound("client")))
+}
+
+/// `POST /api/clients`: 201 with the client; emits `CLIENT_CREATED`.
+pub async fn create(
+    state: web::Data<AppState>,
+    caller: Caller,
+    body: JsonBody<CreateClientBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    let draft = ClientDraft {
+        name: body.name.unwrap_or_default(),
+        client_type: body
+            .client_type
+            .as_deref()
+            .map(ClientType::parse)
+            .transpose()?,
+        status: body
+            .status
+            .as_deref()
+            .map(ClientStatus::parse)
+            .transpose()?,
+        email: body.email,
+        phone: body.phone,
+        address: body.address,
+        note: body.note,
+        currency: body.currency,
+    };
+    let client = state.clients.create(&caller.0, draft).await?;
+    Ok(HttpResponse::build(StatusCode::CREATED).json(ClientResponse::from(client)))
+}
+
+/// `GET /api/clients`: newest first, paginated.
+pub async fn list(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: web::Query<ListQuery>,
+) -> Result<web::Json<ListResponse<ClientResponse>>, ApiError> {
+    let page = state.clients.list(&caller.0, query.page()?).await?;
+    Ok(web::Json(ListResponse::from_page(
+        page,
+        ClientResponse::from,
+    )))
+}
+
+/// `GET /api/clients/{id}`.
+pub async fn get(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<web::Json<ClientResponse>, ApiError> {
+    let client = state.clients.get(&caller.0, parse_id(&id)?).await?;
+    Ok(web::Json(client.into()))
+}
+
+/// `PATCH /api/clients/{id}`.
+pub async fn update(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+    body: JsonBody<UpdateClientBody>,
+) -> Result<web::Json<ClientResponse>, ApiError> {
+    let id = parse_id(&id)?;
+    let body = body.into_inner();
+    let patch = ClientPatch {
+        name: body.name,
+        client_type: body
+            .client_type
+            .as_deref()
+            .map(ClientType::parse)
+            .transpose()?,
+        status: body
+            .status
+            .as_deref()
+            .map(ClientStatus::parse)
+            .transpose()?,
+        email: body.email,
+        phone: body.phone,
+        address: body.address,
+        note: body.note,
+        currency: body.currency,
+    };
+    let client = state.clients.update(&caller.0, id, &patch).await?;
+    Ok(web::Json(client.into()))
+}
+
+/// `DELETE /api/clients/{id}`: 200 `{success: true}`; 409 while a project uses the client.
+pub async fn delete(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    state.clients.delete(&caller.0, parse_id(&id)?).await?;
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "success": true })))
+}

@@ -1,0 +1,47 @@
+//! `POST /api/integrations/automation/triggers/clients/find`: case-insensitive substring search
+//! of a workspace's clients, newest first.
+
+use actix_web::web;
+use serde::Deserialize;
+use timetrack_domain::DomainError;
+use timetrack_domain::ids::WorkspaceId;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::extract::{Caller, InvalidParams, JsonBody};
+use crate::routes::clients::ClientResponse;
+
+/// Body of the find request.
+#[derive(Debug, Deserialize)]
+pub struct FindClientBody {
+    workspace_id: Uuid,
+    name: String,
+    limit: Option<u32>,
+}
+
+/// 200 with an array of clients (possibly empty); 400 `Invalid request parameters` for a missing
+/// or mistyped field, an invalid UUID or an empty or over-long name; 403 for another workspace.
+pub async fn find(
+    state: web::Data<AppState>,
+    caller: Caller,
+    body: JsonBody<FindClientBody, InvalidParams>,
+) -> Result<web::Json<Vec<ClientResponse>>, ApiError> {
+    let body = body.into_inner();
+    let clients = state
+        .clients
+        .find(
+            &caller.0,
+            WorkspaceId(body.workspace_id),
+            &body.name,
+            body.limit,
+        )
+        .await
+        .map_err(|e| match e {
+            DomainError::Validation(_) => ApiError::bad_request("Invalid request parameters"),
+            other => other.into(),
+        })?;
+    Ok(web::Json(
+        clients.into_iter().map(ClientResponse::from).collect(),
+    ))
+}

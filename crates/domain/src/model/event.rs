@@ -1,0 +1,74 @@
+//! Events: what happened in a workspace, recorded in the outbox with the change that caused it.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::ids::{EventId, WorkspaceId};
+
+/// The kinds of event a webhook subscription can listen to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum EventType {
+    /// A timer started (payload without `endTime` and `duration`).
+    TimerStarted,
+    /// A running timer stopped.
+    TimerStopped,
+    /// A finished entry was created by hand (payload `action` = `manual_entry`).
+    TimeEntryCreated,
+    /// A client was created.
+    ClientCreated,
+}
+
+impl EventType {
+    /// Every event type, in the order they are documented.
+    pub const ALL: [EventType; 4] = [
+        Self::TimerStarted,
+        Self::TimerStopped,
+        Self::TimeEntryCreated,
+        Self::ClientCreated,
+    ];
+
+    /// The published name, e.g. `TIMER_STARTED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TimerStarted => "TIMER_STARTED",
+            Self::TimerStopped => "TIMER_STOPPED",
+            Self::TimeEntryCreated => "TIME_ENTRY_CREATED",
+            Self::ClientCreated => "CLIENT_CREATED",
+        }
+    }
+
+    /// Parses a published name; exact spelling only.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+}
+
+/// An event as stored in the outbox: its body is the exact JSON delivered to subscribers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Identifier; the `webhook-id` of every delivery of this event.
+    pub id: EventId,
+    /// The workspace the event belongs to; its subscriptions receive it.
+    pub workspace_id: WorkspaceId,
+    /// What happened.
+    pub event_type: EventType,
+    /// The payload, serialized once.
+    pub body: String,
+    /// When it happened.
+    pub created_at: OffsetDateTime,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_nothing_else_parses() {
+        for t in EventType::ALL {
+            assert_eq!(EventType::parse(t.as_str()), Some(t));
+        }
+        assert_eq!(EventType::parse("timer_started"), None);
+        assert_eq!(EventType::parse("TIMER_STARTED "), None);
+    }
+}

@@ -1,0 +1,603 @@
+//! The JSON payloads of the four events, shared by live deliveries and the fallback endpoints so
+//! that the two can never differ in shape.
+//!
+//! Field names and presence follow the published interface exactly: camelCase; `endTime` and
+//! `duration` absent (not null) in the timer-started shape; `project` and `task` null when unset;
+//! `tags` an empty array when there are none; the client payload has no `note` or `currency`.
+
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::error::{DomainError, DomainResult};
+use crate::model::{Client, EventType, Project, Tag, Task, TimeEntry, User, Workspace};
+use crate::timefmt::rfc3339;
+
+/// `{id, name}`: how payloads refer to a workspace, member, project, task or tag.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Ref {
+    /// Identifier.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+}
+
+impl Ref {
+    fn new(id: impl std::fmt::Display, name: &str) -> Self {
+        Self {
+            id: id.to_string(),
+            name: name.to_owned(),
+        }
+    }
+}
+
+/// The `CLIENT_CREATED` payload (and the client fallback's element).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientPayload {
+    /// Client id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// E-mail, null when unset.
+    pub email: Option<String>,
+    /// Phone, null when unset.
+    pub phone: Option<String>,
+    /// Address, null when unset.
+    pub address: Option<String>,
+    /// `active` or `inactive`.
+    pub status: &'static str,
+    /// `company` or `individual`.
+    #[serde(rename = "type")]
+    pub client_type: &'static str,
+    /// The client's workspace.
+    pub workspace: Ref,
+    /// Creation time.
+    pub created_at: String,
+    /// Last modification time.
+    pub updated_at: String,
+}
+
+/// The payload of `client` created in `workspace`.
+pub fn client_created(client: &Client, workspace: &Workspace) -> ClientPayload {
+    ClientPayload {
+        id: client.id.to_string(),
+        name: client.name.clone(),
+        email: client.email.clone(),
+        phone: client.phone.clone(),
+        address: client.address.clone(),
+        status: client.status.as_str(),
+        client_type: client.client_type.as_str(),
+        workspace: Ref::new(workspace.id, &workspace.name),
+        created_at: rfc3339(client.created_at),
+        updated_at: rfc3339(client.updated_at),
+    }
+}
+
+/// Which time-entry trigger a payload is for; it decides `action` and whether the end is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryAction {
+    /// `start_timer`: no `endTime`, no `duration`.
+    StartTimer,
+    /// `stop_timer`: the full entry.
+    StopTimer,
+    /// `manual_entry`: the full entry.
+    ManualEntry,
+}
+
+impl EntryAction {
+    /// The `action` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::StartTimer => "start_timer",
+            Self::StopTimer => "stop_timer",
+            Self::ManualEntry => "manual_entry",
+        }
+    }
+
+    /// The event that carries this payload.
+    pub fn event_type(self) -> EventType {
+        match self {
+            Self::StartTimer => EventType::TimerStarted,
+            Self::StopTimer => EventType::TimerStopped,
+            Self::ManualEntry => EventType::TimeEntryCreated,
+        }
+    }
+}
+
+/// A time-entry payload (`TIMER_STARTED`, `TIMER_STOPPED`, `TIME_ENTRY_CREATED` and their
+/// fallbacks).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimeEntryPayload {
+    /// Entry id.
+    pub id: String,
+    /// Description, possibly empty.
+    pub description: String,
+    /// Calendar date of the start in the workspace's time zone, `YYYY-MM-DD`.
+    pub date: String,
+    /// Start.
+    pub start_time: String,
+    /// End; absent (not null) in the timer-started shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<String>,
+    /// Whole seconds from start to end; absent in the timer-started shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration: Option<i64>,
+    /// Billable or not.
+    pub billable: bool,
+    /// `start_timer`, `stop_timer` or `manual_entry`.
+    pub action: &'static str,
+    /// The entry's workspace.
+    pub workspace: Ref,
+    /// The member who started, stopped or created the entry.
+    pub team_member: Ref,
+    /// The project, null when none.
+    pub project: Option<Ref>,
+    /// The task, null when none.
+    pub task: Option<Ref>,
+    /// The tags, `[]` when none.
+    pub tags: Vec<Ref>,
+    /// Creation time.
+    pub created_at: String,
+    /// Last update (for a stopped timer, the stop).
+    pub updated_at: String,
+}
+
+/// What a time-entry payload names besides the entry itself.
+#[derive(Debug, Clone, Copy)]
+pub struct EntryContext<'a> {
+    /// The entry's workspace (its time zone gives `date`).
+    pub workspace: &'a Workspace,
+    /// The member who acted.
+    pub member: &'a User,
+    /// The entry's project, if any.
+    pub project: Option<&'a Project>,
+    /// The entry's task, if any.
+    pub task: Option<&'a Task>,
+    /// The entry's tags.
+    pub tags: &'a [Tag],
+}
+
+/// The payload of `entry` for `action`.
+///
+/// MUST be given a finished entry for `StopTimer` and `ManualEntry`; a running one is a bug and
+/// yields `Unexpected`.
+pub fn time_entry(
+    entry: &TimeEntry,
+    action: EntryAction,
+    ctx: &EntryContext<'_>,
+) -> DomainResult<TimeEntryPayload> {
+    let (end_time, duration) = match action {
+        EntryAction::StartTimer => (None, None),
+        EntryAction::StopTimer | EntryAction::ManualEntry => {
+            let end = entry.end.ok_or_else(|| {
+                DomainError::Unexpected(anyhow::anyhow!(
+                    "a {} payload needs a finished entry",
+                    action.as_str()
+                ))
+            })?;
+            (Some(rfc3339(end)), entry.duration_seconds())
+        }
+    };
+    Ok(TimeEntryPayload {
+        id: entry.id.to_string(),
+        description: entry.description.clone(),
+        date: local_date(entry.start, &ctx.workspace.timezone)?,
+        start_time: rfc3339(entry.start),
+        end_time,
+        duration,
+        billable: entry.billable,
+        action: action.as_str(),
+        workspace: Ref::new(ctx.workspace.id, &ctx.workspace.name),
+        team_member: Ref::new(ctx.member.id, &ctx.member.name),
+        project: ctx.project.map(|p| Ref::new(p.id, &p.name)),
+        task: ctx.task.map(|t| Ref::new(t.id, &t.name)),
+        tags: ctx.tags.iter().map(|t| Ref::new(t.id, &t.name)).collect(),
+        created_at: rfc3339(entry.created_at),
+        updated_at: rfc3339(entry.updated_at),
+    })
+}
+
+/// The calendar date of `at` in the IANA zone `timezone`, as `YYYY-MM-DD`.
+pub fn local_date(at: time::OffsetDateTime, timezone: &str) -> DomainResult<String> {
+    let tz = jiff::tz::TimeZone::get(timezone)
+        .map_err(|e| DomainError::Unexpected(anyhow::anyhow!("time zone {timezone}: {e}")))?;
+    let instant = jiff::Timestamp::from_second(at.unix_timestamp())
+        .map_err(|e| DomainError::Unexpected(anyhow::anyhow!("timestamp out of range: {e}")))?;
+    Ok(instant.to_zoned(tz).date().to_string())
+}
+
+/// Serializes a payload to the exact text stored in the outbox and delivered.
+pub fn to_body(payload: &impl Serialize) -> DomainResult<String> {
+    serde_json::to_string(payload).map_err(|e| DomainError::Unexpected(e.into()))
+}
+
+/// Fixed sample records for the fallback endpoints when a workspace has no real one yet. Each is
+/// built by the same builder as the live payload, from constant data, so it has exactly the live
+/// payload's keys and is byte-for-byte the same on every call.
+pub mod samples {
+    use time::macros::datetime;
+
+    use super::*;
+    use crate::ids::{ClientId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId};
+    use crate::model::{ClientStatus, ClientType, EntrySource};
+
+    fn id(n: u128) -> Uuid {
+        // Version-4-shaped constants, recognisable as samples.
+        Uuid::from_u128(0x00000000_0000_4000_8000_000000000000 | n)
+    }
+
+    fn workspace() -> Workspace {
+        Workspace {
+            id: WorkspaceId(id(1)),
+            name: "Sample Workspace".into(),
+            timezone: "UTC".into(),
+            currency: "USD".into(),
+            created_at: datetime!(2026-01-01 00:00 UTC),
+        }
+    }
+
+    /// The sample `CLIENT_CREATED` payload.
+    pub fn client() -> ClientPayload {
+        let at = datetime!(2026-01-05 09:00 UTC);
+        let client = Client {
+            id: ClientId(id(2)),
+            workspace_id: WorkspaceId(id(1)),
+            name: "Acme Corporation".into(),
+            client_type: ClientType::Company,
+            status: ClientStatus::Active,
+            email: Some("billing@acme.example".into()),
+            phone: Some("+1 555 0100".into()),
+            address: Some("1 Example Street, Springfield".into()),
+            note: None,
+            currency: "USD".into(),
+            created_at: at,
+            updated_at: at,
+        };
+        client_created(&client, &workspace())
+    }
+
+    /// The sample time-entry payload for `action`.
+    pub fn time_entry(action: EntryAction) -> TimeEntryPayload {
+        let workspace = workspace();
+        let member = User {
+            id: UserId(id(3)),
+            name: "Sample Member".into(),
+            email: "member@example.com".into(),
+            created_at: datetime!(2026-01-01 00:00 UTC),
+        };
+        let project = Project {
+            id: ProjectId(id(4)),
+            workspace_id: workspace.id,
+            client_id: Some(ClientId(id(2))),
+            name: "Website Redesign".into(),
+            created_at: datetime!(2026-01-02 00:00 UTC),
+            updated_at: datetime!(2026-01-02 00:00 UTC),
+        };
+        let task = Task {
+            id: TaskId(id(5)),
+            workspace_id: workspace.id,
+            project_id: project.id,
+            name: "Design Review".into(),
+            created_at: datetime!(2026-01-02 00:00 UTC),
+            updated_at: datetime!(2026-01-02 00:00 UTC),
+        };
+        let tags = [Tag {
+            id: TagId(id(6)),
+            workspace_id: workspace.id,
+            name: "Client Meeting".into(),
+            created_at: datetime!(2026-01-02 00:00 UTC),
+        }];
+        let start = datetime!(2026-01-05 09:00 UTC);
+        let end = datetime!(2026-01-05 10:30 UTC);
+        let entry = TimeEntry {
+            id: TimeEntryId(id(7)),
+            workspace_id: workspace.id,
+            user_id: member.id,
+            source: if action == EntryAction::ManualEntry {
+                EntrySource::Manual
+            } else {
+                EntrySource::Timer
+            },
+            description: "Sample time entry".into(),
+            project_id: Some(project.id),
+            task_id: Some(task.id),
+            tag_ids: vec![tags[0].id],
+            billable: true,
+            start,
+            end: (action != EntryAction::StartTimer).then_some(end),
+            created_at: if action == EntryAction::ManualEntry {
+                end
+            } else {
+                start
+            },
+            updated_at: if action == EntryAction::StartTimer {
+                start
+            } else {
+                end
+            },
+        };
+        let ctx = EntryContext {
+            workspace: &workspace,
+            member: &member,
+            project: Some(&project),
+            task: Some(&task),
+            tags: &tags,
+        };
+        super::time_entry(&entry, action, &ctx).expect("the sample entry is well-formed")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+    use time::macros::datetime;
+
+    use super::*;
+    use crate::ids::{ClientId, ProjectId, TagId, TimeEntryId, UserId, WorkspaceId};
+    use crate::model::{ClientStatus, ClientType, EntrySource};
+
+    fn workspace(tz: &str) -> Workspace {
+        Workspace {
+            id: WorkspaceId(Uuid::from_u128(1)),
+            name: "Acme".into(),
+            timezone: tz.into(),
+            currency: "EUR".into(),
+            created_at: datetime!(2026-01-01 00:00 UTC),
+        }
+    }
+
+    fn member() -> User {
+        User {
+            id: UserId(Uuid::from_u128(2)),
+            name: "Ada".into(),
+            email: "ada@example.com".into(),
+            created_at: datetime!(2026-01-01 00:00 UTC),
+        }
+    }
+
+    fn entry(end: Option<time::OffsetDateTime>) -> TimeEntry {
+        TimeEntry {
+            id: TimeEntryId(Uuid::from_u128(3)),
+            workspace_id: WorkspaceId(Uuid::from_u128(1)),
+            user_id: UserId(Uuid::from_u128(2)),
+            source: EntrySource::Timer,
+            description: "Writing".into(),
+            project_id: None,
+            task_id: None,
+            tag_ids: vec![],
+            billable: false,
+            start: datetime!(2026-03-01 23:30 UTC),
+            end,
+            created_at: datetime!(2026-03-01 23:30 UTC),
+            updated_at: datetime!(2026-03-02 01:00:00.5 UTC),
+        }
+    }
+
+    fn keys(value: &Value) -> Vec<&str> {
+        value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect()
+    }
+
+    fn build(
+        entry: &TimeEntry,
+        action: EntryAction,
+        tz: &str,
+        project: Option<&Project>,
+        tags: &[Tag],
+    ) -> Value {
+        let ws = workspace(tz);
+        let m = member();
+        let ctx = EntryContext {
+            workspace: &ws,
+            member: &m,
+            project,
+            task: None,
+            tags,
+        };
+        serde_json::to_value(time_entry(entry, action, &ctx).unwrap()).unwrap()
+    }
+
+    const FULL_KEYS: [&str; 15] = [
+        "id",
+        "description",
+        "date",
+        "startTime",
+        "endTime",
+        "duration",
+        "billable",
+        "action",
+        "workspace",
+        "teamMember",
+        "project",
+        "task",
+        "tags",
+        "createdAt",
+        "updatedAt",
+    ];
+
+    #[test]
+    fn timer_started_has_no_end_time_or_duration_keys() {
+        let v = build(&entry(None), EntryAction::StartTimer, "UTC", None, &[]);
+        let expected: Vec<&str> = FULL_KEYS
+            .iter()
+            .copied()
+            .filter(|k| *k != "endTime" && *k != "duration")
+            .collect();
+        assert_eq!(keys(&v), expected);
+        assert_eq!(v["action"], "start_timer");
+    }
+
+    #[test]
+    fn timer_stopped_has_every_field_with_exact_values() {
+        let end = datetime!(2026-03-02 01:00 UTC);
+        let v = build(&entry(Some(end)), EntryAction::StopTimer, "UTC", None, &[]);
+        assert_eq!(keys(&v), FULL_KEYS);
+        assert_eq!(
+            v,
+            json!({
+                "id": Uuid::from_u128(3).to_string(),
+                "description": "Writing",
+                "date": "2026-03-01",
+                "startTime": "2026-03-01T23:30:00Z",
+                "endTime": "2026-03-02T01:00:00Z",
+                "duration": 5400,
+                "billable": false,
+                "action": "stop_timer",
+                "workspace": {"id": Uuid::from_u128(1).to_string(), "name": "Acme"},
+                "teamMember": {"id": Uuid::from_u128(2).to_string(), "name": "Ada"},
+                "project": null,
+                "task": null,
+                "tags": [],
+                "createdAt": "2026-03-01T23:30:00Z",
+                "updatedAt": "2026-03-02T01:00:00.5Z"
+            })
+        );
+    }
+
+    #[test]
+    fn duration_is_end_minus_start_in_whole_seconds() {
+        let e = entry(Some(datetime!(2026-03-02 00:31:07 UTC)));
+        let v = build(&e, EntryAction::ManualEntry, "UTC", None, &[]);
+        assert_eq!(v["duration"], 3667);
+        assert_eq!(v["action"], "manual_entry");
+        assert!(v["duration"].is_i64());
+    }
+
+    #[test]
+    fn date_is_the_start_date_in_the_workspace_time_zone() {
+        let e = entry(None); // starts 2026-03-01T23:30Z
+        assert_eq!(
+            build(&e, EntryAction::StartTimer, "UTC", None, &[])["date"],
+            "2026-03-01"
+        );
+        assert_eq!(
+            build(&e, EntryAction::StartTimer, "Europe/Berlin", None, &[])["date"],
+            "2026-03-02"
+        );
+        assert_eq!(
+            build(
+                &e,
+                EntryAction::StartTimer,
+                "America/Los_Angeles",
+                None,
+                &[]
+            )["date"],
+            "2026-03-01"
+        );
+        assert_eq!(
+            build(&e, EntryAction::StartTimer, "Pacific/Kiritimati", None, &[])["date"],
+            "2026-03-02"
+        );
+    }
+
+    #[test]
+    fn project_and_tags_are_refs_when_set() {
+        let project = Project {
+            id: ProjectId(Uuid::from_u128(9)),
+            workspace_id: WorkspaceId(Uuid::from_u128(1)),
+            client_id: None,
+            name: "Site".into(),
+            created_at: datetime!(2026-01-01 00:00 UTC),
+            updated_at: datetime!(2026-01-01 00:00 UTC),
+        };
+        let tags = [Tag {
+            id: TagId(Uuid::from_u128(8)),
+            workspace_id: WorkspaceId(Uuid::from_u128(1)),
+            name: "urgent".into(),
+            created_at: datetime!(2026-01-01 00:00 UTC),
+        }];
+        let v = build(
+            &entry(None),
+            EntryAction::StartTimer,
+            "UTC",
+            Some(&project),
+            &tags,
+        );
+        assert_eq!(
+            v["project"],
+            json!({"id": Uuid::from_u128(9).to_string(), "name": "Site"})
+        );
+        assert_eq!(v["task"], Value::Null);
+        assert_eq!(
+            v["tags"],
+            json!([{"id": Uuid::from_u128(8).to_string(), "name": "urgent"}])
+        );
+    }
+
+    #[test]
+    fn a_stop_payload_of_a_running_entry_is_a_bug() {
+        let ws = workspace("UTC");
+        let m = member();
+        let ctx = EntryContext {
+            workspace: &ws,
+            member: &m,
+            project: None,
+            task: None,
+            tags: &[],
+        };
+        assert!(matches!(
+            time_entry(&entry(None), EntryAction::StopTimer, &ctx),
+            Err(DomainError::Unexpected(_))
+        ));
+    }
+
+    #[test]
+    fn client_payload_has_the_event_fields_and_no_note_or_currency() {
+        let client = Client {
+            id: ClientId(Uuid::from_u128(5)),
+            workspace_id: WorkspaceId(Uuid::from_u128(1)),
+            name: "Globex".into(),
+            client_type: ClientType::Individual,
+            status: ClientStatus::Inactive,
+            email: None,
+            phone: Some("+44 20 7946 0000".into()),
+            address: None,
+            note: Some("secret note".into()),
+            currency: "GBP".into(),
+            created_at: datetime!(2026-02-01 08:00 UTC),
+            updated_at: datetime!(2026-02-01 08:00 UTC),
+        };
+        let v = serde_json::to_value(client_created(&client, &workspace("UTC"))).unwrap();
+        assert_eq!(
+            v,
+            json!({
+                "id": Uuid::from_u128(5).to_string(),
+                "name": "Globex",
+                "email": null,
+                "phone": "+44 20 7946 0000",
+                "address": null,
+                "status": "inactive",
+                "type": "individual",
+                "workspace": {"id": Uuid::from_u128(1).to_string(), "name": "Acme"},
+                "createdAt": "2026-02-01T08:00:00Z",
+                "updatedAt": "2026-02-01T08:00:00Z"
+            })
+        );
+    }
+
+    #[test]
+    fn samples_are_identical_on_every_call_and_shaped_like_live_payloads() {
+        let bodies = || {
+            [
+                to_body(&samples::client()).unwrap(),
+                to_body(&samples::time_entry(EntryAction::StartTimer)).unwrap(),
+                to_body(&samples::time_entry(EntryAction::StopTimer)).unwrap(),
+                to_body(&samples::time_entry(EntryAction::ManualEntry)).unwrap(),
+            ]
+        };
+        assert_eq!(bodies(), bodies());
+        let stop: Value = serde_json::from_str(&bodies()[2]).unwrap();
+        assert_eq!(keys(&stop), FULL_KEYS);
+        assert_eq!(stop["action"], "stop_timer");
+        assert_eq!(stop["duration"], 5400);
+        let start: Value = serde_json::from_str(&bodies()[1]).unwrap();
+        assert!(start.get("endTime").is_none() && start.get("duration").is_none());
+        let manual: Value = serde_json::from_str(&bodies()[3]).unwrap();
+        assert_eq!(manual["action"], "manual_entry");
+    }
+}
