@@ -3,6 +3,7 @@
 
 pub mod local_postgres;
 pub mod postgres;
+pub mod resolver;
 pub mod system;
 
 #[cfg(feature = "test-support")]
@@ -10,4 +11,5 @@ pub mod testing;
 
 pub use local_postgres::{Durability, LocalPostgres};
 pub use postgres::{PgPool, PoolSettings, build_pool, run_migrations};
+pub use resolver::SystemResolver;
 pub use system::{OsRandom, SystemClock, UuidV7Ids};

@@ -9,12 +9,15 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpMessage, HttpResponse, web};
 use timetrack_adapters::PgPool;
-use timetrack_adapters::UuidV7Ids;
 use timetrack_adapters::postgres::{
-    PgApiKeyRepository, PgClientRepository, PgHealthProbe, PgUserRepository, PgWorkspaceRepository,
+    PgApiKeyRepository, PgClientRepository, PgHealthProbe, PgSubscriptionRepository,
+    PgUserRepository, PgWorkspaceRepository,
 };
+use timetrack_adapters::{OsRandom, SystemResolver, UuidV7Ids};
 use timetrack_domain::ports::{Clock, HealthProbe};
-use timetrack_domain::services::{AccountService, Authenticator, ClientService};
+use timetrack_domain::services::{
+    AccountService, Authenticator, ClientService, WebhookService, WebhookSettings,
+};
 use tracing_actix_web::{RequestId, TracingLogger};
 
 use crate::error::json_error;
@@ -32,6 +35,8 @@ pub struct AppState {
     pub accounts: AccountService,
     /// Clients.
     pub clients: ClientService,
+    /// Webhook subscriptions.
+    pub webhooks: WebhookService,
     /// Reachability of the database.
     pub health: Arc<dyn HealthProbe>,
     /// The current time.
@@ -51,6 +56,8 @@ pub struct StateSettings {
     pub auth_cache_ttl: time::Duration,
     /// Bound of the health check's database query.
     pub health_timeout: std::time::Duration,
+    /// Webhook rules (SSRF guard, subscription cap).
+    pub webhooks: WebhookSettings,
 }
 
 impl Default for StateSettings {
@@ -58,6 +65,7 @@ impl Default for StateSettings {
         Self {
             auth_cache_ttl: time::Duration::seconds(5),
             health_timeout: std::time::Duration::from_secs(2),
+            webhooks: WebhookSettings::default(),
         }
     }
 }
@@ -80,6 +88,13 @@ impl AppState {
                 workspaces,
                 clock.clone(),
                 Arc::new(UuidV7Ids),
+            ),
+            webhooks: WebhookService::new(
+                Arc::new(PgSubscriptionRepository::new(pool.clone())),
+                Arc::new(SystemResolver::default()),
+                clock.clone(),
+                Arc::new(OsRandom),
+                settings.webhooks,
             ),
             health: Arc::new(PgHealthProbe::new(pool, settings.health_timeout)),
             clock,

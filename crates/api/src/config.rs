@@ -9,6 +9,7 @@
 //! | `serve --bind` | `TIMETRACK_BIND` | `127.0.0.1:8080` |
 //! | `serve --db-pool-size` | `TIMETRACK_DB_POOL_SIZE` | `16` |
 //! | `serve --auth-cache-seconds` | `TIMETRACK_AUTH_CACHE_SECONDS` | `5` (0 to 30) |
+//! | `serve --webhook-allow-private-targets` | `TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS` | `false` |
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -83,6 +84,9 @@ pub struct ServeSettings {
     /// Seconds a verified API key is trusted before the database is asked again (0 to 30).
     #[arg(long, env = "TIMETRACK_AUTH_CACHE_SECONDS", default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=30))]
     pub auth_cache_seconds: u8,
+    /// Let webhooks target loopback and private addresses (tests and development only).
+    #[arg(long, env = "TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS", default_value_t = false, action = clap::ArgAction::Set)]
+    pub webhook_allow_private_targets: bool,
 }
 
 /// The `admin` commands.

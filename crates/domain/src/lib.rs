@@ -10,6 +10,7 @@
 pub mod error;
 pub mod ids;
 pub mod model;
+pub mod net;
 pub mod payload;
 pub mod ports;
 pub mod services;

@@ -10,7 +10,10 @@ use uuid::Uuid;
 
 use crate::error::DomainResult;
 use crate::ids::{ApiKeyId, ClientId, UserId, WorkspaceId};
-use crate::model::{ApiKey, Client, Event, KeyHash, Page, PageRequest, User, Workspace};
+use crate::model::{
+    ApiKey, AuditEntry, Client, DeliveryRecord, Event, KeyHash, Page, PageRequest, Subscription,
+    User, WebhookId, Workspace,
+};
 
 /// The current time.
 pub trait Clock: Send + Sync {
@@ -141,4 +144,41 @@ pub trait ClientRepository: Send + Sync {
     /// MUST return `NotFound("client")` if it does not exist and `Conflict` while a project refers
     /// to it.
     async fn delete(&self, workspace: WorkspaceId, id: ClientId) -> DomainResult<()>;
+}
+
+/// Storage of webhook subscriptions.
+#[async_trait]
+pub trait SubscriptionRepository: Send + Sync {
+    /// Stores a new subscription, unless its workspace already has `max_active` active ones.
+    ///
+    /// The count and the insert are atomic (concurrent subscribes cannot exceed the cap). MUST
+    /// return `Conflict("Subscription limit reached")` at the cap; nothing is stored then.
+    async fn create(&self, subscription: &Subscription, max_active: u32) -> DomainResult<()>;
+
+    /// The subscription with this id, whatever its status and workspace, or `None`.
+    async fn get(&self, id: &WebhookId) -> DomainResult<Option<Subscription>>;
+
+    /// The workspace's subscriptions that are not deleted, newest first.
+    async fn list(&self, workspace: WorkspaceId) -> DomainResult<Vec<Subscription>>;
+
+    /// Marks the subscription deleted, cancels its pending deliveries (they are never sent) and
+    /// writes `audit`, in one transaction. A deleted subscription stays as it is (no new audit
+    /// row). MUST return `NotFound("webhook")` if no subscription has this id.
+    async fn delete(&self, id: &WebhookId, audit: &AuditEntry) -> DomainResult<()>;
+
+    /// The subscription's deliveries created at or after `since`, newest first, at most `limit`.
+    async fn deliveries(
+        &self,
+        id: &WebhookId,
+        since: OffsetDateTime,
+        limit: u32,
+    ) -> DomainResult<Vec<DeliveryRecord>>;
+}
+
+/// Name resolution for the SSRF guard.
+#[async_trait]
+pub trait HostResolver: Send + Sync {
+    /// The addresses of `host`, or a description of why it could not be resolved. MUST return
+    /// within its own time bound.
+    async fn resolve(&self, host: &str, port: u16) -> Result<Vec<std::net::IpAddr>, String>;
 }

@@ -14,12 +14,15 @@ use uuid::Uuid;
 
 use crate::error::{DomainError, DomainResult};
 use crate::ids::{ApiKeyId, ClientId, UserId, WorkspaceId};
-use crate::model::{ApiKey, Client, Cursor, Event, KeyHash, Page, PageRequest, User, Workspace};
-use crate::ports::{
-    ApiKeyRepository, ClientRepository, Clock, IdGenerator, RandomSource, UserRepository,
-    WorkspaceRepository,
+use crate::model::{
+    ApiKey, AuditEntry, Client, Cursor, DeliveryRecord, Event, KeyHash, Page, PageRequest,
+    Subscription, SubscriptionStatus, User, WebhookId, Workspace,
 };
-use crate::services::{AdminService, ClientService, NewWorkspace};
+use crate::ports::{
+    ApiKeyRepository, ClientRepository, Clock, HostResolver, IdGenerator, RandomSource,
+    SubscriptionRepository, UserRepository, WorkspaceRepository,
+};
+use crate::services::{AdminService, ClientService, NewWorkspace, WebhookService, WebhookSettings};
 
 /// A clock that stands still until told to move.
 #[derive(Debug)]
@@ -84,6 +87,9 @@ struct Tables {
     keys: HashMap<ApiKeyId, (ApiKey, KeyHash)>,
     clients: Vec<Client>,
     events: Vec<Event>,
+    subscriptions: Vec<Subscription>,
+    deliveries: Vec<(WebhookId, DeliveryRecord)>,
+    audit: Vec<AuditEntry>,
 }
 
 /// One in-memory store implementing every repository port.
@@ -108,6 +114,18 @@ impl InMemoryStore {
     /// Every event recorded in the outbox, oldest first.
     pub fn events(&self) -> Vec<Event> {
         self.tables().events.clone()
+    }
+
+    /// Every audit row, oldest first.
+    pub fn audit(&self) -> Vec<AuditEntry> {
+        self.tables().audit.clone()
+    }
+
+    /// Adds a delivery record for `subscription`, as the outbox would.
+    pub fn add_delivery(&self, subscription: &WebhookId, record: DeliveryRecord) {
+        self.tables()
+            .deliveries
+            .push((subscription.clone(), record));
     }
 
     /// The recorded last use of a key.
@@ -341,6 +359,116 @@ impl ClientRepository for InMemoryStore {
     }
 }
 
+#[async_trait]
+impl SubscriptionRepository for InMemoryStore {
+    async fn create(&self, subscription: &Subscription, max_active: u32) -> DomainResult<()> {
+        let mut t = self.tables();
+        let active = t
+            .subscriptions
+            .iter()
+            .filter(|s| {
+                s.workspace_id == subscription.workspace_id
+                    && s.status == SubscriptionStatus::Active
+            })
+            .count();
+        if active >= max_active as usize {
+            return Err(DomainError::Conflict("Subscription limit reached".into()));
+        }
+        t.subscriptions.push(subscription.clone());
+        Ok(())
+    }
+
+    async fn get(&self, id: &WebhookId) -> DomainResult<Option<Subscription>> {
+        Ok(self
+            .tables()
+            .subscriptions
+            .iter()
+            .find(|s| &s.id == id)
+            .cloned())
+    }
+
+    async fn list(&self, workspace: WorkspaceId) -> DomainResult<Vec<Subscription>> {
+        let mut found: Vec<Subscription> = self
+            .tables()
+            .subscriptions
+            .iter()
+            .filter(|s| s.workspace_id == workspace && s.status != SubscriptionStatus::Deleted)
+            .cloned()
+            .collect();
+        found.sort_by_key(|s| std::cmp::Reverse((s.created_at, s.id.to_string())));
+        Ok(found)
+    }
+
+    async fn delete(&self, id: &WebhookId, audit: &AuditEntry) -> DomainResult<()> {
+        let mut t = self.tables();
+        let subscription = t
+            .subscriptions
+            .iter_mut()
+            .find(|s| &s.id == id)
+            .ok_or(DomainError::NotFound("webhook"))?;
+        if subscription.status == SubscriptionStatus::Deleted {
+            return Ok(());
+        }
+        subscription.status = SubscriptionStatus::Deleted;
+        subscription.updated_at = audit.at;
+        for (sub, record) in &mut t.deliveries {
+            if sub == id && record.status == "PENDING" {
+                record.status = "CANCELLED".into();
+            }
+        }
+        t.audit.push(audit.clone());
+        Ok(())
+    }
+
+    async fn deliveries(
+        &self,
+        id: &WebhookId,
+        since: OffsetDateTime,
+        limit: u32,
+    ) -> DomainResult<Vec<DeliveryRecord>> {
+        let mut found: Vec<DeliveryRecord> = self
+            .tables()
+            .deliveries
+            .iter()
+            .filter(|(sub, r)| sub == id && r.created_at >= since)
+            .map(|(_, r)| r.clone())
+            .collect();
+        found.sort_by_key(|r| std::cmp::Reverse(r.created_at));
+        found.truncate(limit as usize);
+        Ok(found)
+    }
+}
+
+/// A resolver answering from a fixed table; names not in it fail to resolve.
+#[derive(Debug, Default)]
+pub struct StaticResolver(Mutex<HashMap<String, Vec<std::net::IpAddr>>>);
+
+impl StaticResolver {
+    /// Makes `host` resolve to `addresses`.
+    pub fn set(&self, host: &str, addresses: &[&str]) {
+        let parsed = addresses
+            .iter()
+            .map(|a| a.parse().expect("an IP address"))
+            .collect();
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(host.to_owned(), parsed);
+    }
+}
+
+#[async_trait]
+impl HostResolver for StaticResolver {
+    async fn resolve(&self, host: &str, _port: u16) -> Result<Vec<std::net::IpAddr>, String> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(host)
+            .cloned()
+            .ok_or_else(|| format!("{host}: no such host"))
+    }
+}
+
 /// A complete in-memory world: fakes of every port and the services built on them.
 #[derive(Debug)]
 pub struct TestWorld {
@@ -354,6 +482,10 @@ pub struct TestWorld {
     pub admin: AdminService,
     /// The client service on these fakes.
     pub clients: ClientService,
+    /// The resolver behind the webhook service.
+    pub resolver: Arc<StaticResolver>,
+    /// The webhook service on these fakes (SSRF guard on, cap 100).
+    pub webhooks: WebhookService,
 }
 
 impl Default for TestWorld {
@@ -379,12 +511,22 @@ impl TestWorld {
             Arc::new(SeededRandom::new(42)),
         );
         let clients = ClientService::new(store.clone(), store.clone(), clock.clone(), ids.clone());
+        let resolver = Arc::new(StaticResolver::default());
+        let webhooks = WebhookService::new(
+            store.clone(),
+            resolver.clone(),
+            clock.clone(),
+            Arc::new(SeededRandom::new(77)),
+            WebhookSettings::default(),
+        );
         Self {
             store,
             clock,
             ids,
             admin,
             clients,
+            resolver,
+            webhooks,
         }
     }
 

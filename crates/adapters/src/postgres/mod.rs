@@ -6,6 +6,7 @@ mod errors;
 mod health;
 mod outbox;
 pub mod schema;
+mod subscriptions;
 mod users;
 mod workspaces;
 
@@ -25,6 +26,7 @@ pub use api_keys::PgApiKeyRepository;
 pub use clients::PgClientRepository;
 pub use errors::{map_db_error, map_pool_error};
 pub use health::PgHealthProbe;
+pub use subscriptions::PgSubscriptionRepository;
 pub use users::PgUserRepository;
 pub use workspaces::PgWorkspaceRepository;
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use actix_web::HttpServer;
 use anyhow::{Context, Result};
 use timetrack_adapters::{PoolSettings, SystemClock, build_pool};
+use timetrack_domain::services::WebhookSettings;
 
 use super::{Database, demo};
 use crate::app::{AppState, StateSettings, build_app};
@@ -40,6 +41,10 @@ async fn run_server(
         Arc::new(SystemClock),
         StateSettings {
             auth_cache_ttl: time::Duration::seconds(i64::from(settings.auth_cache_seconds)),
+            webhooks: WebhookSettings {
+                allow_private_targets: settings.webhook_allow_private_targets,
+                ..WebhookSettings::default()
+            },
             ..StateSettings::default()
         },
     );

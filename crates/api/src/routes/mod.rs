@@ -4,6 +4,7 @@ mod clients;
 mod find_client;
 mod health;
 mod me;
+mod webhooks;
 
 use actix_web::{Route, web};
 use serde::Serialize;
@@ -61,5 +62,21 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(resource(
             &format!("{INTEGRATION}/triggers/clients/find"),
             vec![web::post().to(find_client::find)],
+        ))
+        .service(resource(
+            &format!("{INTEGRATION}/webhooks/subscribe"),
+            vec![web::post().to(webhooks::subscribe)],
+        ))
+        .service(resource(
+            &format!("{INTEGRATION}/webhooks"),
+            vec![web::get().to(webhooks::list)],
+        ))
+        .service(resource(
+            &format!("{INTEGRATION}/webhooks/{{id}}"),
+            vec![web::delete().to(webhooks::delete)],
+        ))
+        .service(resource(
+            &format!("{INTEGRATION}/webhooks/{{id}}/deliveries"),
+            vec![web::get().to(webhooks::deliveries)],
         ));
 }

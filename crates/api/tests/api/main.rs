@@ -6,3 +6,4 @@ mod errors;
 mod find_client;
 mod health;
 mod support;
+mod webhooks;

@@ -9,8 +9,6 @@ use time::OffsetDateTime;
 use crate::ids::{ApiKeyId, UserId, WorkspaceId};
 use crate::ports::RandomSource;
 
-const ALPHABET: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-
 /// A plain API key, `tt_` followed by 43 base62 characters (256 random bits).
 ///
 /// It exists in memory only: it is printed once when created, and only its [`KeyHash`] is stored.
@@ -28,20 +26,11 @@ impl ApiKeySecret {
 
     /// Draws a new key from `random`, each character uniform over the 62 symbols.
     pub fn generate(random: &dyn RandomSource) -> Self {
-        let mut key = String::with_capacity(Self::PREFIX.len() + Self::BODY_LEN);
-        key.push_str(Self::PREFIX);
-        let mut buf = [0u8; 64];
-        while key.len() < Self::PREFIX.len() + Self::BODY_LEN {
-            random.fill(&mut buf);
-            // 248 = 4 * 62: rejecting larger bytes keeps every symbol equally likely.
-            for byte in buf.iter().filter(|b| **b < 248) {
-                if key.len() == Self::PREFIX.len() + Self::BODY_LEN {
-                    break;
-                }
-                key.push(ALPHABET[usize::from(*byte) % 62] as char);
-            }
-        }
-        Self(key)
+        Self(format!(
+            "{}{}",
+            Self::PREFIX,
+            super::token::base62(random, Self::BODY_LEN)
+        ))
     }
 
     /// Accepts a presented key only if it has the exact shape of a generated one.

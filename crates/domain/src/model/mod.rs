@@ -6,7 +6,9 @@ pub mod client;
 pub mod event;
 pub mod page;
 pub mod time_entry;
+pub mod token;
 pub mod user;
+pub mod webhook;
 pub mod workspace;
 
 pub use api_key::{ApiKey, ApiKeySecret, KeyHash, Principal};
@@ -16,4 +18,5 @@ pub use event::{Event, EventType};
 pub use page::{Cursor, Page, PageRequest};
 pub use time_entry::{EntrySource, TimeEntry};
 pub use user::User;
+pub use webhook::{AuditEntry, DeliveryRecord, Subscription, SubscriptionStatus, WebhookId};
 pub use workspace::Workspace;

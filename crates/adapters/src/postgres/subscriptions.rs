@@ -1,0 +1,308 @@
+//! Webhook subscriptions, their deletion (with cancelled deliveries and an audit row) and the
+//! delivery log, in PostgreSQL.
+
+use async_trait::async_trait;
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use time::OffsetDateTime;
+use timetrack_domain::ids::{ApiKeyId, EventId, UserId, WorkspaceId};
+use timetrack_domain::model::{
+    AuditEntry, DeliveryRecord, EventType, Subscription, SubscriptionStatus, WebhookId,
+};
+use timetrack_domain::ports::SubscriptionRepository;
+use timetrack_domain::{DomainError, DomainResult};
+use uuid::Uuid;
+
+use super::schema::{audit_log, deliveries, events, webhook_subscriptions, workspaces};
+use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = webhook_subscriptions, check_for_backend(diesel::pg::Pg))]
+struct SubscriptionRow {
+    id: String,
+    workspace_id: Uuid,
+    user_id: Uuid,
+    api_key_id: Uuid,
+    url: String,
+    events: Vec<Option<String>>,
+    description: Option<String>,
+    secret: String,
+    status: String,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+fn stored(what: &str) -> DomainError {
+    DomainError::Unexpected(anyhow::anyhow!("stored subscription has an invalid {what}"))
+}
+
+impl TryFrom<SubscriptionRow> for Subscription {
+    type Error = DomainError;
+
+    fn try_from(row: SubscriptionRow) -> DomainResult<Self> {
+        Ok(Self {
+            id: WebhookId::parse(&row.id).ok_or_else(|| stored("id"))?,
+            workspace_id: WorkspaceId(row.workspace_id),
+            user_id: UserId(row.user_id),
+            api_key_id: ApiKeyId(row.api_key_id),
+            url: row.url,
+            events: row
+                .events
+                .iter()
+                .map(|e| {
+                    e.as_deref()
+                        .and_then(EventType::parse)
+                        .ok_or_else(|| stored("event"))
+                })
+                .collect::<DomainResult<_>>()?,
+            description: row.description,
+            secret: row.secret,
+            status: SubscriptionStatus::parse(&row.status)?,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
+}
+
+impl From<&Subscription> for SubscriptionRow {
+    fn from(s: &Subscription) -> Self {
+        Self {
+            id: s.id.to_string(),
+            workspace_id: s.workspace_id.0,
+            user_id: s.user_id.0,
+            api_key_id: s.api_key_id.0,
+            url: s.url.clone(),
+            events: s
+                .events
+                .iter()
+                .map(|e| Some(e.as_str().to_owned()))
+                .collect(),
+            description: s.description.clone(),
+            secret: s.secret.clone(),
+            status: s.status.as_str().to_owned(),
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Insertable)]
+#[diesel(table_name = audit_log)]
+struct AuditRow<'a> {
+    workspace_id: Option<Uuid>,
+    actor_user_id: Option<Uuid>,
+    action: &'a str,
+    target_type: &'a str,
+    target_id: &'a str,
+    reason: Option<&'a str>,
+    created_at: OffsetDateTime,
+}
+
+impl<'a> From<&'a AuditEntry> for AuditRow<'a> {
+    fn from(a: &'a AuditEntry) -> Self {
+        Self {
+            workspace_id: a.workspace_id.map(|w| w.0),
+            actor_user_id: a.actor_user_id.map(|u| u.0),
+            action: a.action,
+            target_type: a.target_type,
+            target_id: &a.target_id,
+            reason: a.reason.as_deref(),
+            created_at: a.at,
+        }
+    }
+}
+
+/// [`SubscriptionRepository`] on PostgreSQL.
+#[derive(Clone)]
+pub struct PgSubscriptionRepository {
+    pool: PgPool,
+}
+
+opaque_debug!(PgSubscriptionRepository);
+
+impl PgSubscriptionRepository {
+    /// The repository on `pool`.
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+}
+
+#[async_trait]
+impl SubscriptionRepository for PgSubscriptionRepository {
+    async fn create(&self, subscription: &Subscription, max_active: u32) -> DomainResult<()> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let row = SubscriptionRow::from(subscription);
+        let workspace = subscription.workspace_id.0;
+        let stored = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                // The workspace row lock serialises concurrent subscribes, so the cap holds.
+                workspaces::table
+                    .find(workspace)
+                    .select(workspaces::id)
+                    .for_update()
+                    .first::<Uuid>(conn)
+                    .await?;
+                let active: i64 = webhook_subscriptions::table
+                    .filter(webhook_subscriptions::workspace_id.eq(workspace))
+                    .filter(webhook_subscriptions::status.eq("ACTIVE"))
+                    .count()
+                    .get_result(conn)
+                    .await?;
+                if active >= i64::from(max_active) {
+                    return Ok(false);
+                }
+                diesel::insert_into(webhook_subscriptions::table)
+                    .values(&row)
+                    .execute(conn)
+                    .await?;
+                Ok(true)
+            })
+            .await
+            .map_err(|e| map_db_error(e, "creating a subscription"))?;
+        if stored {
+            Ok(())
+        } else {
+            Err(DomainError::Conflict("Subscription limit reached".into()))
+        }
+    }
+
+    async fn get(&self, id: &WebhookId) -> DomainResult<Option<Subscription>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        webhook_subscriptions::table
+            .find(id.as_str())
+            .select(SubscriptionRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(|e| map_db_error(e, "reading a subscription"))?
+            .map(Subscription::try_from)
+            .transpose()
+    }
+
+    async fn list(&self, workspace: WorkspaceId) -> DomainResult<Vec<Subscription>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        webhook_subscriptions::table
+            .filter(webhook_subscriptions::workspace_id.eq(workspace.0))
+            .filter(webhook_subscriptions::status.ne("DELETED"))
+            .order((
+                webhook_subscriptions::created_at.desc(),
+                webhook_subscriptions::id.desc(),
+            ))
+            .select(SubscriptionRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "listing subscriptions"))?
+            .into_iter()
+            .map(Subscription::try_from)
+            .collect()
+    }
+
+    async fn delete(&self, id: &WebhookId, audit: &AuditEntry) -> DomainResult<()> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let id = id.as_str();
+        let audit_row = AuditRow::from(audit);
+        let found = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let status: Option<String> = webhook_subscriptions::table
+                    .find(id)
+                    .select(webhook_subscriptions::status)
+                    .for_update()
+                    .first(conn)
+                    .await
+                    .optional()?;
+                match status.as_deref() {
+                    None => return Ok(false),
+                    Some("DELETED") => return Ok(true),
+                    Some(_) => {}
+                }
+                diesel::update(webhook_subscriptions::table.find(id))
+                    .set((
+                        webhook_subscriptions::status.eq("DELETED"),
+                        webhook_subscriptions::updated_at.eq(audit_row.created_at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                diesel::update(
+                    deliveries::table
+                        .filter(deliveries::subscription_id.eq(id))
+                        .filter(deliveries::status.eq("PENDING")),
+                )
+                .set((
+                    deliveries::status.eq("CANCELLED"),
+                    deliveries::lease_expires_at.eq(None::<OffsetDateTime>),
+                    deliveries::updated_at.eq(audit_row.created_at),
+                ))
+                .execute(conn)
+                .await?;
+                diesel::insert_into(audit_log::table)
+                    .values(&audit_row)
+                    .execute(conn)
+                    .await?;
+                Ok(true)
+            })
+            .await
+            .map_err(|e| map_db_error(e, "deleting a subscription"))?;
+        if found {
+            Ok(())
+        } else {
+            Err(DomainError::NotFound("webhook"))
+        }
+    }
+
+    async fn deliveries(
+        &self,
+        id: &WebhookId,
+        since: OffsetDateTime,
+        limit: u32,
+    ) -> DomainResult<Vec<DeliveryRecord>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        type Row = (
+            Uuid,
+            String,
+            String,
+            i32,
+            Option<i32>,
+            Option<String>,
+            OffsetDateTime,
+            OffsetDateTime,
+            OffsetDateTime,
+        );
+        let rows: Vec<Row> = deliveries::table
+            .inner_join(events::table)
+            .filter(deliveries::subscription_id.eq(id.as_str()))
+            .filter(deliveries::created_at.ge(since))
+            .order((deliveries::created_at.desc(), deliveries::event_id.desc()))
+            .limit(i64::from(limit))
+            .select((
+                deliveries::event_id,
+                events::event_type,
+                deliveries::status,
+                deliveries::attempts,
+                deliveries::last_status_code,
+                deliveries::last_error,
+                deliveries::next_attempt_at,
+                deliveries::created_at,
+                deliveries::updated_at,
+            ))
+            .load(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "reading the delivery log"))?;
+        rows.into_iter()
+            .map(
+                |(event_id, event_type, status, attempts, code, error, next, created, updated)| {
+                    Ok(DeliveryRecord {
+                        event_id: EventId(event_id),
+                        event_type: EventType::parse(&event_type).ok_or_else(|| stored("event"))?,
+                        status,
+                        attempts,
+                        last_status_code: code,
+                        last_error: error,
+                        next_attempt_at: next,
+                        created_at: created,
+                        updated_at: updated,
+                    })
+                },
+            )
+            .collect()
+    }
+}

@@ -1,0 +1,229 @@
+//! The integration surface's webhooks: subscribe, delete, list, and the delivery log.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use serde::Serialize;
+use serde_json::{Value, json};
+use timetrack_domain::DomainError;
+use timetrack_domain::model::{DeliveryRecord, Subscription};
+use timetrack_domain::services::NewSubscription;
+use timetrack_domain::services::webhooks::{INVALID_URL, REQUIRED};
+use timetrack_domain::timefmt::rfc3339;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::extract::{BodyRejection, Caller, JsonBody};
+
+/// A subscribe body that is not a JSON object cannot carry a URL and events.
+#[derive(Debug)]
+pub struct MissingUrlOrEvents;
+
+impl BodyRejection for MissingUrlOrEvents {
+    fn rejection() -> ApiError {
+        ApiError::bad_request(REQUIRED)
+    }
+}
+
+/// Reads the subscribe body, in the order the published messages imply: presence of `url` and a
+/// non-empty `events` array first, then the URL's type, then each event's.
+fn parse_subscribe(body: &Value) -> Result<NewSubscription, ApiError> {
+    let obj = body.as_object().ok_or(ApiError::bad_request(REQUIRED))?;
+    let url = obj.get("url").filter(|v| !v.is_null());
+    let events = match obj.get("events") {
+        Some(Value::Array(items)) if !items.is_empty() => items,
+        _ => return Err(ApiError::bad_request(REQUIRED)),
+    };
+    let url = match url {
+        None => return Err(ApiError::bad_request(REQUIRED)),
+        Some(Value::String(url)) => url.clone(),
+        Some(_) => return Err(ApiError::bad_request(INVALID_URL)),
+    };
+    let events = events
+        .iter()
+        .map(|e| match e {
+            Value::String(name) => Ok(name.clone()),
+            other => Err(DomainError::validation(format!("Invalid event type: {other}")).into()),
+        })
+        .collect::<Result<Vec<String>, ApiError>>()?;
+    let description = match obj.get("description") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(d)) => Some(d.clone()),
+        Some(_) => return Err(ApiError::bad_request("description must be a string")),
+    };
+    Ok(NewSubscription {
+        url,
+        events,
+        description,
+    })
+}
+
+fn event_names(subscription: &Subscription) -> Vec<&'static str> {
+    subscription.events.iter().map(|e| e.as_str()).collect()
+}
+
+/// `POST .../webhooks/subscribe`: 201 `{success, webhook: {id, url, events, status, secret}}`.
+pub async fn subscribe(
+    state: web::Data<AppState>,
+    caller: Caller,
+    body: JsonBody<Value, MissingUrlOrEvents>,
+) -> Result<HttpResponse, ApiError> {
+    let new = parse_subscribe(&body.into_inner())?;
+    let subscription = state.webhooks.subscribe(&caller.0, new).await?;
+    tracing::info!(webhook_id = %subscription.id, user_id = %caller.0.user_id, "webhook subscribed");
+    Ok(HttpResponse::build(StatusCode::CREATED).json(json!({
+        "success": true,
+        "webhook": {
+            "id": subscription.id.as_str(),
+            "url": subscription.url,
+            "events": event_names(&subscription),
+            "status": subscription.status.as_str(),
+            "secret": subscription.secret,
+        }
+    })))
+}
+
+/// `DELETE .../webhooks/{id}`: 200 `{success: true}`, also for one's already-deleted webhook;
+/// 404 `Webhook not found` for an unknown, malformed or another user's id.
+pub async fn delete(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    state
+        .webhooks
+        .delete(&caller.0, &id)
+        .await
+        .map_err(|e| match e {
+            DomainError::NotFound(_) => ApiError::from(e),
+            other => ApiError::internal("Failed to delete webhook")(other),
+        })?;
+    tracing::info!(
+        webhook_id = %id,
+        user_id = %caller.0.user_id,
+        workspace_id = %caller.0.workspace_id,
+        "webhook deleted"
+    );
+    Ok(HttpResponse::Ok().json(json!({ "success": true })))
+}
+
+#[derive(Debug, Serialize)]
+struct WebhookListItem {
+    id: String,
+    url: String,
+    events: Vec<&'static str>,
+    status: &'static str,
+    description: Option<String>,
+    created_at: String,
+}
+
+/// `GET .../webhooks`: the workspace's subscriptions that are not deleted, newest first, without
+/// secrets.
+pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
+    let webhooks: Vec<WebhookListItem> = state
+        .webhooks
+        .list(&caller.0)
+        .await?
+        .into_iter()
+        .map(|s| WebhookListItem {
+            events: event_names(&s),
+            id: s.id.to_string(),
+            url: s.url,
+            status: s.status.as_str(),
+            description: s.description,
+            created_at: rfc3339(s.created_at),
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({ "success": true, "webhooks": webhooks })))
+}
+
+#[derive(Debug, Serialize)]
+struct DeliveryItem {
+    event_id: String,
+    event_type: &'static str,
+    status: String,
+    attempts: i32,
+    last_status_code: Option<i32>,
+    last_error: Option<String>,
+    next_attempt_at: String,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<DeliveryRecord> for DeliveryItem {
+    fn from(d: DeliveryRecord) -> Self {
+        Self {
+            event_id: d.event_id.to_string(),
+            event_type: d.event_type.as_str(),
+            status: d.status,
+            attempts: d.attempts,
+            last_status_code: d.last_status_code,
+            last_error: d.last_error,
+            next_attempt_at: rfc3339(d.next_attempt_at),
+            created_at: rfc3339(d.created_at),
+            updated_at: rfc3339(d.updated_at),
+        }
+    }
+}
+
+/// `GET .../webhooks/{id}/deliveries`: the last 7 days, newest first.
+pub async fn deliveries(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let items: Vec<DeliveryItem> = state
+        .webhooks
+        .deliveries(&caller.0, &id)
+        .await?
+        .into_iter()
+        .map(DeliveryItem::from)
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({ "success": true, "deliveries": items })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(body: &Value) -> String {
+        match parse_subscribe(body) {
+            Err(ApiError::Status { message, .. }) => message.to_owned(),
+            Err(ApiError::Domain(DomainError::Validation(m))) => m,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn presence_is_checked_before_types() {
+        assert_eq!(message(&json!({})), REQUIRED);
+        assert_eq!(message(&json!({"url": "https://x.io"})), REQUIRED);
+        assert_eq!(message(&json!({"events": ["CLIENT_CREATED"]})), REQUIRED);
+        assert_eq!(
+            message(&json!({"url": null, "events": ["CLIENT_CREATED"]})),
+            REQUIRED
+        );
+        assert_eq!(
+            message(&json!({"url": "https://x.io", "events": []})),
+            REQUIRED
+        );
+        assert_eq!(
+            message(&json!({"url": "https://x.io", "events": "CLIENT_CREATED"})),
+            REQUIRED
+        );
+        assert_eq!(
+            message(&json!({"url": 5, "events": ["CLIENT_CREATED"]})),
+            INVALID_URL
+        );
+        assert_eq!(
+            message(&json!({"url": "https://x.io", "events": [7]})),
+            "Invalid event type: 7"
+        );
+        assert_eq!(
+            message(
+                &json!({"url": "https://x.io", "events": ["CLIENT_CREATED"], "description": 1})
+            ),
+            "description must be a string"
+        );
+        assert_eq!(message(&json!(["url", "events"])), REQUIRED);
+    }
+}

@@ -1,0 +1,444 @@
+//! Webhook subscriptions on the integration surface.
+
+use actix_web::test;
+use serde_json::{Value, json};
+use timetrack_api::StateSettings;
+use timetrack_domain::services::WebhookSettings;
+
+use crate::support::{TestApp, call};
+
+const BASE: &str = "/api/integrations/automation/webhooks";
+
+fn subscribe_as(auth: &str, body: Value) -> actix_http::Request {
+    test::TestRequest::post()
+        .uri(&format!("{BASE}/subscribe"))
+        .insert_header(("Authorization", auth))
+        .set_json(body)
+        .to_request()
+}
+
+fn subscribe(t: &TestApp, body: Value) -> actix_http::Request {
+    subscribe_as(&t.bearer().1, body)
+}
+
+fn delete_as(auth: &str, id: &str) -> actix_http::Request {
+    test::TestRequest::delete()
+        .uri(&format!("{BASE}/{id}"))
+        .insert_header(("Authorization", auth))
+        .to_request()
+}
+
+#[actix_web::test]
+async fn subscribe_returns_201_with_the_documented_shape_and_secret() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let (status, content_type, body) = call(&app, subscribe(&t, json!({
+        "url": "https://hooks.example.com/catch/1",
+        "events": ["TIMER_STOPPED", "CLIENT_CREATED", "TIMER_STOPPED", "TIME_ENTRY_CREATED"],
+        "description": "Zap 42"
+    }))).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(content_type, "application/json");
+    let webhook = &body["webhook"];
+    let id = webhook["id"].as_str().unwrap();
+    let secret = webhook["secret"].as_str().unwrap();
+    assert!(id.starts_with("wh_") && id.len() == 27, "{id}");
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    assert_eq!(
+        body,
+        json!({
+            "success": true,
+            "webhook": {
+                "id": id,
+                "url": "https://hooks.example.com/catch/1",
+                "events": ["TIMER_STOPPED", "CLIENT_CREATED", "TIME_ENTRY_CREATED"],
+                "status": "ACTIVE",
+                "secret": secret
+            }
+        })
+    );
+    assert_eq!(t.scalar(&format!("SELECT count(*) AS n FROM webhook_subscriptions WHERE id = '{id}' AND description = 'Zap 42' AND user_id = '{}'", t.user.id)).await, 1);
+}
+
+#[actix_web::test]
+async fn missing_url_or_events_is_400_url_and_events_array_are_required() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    for body in [
+        json!({}),
+        json!({"url": "https://hooks.example.com/h"}),
+        json!({"events": ["CLIENT_CREATED"]}),
+        json!({"url": "https://hooks.example.com/h", "events": []}),
+        json!({"url": "https://hooks.example.com/h", "events": "CLIENT_CREATED"}),
+        json!({"url": null, "events": ["CLIENT_CREATED"]}),
+        json!([]),
+        json!("text"),
+    ] {
+        let (status, _, json) = call(&app, subscribe(&t, body.clone())).await;
+        assert_eq!(
+            (status, json),
+            (400, json!({"error": "URL and events array are required"})),
+            "{body}"
+        );
+    }
+    let req = test::TestRequest::post()
+        .uri(&format!("{BASE}/subscribe"))
+        .insert_header(t.bearer())
+        .set_payload("{not json")
+        .to_request();
+    let (status, _, json) = call(&app, req).await;
+    assert_eq!(
+        (status, json),
+        (400, json!({"error": "URL and events array are required"}))
+    );
+    assert_eq!(
+        t.scalar("SELECT count(*) AS n FROM webhook_subscriptions")
+            .await,
+        0
+    );
+}
+
+#[actix_web::test]
+async fn unacceptable_urls_are_400_invalid_url_format() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let long = format!("https://hooks.example.com/{}", "a".repeat(2048));
+    for url in [
+        json!("http://hooks.example.com/h"),
+        json!("ftp://hooks.example.com/h"),
+        json!("hooks.example.com/h"),
+        json!("https://user:pass@hooks.example.com/h"),
+        json!("https://127.0.0.1/h"),
+        json!("https://2130706433/h"),
+        json!("https://[::1]/h"),
+        json!("https://[::ffff:169.254.169.254]/h"),
+        json!("https://169.254.169.254/latest/meta-data"),
+        json!("https://10.1.2.3/h"),
+        json!("https://192.168.1.1/h"),
+        json!("https://localhost/h"),
+        json!("https://"),
+        json!(""),
+        json!(long),
+        json!(42),
+    ] {
+        let (status, _, body) = call(
+            &app,
+            subscribe(&t, json!({"url": url, "events": ["CLIENT_CREATED"]})),
+        )
+        .await;
+        assert_eq!(
+            (status, body),
+            (400, json!({"error": "Invalid URL format"})),
+            "{url}"
+        );
+    }
+    assert_eq!(
+        t.scalar("SELECT count(*) AS n FROM webhook_subscriptions")
+            .await,
+        0
+    );
+}
+
+#[actix_web::test]
+async fn unknown_events_and_long_descriptions_are_400() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let cases = [
+        (
+            json!({"url": "https://hooks.example.com/h", "events": ["CLIENT_CREATED", "CLIENT_DELETED"]}),
+            "Invalid event type: CLIENT_DELETED",
+        ),
+        (
+            json!({"url": "https://hooks.example.com/h", "events": ["timer_started"]}),
+            "Invalid event type: timer_started",
+        ),
+        (
+            json!({"url": "https://hooks.example.com/h", "events": [null]}),
+            "Invalid event type: null",
+        ),
+        (
+            json!({"url": "https://hooks.example.com/h", "events": ["CLIENT_CREATED"], "description": "d".repeat(256)}),
+            "description must be at most 255 characters",
+        ),
+        (
+            json!({"url": "https://hooks.example.com/h", "events": ["CLIENT_CREATED"], "description": ["x"]}),
+            "description must be a string",
+        ),
+    ];
+    for (body, message) in cases {
+        let (status, _, json) = call(&app, subscribe(&t, body.clone())).await;
+        assert_eq!((status, json), (400, json!({"error": message})), "{body}");
+    }
+    assert_eq!(
+        t.scalar("SELECT count(*) AS n FROM webhook_subscriptions")
+            .await,
+        0
+    );
+}
+
+#[actix_web::test]
+async fn private_targets_are_accepted_only_when_allowed() {
+    let t = TestApp::with_settings(StateSettings {
+        webhooks: WebhookSettings {
+            allow_private_targets: true,
+            ..WebhookSettings::default()
+        },
+        ..StateSettings::default()
+    })
+    .await;
+    let app = t.service().await;
+    let (status, _, _) = call(
+        &app,
+        subscribe(
+            &t,
+            json!({"url": "https://127.0.0.1:8443/h", "events": ["CLIENT_CREATED"]}),
+        ),
+    )
+    .await;
+    assert_eq!(status, 201);
+    // Still HTTPS only.
+    let (status, _, _) = call(
+        &app,
+        subscribe(
+            &t,
+            json!({"url": "http://127.0.0.1:8443/h", "events": ["CLIENT_CREATED"]}),
+        ),
+    )
+    .await;
+    assert_eq!(status, 400);
+}
+
+#[actix_web::test]
+async fn the_101st_active_subscription_of_a_workspace_is_409() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    t.execute(&format!(
+        "INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, secret, status, created_at, updated_at) \
+         SELECT 'wh_bulk' || lpad(g::text, 16, '0'), '{}', '{}', '{}', 'https://hooks.example.com/h', ARRAY['CLIENT_CREATED'], 'whsec_x', 'ACTIVE', now(), now() \
+         FROM generate_series(1, 100) g",
+        t.workspace.id, t.user.id, t.key.id
+    ))
+    .await;
+    let body = json!({"url": "https://hooks.example.com/h", "events": ["CLIENT_CREATED"]});
+    let (status, _, json) = call(&app, subscribe(&t, body.clone())).await;
+    assert_eq!(
+        (status, json),
+        (409, json!({"error": "Subscription limit reached"}))
+    );
+    assert_eq!(
+        t.scalar("SELECT count(*) AS n FROM webhook_subscriptions")
+            .await,
+        100
+    );
+    let (status, _, _) = call(&app, delete_as(&t.bearer().1, "wh_bulk0000000000000001")).await;
+    assert_eq!(status, 200);
+    let (status, _, _) = call(&app, subscribe(&t, body)).await;
+    assert_eq!(status, 201);
+}
+
+#[actix_web::test]
+async fn the_list_shows_the_workspaces_live_subscriptions_newest_first_without_secrets() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let (_, other_key) = t.other_workspace().await;
+    call(
+        &app,
+        subscribe_as(
+            &other_key,
+            json!({"url": "https://theirs.example.com/h", "events": ["CLIENT_CREATED"]}),
+        ),
+    )
+    .await;
+    let (_, _, first) = call(&app, subscribe(&t, json!({"url": "https://a.example.com/h", "events": ["CLIENT_CREATED"], "description": "first"}))).await;
+    let (_, _, second) = call(
+        &app,
+        subscribe(
+            &t,
+            json!({"url": "https://b.example.com/h", "events": ["TIMER_STARTED"]}),
+        ),
+    )
+    .await;
+    let (_, _, gone) = call(
+        &app,
+        subscribe(
+            &t,
+            json!({"url": "https://c.example.com/h", "events": ["TIMER_STARTED"]}),
+        ),
+    )
+    .await;
+    call(
+        &app,
+        delete_as(&t.bearer().1, gone["webhook"]["id"].as_str().unwrap()),
+    )
+    .await;
+
+    let req = test::TestRequest::get()
+        .uri(BASE)
+        .insert_header(t.bearer())
+        .to_request();
+    let (status, _, body) = call(&app, req).await;
+    assert_eq!(status, 200);
+    let items = body["webhooks"].as_array().unwrap();
+    assert_eq!(body["success"], true);
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0]["id"], second["webhook"]["id"]);
+    assert_eq!(items[1]["id"], first["webhook"]["id"]);
+    assert_eq!(
+        items[1]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        ["id", "url", "events", "status", "description", "created_at"]
+    );
+    assert_eq!(items[1]["description"], "first");
+    assert_eq!(items[0]["description"], Value::Null);
+    assert!(!body.to_string().contains("whsec_"));
+}
+
+#[actix_web::test]
+async fn delete_is_immediate_idempotent_owner_only_audited_and_cancels_queued_deliveries() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let (_, _, created) = call(
+        &app,
+        subscribe(
+            &t,
+            json!({"url": "https://hooks.example.com/h", "events": ["CLIENT_CREATED"]}),
+        ),
+    )
+    .await;
+    let id = created["webhook"]["id"].as_str().unwrap().to_owned();
+    // A queued delivery for it.
+    let req = test::TestRequest::post()
+        .uri("/api/clients")
+        .insert_header(t.bearer())
+        .set_json(json!({"name": "Queued"}))
+        .to_request();
+    assert_eq!(call(&app, req).await.0, 201);
+    assert_eq!(t.scalar(&format!("SELECT count(*) AS n FROM deliveries WHERE subscription_id = '{id}' AND status = 'PENDING'")).await, 1);
+
+    // Another user of the same workspace, and another workspace: 404, and the webhook untouched.
+    let eve = t
+        .admin
+        .create_user(t.workspace.id, "Eve", "eve@example.com")
+        .await
+        .unwrap();
+    let (_, eve_key) = t
+        .admin
+        .create_api_key(eve.id, t.workspace.id, None)
+        .await
+        .unwrap();
+    let (_, other_key) = t.other_workspace().await;
+    for auth in [format!("Bearer {}", eve_key.expose()), other_key] {
+        let (status, _, body) = call(&app, delete_as(&auth, &id)).await;
+        assert_eq!((status, body), (404, json!({"error": "Webhook not found"})));
+    }
+    assert_eq!(t.scalar(&format!("SELECT count(*) AS n FROM webhook_subscriptions WHERE id = '{id}' AND status = 'ACTIVE'")).await, 1);
+
+    let (status, _, body) = call(&app, delete_as(&t.bearer().1, &id)).await;
+    assert_eq!((status, body), (200, json!({"success": true})));
+    assert_eq!(t.scalar(&format!("SELECT count(*) AS n FROM webhook_subscriptions WHERE id = '{id}' AND status = 'DELETED'")).await, 1);
+    assert_eq!(t.scalar(&format!("SELECT count(*) AS n FROM deliveries WHERE subscription_id = '{id}' AND status = 'CANCELLED'")).await, 1);
+    assert_eq!(
+        t.scalar(&format!("SELECT count(*) AS n FROM audit_log WHERE action = 'webhook.deleted' AND target_id = '{id}' AND actor_user_id = '{}'", t.user.id)).await,
+        1
+    );
+    // New events no longer reach it.
+    let req = test::TestRequest::post()
+        .uri("/api/clients")
+        .insert_header(t.bearer())
+        .set_json(json!({"name": "After"}))
+        .to_request();
+    assert_eq!(call(&app, req).await.0, 201);
+    assert_eq!(
+        t.scalar(&format!(
+            "SELECT count(*) AS n FROM deliveries WHERE subscription_id = '{id}'"
+        ))
+        .await,
+        1
+    );
+
+    // Safe to retry.
+    let (status, _, body) = call(&app, delete_as(&t.bearer().1, &id)).await;
+    assert_eq!((status, body), (200, json!({"success": true})));
+    assert_eq!(t.scalar("SELECT count(*) AS n FROM audit_log").await, 1);
+
+    for unknown in [
+        "wh_neverexisted00000000",
+        "not-a-webhook",
+        "wh_%27%20OR%201%3D1",
+    ] {
+        let (status, _, body) = call(&app, delete_as(&t.bearer().1, unknown)).await;
+        assert_eq!(
+            (status, body),
+            (404, json!({"error": "Webhook not found"})),
+            "{unknown}"
+        );
+    }
+}
+
+#[actix_web::test]
+async fn the_delivery_log_lists_the_webhooks_deliveries_in_its_workspace_only() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let (_, _, created) = call(
+        &app,
+        subscribe(
+            &t,
+            json!({"url": "https://hooks.example.com/h", "events": ["CLIENT_CREATED"]}),
+        ),
+    )
+    .await;
+    let id = created["webhook"]["id"].as_str().unwrap();
+    let req = test::TestRequest::post()
+        .uri("/api/clients")
+        .insert_header(t.bearer())
+        .set_json(json!({"name": "Logged"}))
+        .to_request();
+    call(&app, req).await;
+
+    let req = test::TestRequest::get()
+        .uri(&format!("{BASE}/{id}/deliveries"))
+        .insert_header(t.bearer())
+        .to_request();
+    let (status, _, body) = call(&app, req).await;
+    assert_eq!(status, 200);
+    let items = body["deliveries"].as_array().unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["event_type"], "CLIENT_CREATED");
+    assert_eq!(items[0]["status"], "PENDING");
+    assert_eq!(items[0]["attempts"], 0);
+    assert_eq!(items[0]["last_status_code"], Value::Null);
+
+    let (_, other_key) = t.other_workspace().await;
+    let req = test::TestRequest::get()
+        .uri(&format!("{BASE}/{id}/deliveries"))
+        .insert_header(("Authorization", other_key.as_str()))
+        .to_request();
+    let (status, _, body) = call(&app, req).await;
+    assert_eq!((status, body), (404, json!({"error": "Webhook not found"})));
+}
+
+#[actix_web::test]
+async fn every_webhook_endpoint_needs_a_key() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    for req in [
+        test::TestRequest::post()
+            .uri(&format!("{BASE}/subscribe"))
+            .set_json(json!({}))
+            .to_request(),
+        test::TestRequest::get().uri(BASE).to_request(),
+        test::TestRequest::delete()
+            .uri(&format!("{BASE}/wh_aaaaaaaaaaaaaaaaaaaaaaaa"))
+            .to_request(),
+        test::TestRequest::get()
+            .uri(&format!("{BASE}/wh_aaaaaaaaaaaaaaaaaaaaaaaa/deliveries"))
+            .to_request(),
+    ] {
+        let (status, _, body) = call(&app, req).await;
+        assert_eq!((status, body), (401, json!({"error": "Unauthorized"})));
+    }
+}
