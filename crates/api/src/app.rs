@@ -10,13 +10,14 @@ use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpMessage, HttpResponse, web};
 use timetrack_adapters::PgPool;
 use timetrack_adapters::postgres::{
-    PgApiKeyRepository, PgClientRepository, PgHealthProbe, PgSubscriptionRepository,
-    PgUserRepository, PgWorkspaceRepository,
+    PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgHealthProbe,
+    PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
 };
 use timetrack_adapters::{OsRandom, SystemResolver, UuidV7Ids};
 use timetrack_domain::ports::{Clock, HealthProbe};
 use timetrack_domain::services::{
-    AccountService, Authenticator, ClientService, WebhookService, WebhookSettings,
+    AccountService, Authenticator, CatalogService, ClientService, TimeEntryService, WebhookService,
+    WebhookSettings,
 };
 use tracing_actix_web::{RequestId, TracingLogger};
 
@@ -37,6 +38,10 @@ pub struct AppState {
     pub clients: ClientService,
     /// Webhook subscriptions.
     pub webhooks: WebhookService,
+    /// Projects, tasks and tags.
+    pub catalog: CatalogService,
+    /// Time entries.
+    pub entries: TimeEntryService,
     /// Reachability of the database.
     pub health: Arc<dyn HealthProbe>,
     /// The current time.
@@ -76,18 +81,20 @@ impl AppState {
         let workspaces = Arc::new(PgWorkspaceRepository::new(pool.clone()));
         let users = Arc::new(PgUserRepository::new(pool.clone()));
         let keys = Arc::new(PgApiKeyRepository::new(pool.clone()));
+        let catalog = Arc::new(PgCatalogRepository::new(pool.clone()));
+        let ids = Arc::new(UuidV7Ids);
         Self {
             auth: Arc::new(Authenticator::new(
                 keys,
                 clock.clone(),
                 settings.auth_cache_ttl,
             )),
-            accounts: AccountService::new(users, workspaces.clone()),
+            accounts: AccountService::new(users.clone(), workspaces.clone()),
             clients: ClientService::new(
                 Arc::new(PgClientRepository::new(pool.clone())),
-                workspaces,
+                workspaces.clone(),
                 clock.clone(),
-                Arc::new(UuidV7Ids),
+                ids.clone(),
             ),
             webhooks: WebhookService::new(
                 Arc::new(PgSubscriptionRepository::new(pool.clone())),
@@ -95,6 +102,15 @@ impl AppState {
                 clock.clone(),
                 Arc::new(OsRandom),
                 settings.webhooks,
+            ),
+            catalog: CatalogService::new(catalog.clone(), clock.clone(), ids.clone()),
+            entries: TimeEntryService::new(
+                Arc::new(PgTimeEntryRepository::new(pool.clone())),
+                catalog,
+                workspaces,
+                users,
+                clock.clone(),
+                ids,
             ),
             health: Arc::new(PgHealthProbe::new(pool, settings.health_timeout)),
             clock,

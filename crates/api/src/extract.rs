@@ -108,3 +108,26 @@ impl<T: DeserializeOwned + 'static, R: BodyRejection + 'static> FromRequest for 
         })
     }
 }
+
+/// A JSON body of type `T`, or `T::default()` when the body is empty (for `POST`s whose every field
+/// is optional). A non-empty body that does not parse is still 400 `Invalid JSON body`.
+#[derive(Debug)]
+pub struct JsonOrEmpty<T>(pub T);
+
+impl<T: DeserializeOwned + Default + 'static> FromRequest for JsonOrEmpty<T> {
+    type Error = actix_web::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, actix_web::Error>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let bytes = web::Bytes::from_request(req, payload);
+        Box::pin(async move {
+            let bytes = bytes.await?;
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                return Ok(JsonOrEmpty(T::default()));
+            }
+            serde_json::from_slice::<T>(&bytes)
+                .map(JsonOrEmpty)
+                .map_err(|_| InvalidJson::rejection().into())
+        })
+    }
+}

@@ -9,10 +9,10 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::error::DomainResult;
-use crate::ids::{ApiKeyId, ClientId, UserId, WorkspaceId};
+use crate::ids::{ApiKeyId, ClientId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId};
 use crate::model::{
-    ApiKey, AuditEntry, Client, DeliveryRecord, Event, KeyHash, Page, PageRequest, Subscription,
-    User, WebhookId, Workspace,
+    ApiKey, AuditEntry, Client, DeliveryRecord, Event, KeyHash, Page, PageRequest, Project,
+    Subscription, Tag, Task, TimeEntry, User, WebhookId, Workspace,
 };
 
 /// The current time.
@@ -181,4 +181,134 @@ pub trait HostResolver: Send + Sync {
     /// The addresses of `host`, or a description of why it could not be resolved. MUST return
     /// within its own time bound.
     async fn resolve(&self, host: &str, port: u16) -> Result<Vec<std::net::IpAddr>, String>;
+}
+
+/// Storage of projects, tasks and tags.
+#[async_trait]
+pub trait CatalogRepository: Send + Sync {
+    /// Stores a project. Its client, if any, MUST be a client of the same workspace: otherwise
+    /// `Validation("client_id does not name a client of this workspace")`.
+    async fn create_project(&self, project: &Project) -> DomainResult<()>;
+
+    /// The workspace's project, or `None`.
+    async fn project(&self, workspace: WorkspaceId, id: ProjectId)
+    -> DomainResult<Option<Project>>;
+
+    /// A page of the workspace's projects, newest first.
+    async fn projects(
+        &self,
+        workspace: WorkspaceId,
+        page: PageRequest,
+    ) -> DomainResult<Page<Project>>;
+
+    /// Stores a task of an existing project of the same workspace.
+    async fn create_task(&self, task: &Task) -> DomainResult<()>;
+
+    /// The workspace's task, or `None`.
+    async fn task(&self, workspace: WorkspaceId, id: TaskId) -> DomainResult<Option<Task>>;
+
+    /// A page of a project's tasks, newest first.
+    async fn tasks(
+        &self,
+        workspace: WorkspaceId,
+        project: ProjectId,
+        page: PageRequest,
+    ) -> DomainResult<Page<Task>>;
+
+    /// Stores a tag. MUST return `AlreadyExists { what: "tag", id }` when the workspace has a tag
+    /// of the same name case-insensitively.
+    async fn create_tag(&self, tag: &Tag) -> DomainResult<()>;
+
+    /// A page of the workspace's tags, newest first.
+    async fn tags(&self, workspace: WorkspaceId, page: PageRequest) -> DomainResult<Page<Tag>>;
+
+    /// The workspace's tags among `ids` (unknown or foreign ids are left out), in `ids` order.
+    async fn tags_by_id(&self, workspace: WorkspaceId, ids: &[TagId]) -> DomainResult<Vec<Tag>>;
+}
+
+/// A timer to stop as part of another write: the entry, its end, and its `TIMER_STOPPED` event.
+#[derive(Debug, Clone)]
+pub struct TimerStop {
+    /// The running entry.
+    pub entry: TimeEntryId,
+    /// Its end (whole seconds).
+    pub end: OffsetDateTime,
+    /// The event announcing the stop.
+    pub event: Event,
+}
+
+/// Whether a conditional timer write applied, or lost a race with a concurrent one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimerWrite {
+    /// Written, with its events.
+    Applied,
+    /// Nothing written: the running timer changed meanwhile (stopped, or another one started).
+    Raced,
+}
+
+/// Which entries a list returns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EntryFilter {
+    /// Entries starting at or after this time.
+    pub from: Option<OffsetDateTime>,
+    /// Entries starting before this time.
+    pub to: Option<OffsetDateTime>,
+    /// Entries of this member only.
+    pub user: Option<UserId>,
+}
+
+/// Storage of time entries. Writes that cause events store them in the same transaction.
+#[async_trait]
+pub trait TimeEntryRepository: Send + Sync {
+    /// The user's running timer, in any workspace, or `None`.
+    async fn running(&self, user: UserId) -> DomainResult<Option<TimeEntry>>;
+
+    /// In one transaction: stops `stop` if given (only if it is still running) and inserts the new
+    /// running `entry`, with `events`. `Raced` (and nothing written) when `stop`'s timer is no
+    /// longer running or another timer of the user started meanwhile.
+    async fn start(
+        &self,
+        stop: Option<&TimerStop>,
+        entry: &TimeEntry,
+        events: &[Event],
+    ) -> DomainResult<TimerWrite>;
+
+    /// Stops `stop` (only if still running) with its event; `Raced` if it was not running.
+    async fn stop(&self, stop: &TimerStop) -> DomainResult<TimerWrite>;
+
+    /// Inserts a finished entry (manual) with `events`.
+    async fn create(&self, entry: &TimeEntry, events: &[Event]) -> DomainResult<()>;
+
+    /// The workspace's entry, or `None`.
+    async fn get(&self, workspace: WorkspaceId, id: TimeEntryId)
+    -> DomainResult<Option<TimeEntry>>;
+
+    /// A page of the workspace's entries matching `filter`, latest start first (the cursor's time
+    /// is the start).
+    async fn list(
+        &self,
+        workspace: WorkspaceId,
+        filter: EntryFilter,
+        page: PageRequest,
+    ) -> DomainResult<Page<TimeEntry>>;
+
+    /// Replaces the stored entry (same id and workspace), tags included. `NotFound("time entry")`
+    /// if it is gone.
+    async fn update(&self, entry: &TimeEntry) -> DomainResult<()>;
+
+    /// Deletes the workspace's entry. `NotFound("time entry")` if it does not exist.
+    async fn delete(&self, workspace: WorkspaceId, id: TimeEntryId) -> DomainResult<()>;
+
+    /// The user's most recently created manual entry in the workspace.
+    async fn latest_manual(
+        &self,
+        workspace: WorkspaceId,
+        user: UserId,
+    ) -> DomainResult<Option<TimeEntry>>;
+
+    /// The workspace's most recently stopped timer entry (by end time).
+    async fn latest_stopped(&self, workspace: WorkspaceId) -> DomainResult<Option<TimeEntry>>;
+
+    /// The workspace's most recently started timer entry (by start time), running or not.
+    async fn latest_started(&self, workspace: WorkspaceId) -> DomainResult<Option<TimeEntry>>;
 }

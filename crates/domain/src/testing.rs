@@ -13,16 +13,21 @@ use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use crate::error::{DomainError, DomainResult};
-use crate::ids::{ApiKeyId, ClientId, UserId, WorkspaceId};
+use crate::ids::{ApiKeyId, ClientId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId};
 use crate::model::{
-    ApiKey, AuditEntry, Client, Cursor, DeliveryRecord, Event, KeyHash, Page, PageRequest,
-    Subscription, SubscriptionStatus, User, WebhookId, Workspace,
+    ApiKey, AuditEntry, Client, Cursor, DeliveryRecord, EntrySource, Event, KeyHash, Page,
+    PageRequest, Project, Subscription, SubscriptionStatus, Tag, Task, TimeEntry, User, WebhookId,
+    Workspace,
 };
 use crate::ports::{
-    ApiKeyRepository, ClientRepository, Clock, HostResolver, IdGenerator, RandomSource,
-    SubscriptionRepository, UserRepository, WorkspaceRepository,
+    ApiKeyRepository, CatalogRepository, ClientRepository, Clock, EntryFilter, HostResolver,
+    IdGenerator, RandomSource, SubscriptionRepository, TimeEntryRepository, TimerStop, TimerWrite,
+    UserRepository, WorkspaceRepository,
 };
-use crate::services::{AdminService, ClientService, NewWorkspace, WebhookService, WebhookSettings};
+use crate::services::{
+    AdminService, CatalogService, ClientService, NewWorkspace, TimeEntryService, WebhookService,
+    WebhookSettings,
+};
 
 /// A clock that stands still until told to move.
 #[derive(Debug)]
@@ -90,6 +95,10 @@ struct Tables {
     subscriptions: Vec<Subscription>,
     deliveries: Vec<(WebhookId, DeliveryRecord)>,
     audit: Vec<AuditEntry>,
+    projects: Vec<Project>,
+    tasks: Vec<Task>,
+    tags: Vec<Tag>,
+    entries: Vec<TimeEntry>,
 }
 
 /// One in-memory store implementing every repository port.
@@ -439,6 +448,314 @@ impl SubscriptionRepository for InMemoryStore {
     }
 }
 
+fn page_of<T: Clone>(
+    mut items: Vec<T>,
+    page: PageRequest,
+    position: impl Fn(&T) -> Cursor,
+) -> Page<T> {
+    items.sort_by_key(|i| {
+        let p = position(i);
+        std::cmp::Reverse((p.created_at, p.id))
+    });
+    items.retain(|i| {
+        let p = position(i);
+        page.after
+            .is_none_or(|after| (p.created_at, p.id) < (after.created_at, after.id))
+    });
+    items.truncate(page.limit as usize + 1);
+    Page::from_overfetch(items, page.limit, position)
+}
+
+#[async_trait]
+impl CatalogRepository for InMemoryStore {
+    async fn create_project(&self, project: &Project) -> DomainResult<()> {
+        let mut t = self.tables();
+        if let Some(client) = project.client_id
+            && !t
+                .clients
+                .iter()
+                .any(|c| c.id == client && c.workspace_id == project.workspace_id)
+        {
+            return Err(DomainError::validation(
+                "client_id does not name a client of this workspace",
+            ));
+        }
+        t.projects.push(project.clone());
+        Ok(())
+    }
+
+    async fn project(
+        &self,
+        workspace: WorkspaceId,
+        id: ProjectId,
+    ) -> DomainResult<Option<Project>> {
+        Ok(self
+            .tables()
+            .projects
+            .iter()
+            .find(|p| p.workspace_id == workspace && p.id == id)
+            .cloned())
+    }
+
+    async fn projects(
+        &self,
+        workspace: WorkspaceId,
+        page: PageRequest,
+    ) -> DomainResult<Page<Project>> {
+        let items = self
+            .tables()
+            .projects
+            .iter()
+            .filter(|p| p.workspace_id == workspace)
+            .cloned()
+            .collect();
+        Ok(page_of(items, page, |p| Cursor {
+            created_at: p.created_at,
+            id: p.id.0,
+        }))
+    }
+
+    async fn create_task(&self, task: &Task) -> DomainResult<()> {
+        self.tables().tasks.push(task.clone());
+        Ok(())
+    }
+
+    async fn task(&self, workspace: WorkspaceId, id: TaskId) -> DomainResult<Option<Task>> {
+        Ok(self
+            .tables()
+            .tasks
+            .iter()
+            .find(|t| t.workspace_id == workspace && t.id == id)
+            .cloned())
+    }
+
+    async fn tasks(
+        &self,
+        workspace: WorkspaceId,
+        project: ProjectId,
+        page: PageRequest,
+    ) -> DomainResult<Page<Task>> {
+        let items = self
+            .tables()
+            .tasks
+            .iter()
+            .filter(|t| t.workspace_id == workspace && t.project_id == project)
+            .cloned()
+            .collect();
+        Ok(page_of(items, page, |t| Cursor {
+            created_at: t.created_at,
+            id: t.id.0,
+        }))
+    }
+
+    async fn create_tag(&self, tag: &Tag) -> DomainResult<()> {
+        let mut t = self.tables();
+        let key = tag.name.to_lowercase();
+        if let Some(existing) = t
+            .tags
+            .iter()
+            .find(|x| x.workspace_id == tag.workspace_id && x.name.to_lowercase() == key)
+        {
+            return Err(DomainError::AlreadyExists {
+                what: "tag",
+                id: existing.id.to_string(),
+            });
+        }
+        t.tags.push(tag.clone());
+        Ok(())
+    }
+
+    async fn tags(&self, workspace: WorkspaceId, page: PageRequest) -> DomainResult<Page<Tag>> {
+        let items = self
+            .tables()
+            .tags
+            .iter()
+            .filter(|t| t.workspace_id == workspace)
+            .cloned()
+            .collect();
+        Ok(page_of(items, page, |t| Cursor {
+            created_at: t.created_at,
+            id: t.id.0,
+        }))
+    }
+
+    async fn tags_by_id(&self, workspace: WorkspaceId, ids: &[TagId]) -> DomainResult<Vec<Tag>> {
+        let t = self.tables();
+        Ok(ids
+            .iter()
+            .filter_map(|id| {
+                t.tags
+                    .iter()
+                    .find(|x| x.workspace_id == workspace && x.id == *id)
+            })
+            .cloned()
+            .collect())
+    }
+}
+
+impl Tables {
+    fn apply_stop(&mut self, stop: &TimerStop) -> bool {
+        match self
+            .entries
+            .iter_mut()
+            .find(|e| e.id == stop.entry && e.end.is_none())
+        {
+            Some(entry) => {
+                entry.end = Some(stop.end);
+                entry.updated_at = stop.event.created_at;
+                self.events.push(stop.event.clone());
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+#[async_trait]
+impl TimeEntryRepository for InMemoryStore {
+    async fn running(&self, user: UserId) -> DomainResult<Option<TimeEntry>> {
+        Ok(self
+            .tables()
+            .entries
+            .iter()
+            .find(|e| e.user_id == user && e.end.is_none())
+            .cloned())
+    }
+
+    async fn start(
+        &self,
+        stop: Option<&TimerStop>,
+        entry: &TimeEntry,
+        events: &[Event],
+    ) -> DomainResult<TimerWrite> {
+        let mut t = self.tables();
+        let running = t
+            .entries
+            .iter()
+            .find(|e| e.user_id == entry.user_id && e.end.is_none())
+            .map(|e| e.id);
+        if running != stop.map(|s| s.entry) {
+            return Ok(TimerWrite::Raced);
+        }
+        if let Some(stop) = stop {
+            t.apply_stop(stop);
+        }
+        t.entries.push(entry.clone());
+        t.events.extend_from_slice(events);
+        Ok(TimerWrite::Applied)
+    }
+
+    async fn stop(&self, stop: &TimerStop) -> DomainResult<TimerWrite> {
+        Ok(if self.tables().apply_stop(stop) {
+            TimerWrite::Applied
+        } else {
+            TimerWrite::Raced
+        })
+    }
+
+    async fn create(&self, entry: &TimeEntry, events: &[Event]) -> DomainResult<()> {
+        let mut t = self.tables();
+        t.entries.push(entry.clone());
+        t.events.extend_from_slice(events);
+        Ok(())
+    }
+
+    async fn get(
+        &self,
+        workspace: WorkspaceId,
+        id: TimeEntryId,
+    ) -> DomainResult<Option<TimeEntry>> {
+        Ok(self
+            .tables()
+            .entries
+            .iter()
+            .find(|e| e.workspace_id == workspace && e.id == id)
+            .cloned())
+    }
+
+    async fn list(
+        &self,
+        workspace: WorkspaceId,
+        filter: EntryFilter,
+        page: PageRequest,
+    ) -> DomainResult<Page<TimeEntry>> {
+        let items = self
+            .tables()
+            .entries
+            .iter()
+            .filter(|e| e.workspace_id == workspace)
+            .filter(|e| filter.from.is_none_or(|from| e.start >= from))
+            .filter(|e| filter.to.is_none_or(|to| e.start < to))
+            .filter(|e| filter.user.is_none_or(|u| e.user_id == u))
+            .cloned()
+            .collect();
+        Ok(page_of(items, page, |e| Cursor {
+            created_at: e.start,
+            id: e.id.0,
+        }))
+    }
+
+    async fn update(&self, entry: &TimeEntry) -> DomainResult<()> {
+        let mut t = self.tables();
+        let stored = t
+            .entries
+            .iter_mut()
+            .find(|e| e.id == entry.id && e.workspace_id == entry.workspace_id)
+            .ok_or(DomainError::NotFound("time entry"))?;
+        *stored = entry.clone();
+        Ok(())
+    }
+
+    async fn delete(&self, workspace: WorkspaceId, id: TimeEntryId) -> DomainResult<()> {
+        let mut t = self.tables();
+        let before = t.entries.len();
+        t.entries
+            .retain(|e| !(e.workspace_id == workspace && e.id == id));
+        if t.entries.len() == before {
+            return Err(DomainError::NotFound("time entry"));
+        }
+        Ok(())
+    }
+
+    async fn latest_manual(
+        &self,
+        workspace: WorkspaceId,
+        user: UserId,
+    ) -> DomainResult<Option<TimeEntry>> {
+        Ok(self
+            .tables()
+            .entries
+            .iter()
+            .filter(|e| {
+                e.workspace_id == workspace && e.user_id == user && e.source == EntrySource::Manual
+            })
+            .max_by_key(|e| (e.created_at, e.id))
+            .cloned())
+    }
+
+    async fn latest_stopped(&self, workspace: WorkspaceId) -> DomainResult<Option<TimeEntry>> {
+        Ok(self
+            .tables()
+            .entries
+            .iter()
+            .filter(|e| {
+                e.workspace_id == workspace && e.source == EntrySource::Timer && e.end.is_some()
+            })
+            .max_by_key(|e| (e.end, e.id))
+            .cloned())
+    }
+
+    async fn latest_started(&self, workspace: WorkspaceId) -> DomainResult<Option<TimeEntry>> {
+        Ok(self
+            .tables()
+            .entries
+            .iter()
+            .filter(|e| e.workspace_id == workspace && e.source == EntrySource::Timer)
+            .max_by_key(|e| (e.start, e.id))
+            .cloned())
+    }
+}
+
 /// A resolver answering from a fixed table; names not in it fail to resolve.
 #[derive(Debug, Default)]
 pub struct StaticResolver(Mutex<HashMap<String, Vec<std::net::IpAddr>>>);
@@ -486,6 +803,10 @@ pub struct TestWorld {
     pub resolver: Arc<StaticResolver>,
     /// The webhook service on these fakes (SSRF guard on, cap 100).
     pub webhooks: WebhookService,
+    /// The project, task and tag service on these fakes.
+    pub catalog: CatalogService,
+    /// The time-entry service on these fakes.
+    pub entries: TimeEntryService,
 }
 
 impl Default for TestWorld {
@@ -519,6 +840,15 @@ impl TestWorld {
             Arc::new(SeededRandom::new(77)),
             WebhookSettings::default(),
         );
+        let catalog = CatalogService::new(store.clone(), clock.clone(), ids.clone());
+        let entries = TimeEntryService::new(
+            store.clone(),
+            store.clone(),
+            store.clone(),
+            store.clone(),
+            clock.clone(),
+            ids.clone(),
+        );
         Self {
             store,
             clock,
@@ -527,6 +857,8 @@ impl TestWorld {
             clients,
             resolver,
             webhooks,
+            catalog,
+            entries,
         }
     }
 

@@ -2,7 +2,6 @@
 
 use async_trait::async_trait;
 use diesel::prelude::*;
-use diesel::sql_types::{Bool, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ClientId, WorkspaceId};
@@ -14,7 +13,7 @@ use uuid::Uuid;
 use super::errors::violated_constraint;
 use super::outbox::record_events;
 use super::schema::clients;
-use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
+use super::{PgPool, keyset_before, map_db_error, map_pool_error, opaque_debug};
 
 #[derive(Debug, Queryable, Selectable, Insertable, AsChangeset)]
 #[diesel(table_name = clients, check_for_backend(diesel::pg::Pg), treat_none_as_null = true)]
@@ -179,13 +178,7 @@ impl ClientRepository for PgClientRepository {
             .limit(i64::from(page.limit) + 1)
             .into_boxed();
         if let Some(after) = page.after {
-            query = query.filter(
-                diesel::dsl::sql::<Bool>("(created_at, id) < (")
-                    .bind::<Timestamptz, _>(after.created_at)
-                    .sql(", ")
-                    .bind::<SqlUuid, _>(after.id)
-                    .sql(")"),
-            );
+            query = query.filter(keyset_before("created_at", after));
         }
         let rows = query
             .load(&mut conn)

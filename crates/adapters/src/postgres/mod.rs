@@ -1,12 +1,14 @@
 //! PostgreSQL adapters: the pool, migrations, error mapping and one repository per port.
 
 mod api_keys;
+mod catalog;
 mod clients;
 mod errors;
 mod health;
 mod outbox;
 pub mod schema;
 mod subscriptions;
+mod time_entries;
 mod users;
 mod workspaces;
 
@@ -23,10 +25,12 @@ use diesel_async::pooled_connection::{
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 pub use api_keys::PgApiKeyRepository;
+pub use catalog::PgCatalogRepository;
 pub use clients::PgClientRepository;
 pub use errors::{map_db_error, map_pool_error};
 pub use health::PgHealthProbe;
 pub use subscriptions::PgSubscriptionRepository;
+pub use time_entries::PgTimeEntryRepository;
 pub use users::PgUserRepository;
 pub use workspaces::PgWorkspaceRepository;
 
@@ -41,6 +45,22 @@ macro_rules! opaque_debug {
     )+};
 }
 pub(crate) use opaque_debug;
+
+/// `(<column>, id) < (cursor)`: the keyset condition of lists ordered by `<column>` then `id`,
+/// both descending.
+pub(crate) fn keyset_before(
+    column: &'static str,
+    cursor: timetrack_domain::model::Cursor,
+) -> diesel::expression::SqlLiteral<
+    diesel::sql_types::Bool,
+    impl diesel::query_builder::QueryFragment<diesel::pg::Pg> + Send,
+> {
+    diesel::dsl::sql::<diesel::sql_types::Bool>(&format!("({column}, id) < ("))
+        .bind::<diesel::sql_types::Timestamptz, _>(cursor.created_at)
+        .sql(", ")
+        .bind::<diesel::sql_types::Uuid, _>(cursor.id)
+        .sql(")")
+}
 
 /// The pool every PostgreSQL adapter shares.
 pub type PgPool = diesel_async::pooled_connection::deadpool::Pool<AsyncPgConnection>;

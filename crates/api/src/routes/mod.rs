@@ -1,9 +1,12 @@
 //! Routes: one module per resource, each handler thin (parse, call one service, map the result).
 
+mod catalog;
 mod clients;
+mod fallbacks;
 mod find_client;
 mod health;
 mod me;
+mod time_entries;
 mod webhooks;
 
 use actix_web::{Route, web};
@@ -58,6 +61,70 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 web::patch().to(clients::update),
                 web::delete().to(clients::delete),
             ],
+        ))
+        .service(resource(
+            "/api/projects",
+            vec![
+                web::post().to(catalog::create_project),
+                web::get().to(catalog::list_projects),
+            ],
+        ))
+        .service(resource(
+            "/api/projects/{id}/tasks",
+            vec![
+                web::post().to(catalog::create_task),
+                web::get().to(catalog::list_tasks),
+            ],
+        ))
+        .service(resource(
+            "/api/tags",
+            vec![
+                web::post().to(catalog::create_tag),
+                web::get().to(catalog::list_tags),
+            ],
+        ))
+        .service(resource(
+            "/api/time-entries/start",
+            vec![web::post().to(time_entries::start)],
+        ))
+        .service(resource(
+            "/api/time-entries/stop",
+            vec![web::post().to(time_entries::stop)],
+        ))
+        .service(resource(
+            "/api/time-entries/current",
+            vec![web::get().to(time_entries::current)],
+        ))
+        .service(resource(
+            "/api/time-entries",
+            vec![
+                web::post().to(time_entries::create),
+                web::get().to(time_entries::list),
+            ],
+        ))
+        .service(resource(
+            "/api/time-entries/{id}",
+            vec![
+                web::get().to(time_entries::get),
+                web::patch().to(time_entries::update),
+                web::delete().to(time_entries::delete),
+            ],
+        ))
+        .service(resource(
+            &format!("{INTEGRATION}/triggers/time-entries/manual_entry/fallback"),
+            vec![web::get().to(fallbacks::manual_entry)],
+        ))
+        .service(resource(
+            &format!("{INTEGRATION}/triggers/time-entries/stop/fallback"),
+            vec![web::get().to(fallbacks::stop)],
+        ))
+        .service(resource(
+            &format!("{INTEGRATION}/triggers/time-entries/start/fallback"),
+            vec![web::get().to(fallbacks::start)],
+        ))
+        .service(resource(
+            &format!("{INTEGRATION}/triggers/clients/fallback"),
+            vec![web::get().to(fallbacks::clients)],
         ))
         .service(resource(
             &format!("{INTEGRATION}/triggers/clients/find"),

@@ -1,9 +1,12 @@
 //! API tests: the real application from `build_app`, on a real PostgreSQL database per test.
 
 mod auth;
+mod catalog;
 mod clients;
 mod errors;
+mod fallbacks;
 mod find_client;
 mod health;
 mod support;
+mod time_entries;
 mod webhooks;

@@ -3,11 +3,15 @@
 pub mod account;
 pub mod admin;
 pub mod auth;
+pub mod catalog;
 pub mod clients;
+pub mod time_entries;
 pub mod webhooks;
 
 pub use account::{AccountService, Profile};
 pub use admin::{AdminService, NewWorkspace};
 pub use auth::Authenticator;
+pub use catalog::CatalogService;
 pub use clients::ClientService;
+pub use time_entries::{EntryDraft, EntryPatch, TimeEntryService};
 pub use webhooks::{NewSubscription, WebhookService, WebhookSettings};

@@ -1,0 +1,298 @@
+//! Projects, tasks and tags in PostgreSQL.
+
+use async_trait::async_trait;
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use time::OffsetDateTime;
+use timetrack_domain::ids::{ClientId, ProjectId, TagId, TaskId, WorkspaceId};
+use timetrack_domain::model::{Cursor, Page, PageRequest, Project, Tag, Task};
+use timetrack_domain::ports::CatalogRepository;
+use timetrack_domain::{DomainError, DomainResult};
+use uuid::Uuid;
+
+use super::errors::violated_constraint;
+use super::schema::{projects, tags, tasks};
+use super::{PgPool, keyset_before, map_db_error, map_pool_error, opaque_debug};
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = projects, check_for_backend(diesel::pg::Pg))]
+struct ProjectRow {
+    id: Uuid,
+    workspace_id: Uuid,
+    client_id: Option<Uuid>,
+    name: String,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+impl From<ProjectRow> for Project {
+    fn from(r: ProjectRow) -> Self {
+        Self {
+            id: ProjectId(r.id),
+            workspace_id: WorkspaceId(r.workspace_id),
+            client_id: r.client_id.map(ClientId),
+            name: r.name,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = tasks, check_for_backend(diesel::pg::Pg))]
+struct TaskRow {
+    id: Uuid,
+    workspace_id: Uuid,
+    project_id: Uuid,
+    name: String,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+impl From<TaskRow> for Task {
+    fn from(r: TaskRow) -> Self {
+        Self {
+            id: TaskId(r.id),
+            workspace_id: WorkspaceId(r.workspace_id),
+            project_id: ProjectId(r.project_id),
+            name: r.name,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = tags, check_for_backend(diesel::pg::Pg))]
+struct TagRow {
+    id: Uuid,
+    workspace_id: Uuid,
+    name: String,
+    name_lower: String,
+    created_at: OffsetDateTime,
+}
+
+impl From<TagRow> for Tag {
+    fn from(r: TagRow) -> Self {
+        Self {
+            id: TagId(r.id),
+            workspace_id: WorkspaceId(r.workspace_id),
+            name: r.name,
+            created_at: r.created_at,
+        }
+    }
+}
+
+fn page<R, T: From<R>>(rows: Vec<R>, limit: u32, position: impl Fn(&T) -> Cursor) -> Page<T> {
+    Page::from_overfetch(rows.into_iter().map(T::from).collect(), limit, position)
+}
+
+/// [`CatalogRepository`] on PostgreSQL.
+#[derive(Clone)]
+pub struct PgCatalogRepository {
+    pool: PgPool,
+}
+
+opaque_debug!(PgCatalogRepository);
+
+impl PgCatalogRepository {
+    /// The repository on `pool`.
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+}
+
+#[async_trait]
+impl CatalogRepository for PgCatalogRepository {
+    async fn create_project(&self, project: &Project) -> DomainResult<()> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        diesel::insert_into(projects::table)
+            .values(&ProjectRow {
+                id: project.id.0,
+                workspace_id: project.workspace_id.0,
+                client_id: project.client_id.map(|c| c.0),
+                name: project.name.clone(),
+                created_at: project.created_at,
+                updated_at: project.updated_at,
+            })
+            .execute(&mut conn)
+            .await
+            .map_err(|e| match violated_constraint(&e) {
+                Some("projects_client_fkey") => {
+                    DomainError::validation("client_id does not name a client of this workspace")
+                }
+                _ => map_db_error(e, "creating a project"),
+            })?;
+        Ok(())
+    }
+
+    async fn project(
+        &self,
+        workspace: WorkspaceId,
+        id: ProjectId,
+    ) -> DomainResult<Option<Project>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        projects::table
+            .filter(projects::workspace_id.eq(workspace.0))
+            .filter(projects::id.eq(id.0))
+            .select(ProjectRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map(|r| r.map(Project::from))
+            .map_err(|e| map_db_error(e, "reading a project"))
+    }
+
+    async fn projects(
+        &self,
+        workspace: WorkspaceId,
+        page_req: PageRequest,
+    ) -> DomainResult<Page<Project>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let mut query = projects::table
+            .filter(projects::workspace_id.eq(workspace.0))
+            .order((projects::created_at.desc(), projects::id.desc()))
+            .limit(i64::from(page_req.limit) + 1)
+            .select(ProjectRow::as_select())
+            .into_boxed();
+        if let Some(after) = page_req.after {
+            query = query.filter(keyset_before("created_at", after));
+        }
+        let rows = query
+            .load(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "listing projects"))?;
+        Ok(page(rows, page_req.limit, |p: &Project| Cursor {
+            created_at: p.created_at,
+            id: p.id.0,
+        }))
+    }
+
+    async fn create_task(&self, task: &Task) -> DomainResult<()> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        diesel::insert_into(tasks::table)
+            .values(&TaskRow {
+                id: task.id.0,
+                workspace_id: task.workspace_id.0,
+                project_id: task.project_id.0,
+                name: task.name.clone(),
+                created_at: task.created_at,
+                updated_at: task.updated_at,
+            })
+            .execute(&mut conn)
+            .await
+            .map_err(|e| match violated_constraint(&e) {
+                Some("tasks_project_fkey") => DomainError::NotFound("project"),
+                _ => map_db_error(e, "creating a task"),
+            })?;
+        Ok(())
+    }
+
+    async fn task(&self, workspace: WorkspaceId, id: TaskId) -> DomainResult<Option<Task>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        tasks::table
+            .filter(tasks::workspace_id.eq(workspace.0))
+            .filter(tasks::id.eq(id.0))
+            .select(TaskRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map(|r| r.map(Task::from))
+            .map_err(|e| map_db_error(e, "reading a task"))
+    }
+
+    async fn tasks(
+        &self,
+        workspace: WorkspaceId,
+        project: ProjectId,
+        page_req: PageRequest,
+    ) -> DomainResult<Page<Task>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let mut query = tasks::table
+            .filter(tasks::workspace_id.eq(workspace.0))
+            .filter(tasks::project_id.eq(project.0))
+            .order((tasks::created_at.desc(), tasks::id.desc()))
+            .limit(i64::from(page_req.limit) + 1)
+            .select(TaskRow::as_select())
+            .into_boxed();
+        if let Some(after) = page_req.after {
+            query = query.filter(keyset_before("created_at", after));
+        }
+        let rows = query
+            .load(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "listing tasks"))?;
+        Ok(page(rows, page_req.limit, |t: &Task| Cursor {
+            created_at: t.created_at,
+            id: t.id.0,
+        }))
+    }
+
+    async fn create_tag(&self, tag: &Tag) -> DomainResult<()> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let name_lower = tag.name.to_lowercase();
+        let inserted = diesel::insert_into(tags::table)
+            .values(&TagRow {
+                id: tag.id.0,
+                workspace_id: tag.workspace_id.0,
+                name: tag.name.clone(),
+                name_lower: name_lower.clone(),
+                created_at: tag.created_at,
+            })
+            .execute(&mut conn)
+            .await;
+        match inserted {
+            Ok(_) => Ok(()),
+            Err(e) if violated_constraint(&e) == Some("tags_workspace_name_key") => {
+                let id: Uuid = tags::table
+                    .filter(tags::workspace_id.eq(tag.workspace_id.0))
+                    .filter(tags::name_lower.eq(name_lower))
+                    .select(tags::id)
+                    .first(&mut conn)
+                    .await
+                    .map_err(|e| map_db_error(e, "finding a tag"))?;
+                Err(DomainError::AlreadyExists {
+                    what: "tag",
+                    id: id.to_string(),
+                })
+            }
+            Err(e) => Err(map_db_error(e, "creating a tag")),
+        }
+    }
+
+    async fn tags(&self, workspace: WorkspaceId, page_req: PageRequest) -> DomainResult<Page<Tag>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let mut query = tags::table
+            .filter(tags::workspace_id.eq(workspace.0))
+            .order((tags::created_at.desc(), tags::id.desc()))
+            .limit(i64::from(page_req.limit) + 1)
+            .select(TagRow::as_select())
+            .into_boxed();
+        if let Some(after) = page_req.after {
+            query = query.filter(keyset_before("created_at", after));
+        }
+        let rows = query
+            .load(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "listing tags"))?;
+        Ok(page(rows, page_req.limit, |t: &Tag| Cursor {
+            created_at: t.created_at,
+            id: t.id.0,
+        }))
+    }
+
+    async fn tags_by_id(&self, workspace: WorkspaceId, ids: &[TagId]) -> DomainResult<Vec<Tag>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let raw: Vec<Uuid> = ids.iter().map(|t| t.0).collect();
+        let rows: Vec<TagRow> = tags::table
+            .filter(tags::workspace_id.eq(workspace.0))
+            .filter(tags::id.eq_any(&raw))
+            .select(TagRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "reading tags"))?;
+        let mut found: Vec<Tag> = rows.into_iter().map(Tag::from).collect();
+        found.sort_by_key(|t| raw.iter().position(|id| *id == t.id.0));
+        Ok(found)
+    }
+}

@@ -1,0 +1,169 @@
+//! The core API's projects, tasks and tags.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use serde::{Deserialize, Serialize};
+use timetrack_domain::DomainError;
+use timetrack_domain::ids::{ClientId, ProjectId};
+use timetrack_domain::model::{Project, Tag, Task};
+use timetrack_domain::timefmt::rfc3339;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::extract::{Caller, JsonBody};
+use crate::routes::ListResponse;
+use crate::routes::clients::ListQuery;
+
+#[derive(Debug, Serialize)]
+struct ProjectResponse {
+    id: String,
+    name: String,
+    client_id: Option<String>,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<Project> for ProjectResponse {
+    fn from(p: Project) -> Self {
+        Self {
+            id: p.id.to_string(),
+            name: p.name,
+            client_id: p.client_id.map(|c| c.to_string()),
+            created_at: rfc3339(p.created_at),
+            updated_at: rfc3339(p.updated_at),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct TaskResponse {
+    id: String,
+    project_id: String,
+    name: String,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<Task> for TaskResponse {
+    fn from(t: Task) -> Self {
+        Self {
+            id: t.id.to_string(),
+            project_id: t.project_id.to_string(),
+            name: t.name,
+            created_at: rfc3339(t.created_at),
+            updated_at: rfc3339(t.updated_at),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct TagResponse {
+    id: String,
+    name: String,
+    created_at: String,
+}
+
+impl From<Tag> for TagResponse {
+    fn from(t: Tag) -> Self {
+        Self {
+            id: t.id.to_string(),
+            name: t.name,
+            created_at: rfc3339(t.created_at),
+        }
+    }
+}
+
+/// Body of `POST /api/projects`.
+#[derive(Debug, Deserialize)]
+pub struct CreateProjectBody {
+    name: Option<String>,
+    client_id: Option<Uuid>,
+}
+
+/// Body of `POST /api/projects/{id}/tasks` and `POST /api/tags`.
+#[derive(Debug, Deserialize)]
+pub struct NameBody {
+    name: Option<String>,
+}
+
+fn project_id(raw: &str) -> Result<ProjectId, ApiError> {
+    raw.parse()
+        .map_err(|_| ApiError::from(DomainError::NotFound("project")))
+}
+
+/// `POST /api/projects`: 201 with the project.
+pub async fn create_project(
+    state: web::Data<AppState>,
+    caller: Caller,
+    body: JsonBody<CreateProjectBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    let project = state
+        .catalog
+        .create_project(
+            &caller.0,
+            &body.name.unwrap_or_default(),
+            body.client_id.map(ClientId),
+        )
+        .await?;
+    Ok(HttpResponse::build(StatusCode::CREATED).json(ProjectResponse::from(project)))
+}
+
+/// `GET /api/projects`.
+pub async fn list_projects(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = state.catalog.projects(&caller.0, query.page()?).await?;
+    Ok(HttpResponse::Ok().json(ListResponse::from_page(page, ProjectResponse::from)))
+}
+
+/// `POST /api/projects/{id}/tasks`: 201 with the task; 404 for another workspace's project.
+pub async fn create_task(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+    body: JsonBody<NameBody>,
+) -> Result<HttpResponse, ApiError> {
+    let project = project_id(&id)?;
+    let name = body.into_inner().name.unwrap_or_default();
+    let task = state.catalog.create_task(&caller.0, project, &name).await?;
+    Ok(HttpResponse::build(StatusCode::CREATED).json(TaskResponse::from(task)))
+}
+
+/// `GET /api/projects/{id}/tasks`.
+pub async fn list_tasks(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+    query: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = state
+        .catalog
+        .tasks(&caller.0, project_id(&id)?, query.page()?)
+        .await?;
+    Ok(HttpResponse::Ok().json(ListResponse::from_page(page, TaskResponse::from)))
+}
+
+/// `POST /api/tags`: 201 with the tag; 409 with `existing_id` for a name in use.
+pub async fn create_tag(
+    state: web::Data<AppState>,
+    caller: Caller,
+    body: JsonBody<NameBody>,
+) -> Result<HttpResponse, ApiError> {
+    let name = body.into_inner().name.unwrap_or_default();
+    let tag = state.catalog.create_tag(&caller.0, &name).await?;
+    Ok(HttpResponse::build(StatusCode::CREATED).json(TagResponse::from(tag)))
+}
+
+/// `GET /api/tags`.
+pub async fn list_tags(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = state.catalog.tags(&caller.0, query.page()?).await?;
+    Ok(HttpResponse::Ok().json(ListResponse::from_page(page, TagResponse::from)))
+}

@@ -1,0 +1,260 @@
+//! The core API's time entries: timers, manual entries, listing and changes.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use timetrack_domain::DomainError;
+use timetrack_domain::ids::{ProjectId, TagId, TaskId, TimeEntryId, UserId};
+use timetrack_domain::model::{PageRequest, TimeEntry};
+use timetrack_domain::ports::EntryFilter;
+use timetrack_domain::services::{EntryDraft, EntryPatch};
+use timetrack_domain::timefmt::rfc3339;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::extract::{Caller, JsonBody, JsonOrEmpty, nullable};
+use crate::routes::ListResponse;
+
+/// A time entry as the core API shows it.
+#[derive(Debug, Serialize)]
+pub struct EntryResponse {
+    id: String,
+    user_id: String,
+    source: &'static str,
+    description: String,
+    project_id: Option<String>,
+    task_id: Option<String>,
+    tag_ids: Vec<String>,
+    billable: bool,
+    start: String,
+    end: Option<String>,
+    duration: Option<i64>,
+    running: bool,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<TimeEntry> for EntryResponse {
+    fn from(e: TimeEntry) -> Self {
+        Self {
+            duration: e.duration_seconds(),
+            running: e.is_running(),
+            id: e.id.to_string(),
+            user_id: e.user_id.to_string(),
+            source: e.source.as_str(),
+            description: e.description,
+            project_id: e.project_id.map(|p| p.to_string()),
+            task_id: e.task_id.map(|t| t.to_string()),
+            tag_ids: e.tag_ids.iter().map(ToString::to_string).collect(),
+            billable: e.billable,
+            start: rfc3339(e.start),
+            end: e.end.map(rfc3339),
+            created_at: rfc3339(e.created_at),
+            updated_at: rfc3339(e.updated_at),
+        }
+    }
+}
+
+/// The fields every entry body may carry.
+#[derive(Debug, Default, Deserialize)]
+pub struct EntryFields {
+    description: Option<String>,
+    project_id: Option<Uuid>,
+    task_id: Option<Uuid>,
+    #[serde(default)]
+    tag_ids: Vec<Uuid>,
+    billable: Option<bool>,
+}
+
+impl From<EntryFields> for EntryDraft {
+    fn from(f: EntryFields) -> Self {
+        Self {
+            description: f.description,
+            project_id: f.project_id.map(ProjectId),
+            task_id: f.task_id.map(TaskId),
+            tag_ids: f.tag_ids.into_iter().map(TagId).collect(),
+            billable: f.billable,
+        }
+    }
+}
+
+/// Body of `POST /api/time-entries` (manual).
+#[derive(Debug, Deserialize)]
+pub struct ManualBody {
+    start: Option<String>,
+    end: Option<String>,
+    #[serde(flatten)]
+    fields: EntryFields,
+}
+
+/// Body of `PATCH /api/time-entries/{id}`.
+#[derive(Debug, Deserialize)]
+pub struct PatchBody {
+    description: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    project_id: Option<Option<Uuid>>,
+    #[serde(default, deserialize_with = "nullable")]
+    task_id: Option<Option<Uuid>>,
+    tag_ids: Option<Vec<Uuid>>,
+    billable: Option<bool>,
+    start: Option<String>,
+    end: Option<String>,
+}
+
+/// `?from=&to=&user_id=&limit=&cursor=`.
+#[derive(Debug, Deserialize)]
+pub struct EntryQuery {
+    from: Option<String>,
+    to: Option<String>,
+    user_id: Option<String>,
+    limit: Option<u32>,
+    cursor: Option<String>,
+}
+
+fn timestamp(field: &str, value: &str) -> Result<OffsetDateTime, ApiError> {
+    OffsetDateTime::parse(value, &Rfc3339).map_err(|_| {
+        DomainError::validation(format!("{field} must be an RFC 3339 timestamp")).into()
+    })
+}
+
+fn required_timestamp(field: &str, value: Option<&str>) -> Result<OffsetDateTime, ApiError> {
+    let value = value.ok_or_else(|| DomainError::validation(format!("{field} is required")))?;
+    timestamp(field, value)
+}
+
+fn entry_id(raw: &str) -> Result<TimeEntryId, ApiError> {
+    raw.parse()
+        .map_err(|_| ApiError::from(DomainError::NotFound("time entry")))
+}
+
+/// `POST /api/time-entries/start`: 201 with the running entry.
+pub async fn start(
+    state: web::Data<AppState>,
+    caller: Caller,
+    body: JsonOrEmpty<EntryFields>,
+) -> Result<HttpResponse, ApiError> {
+    let fields = body.0;
+    let entry = state.entries.start(&caller.0, fields.into()).await?;
+    Ok(HttpResponse::build(StatusCode::CREATED).json(EntryResponse::from(entry)))
+}
+
+/// `POST /api/time-entries/stop`: 200 with the stopped entry; 409 `No running timer`.
+pub async fn stop(
+    state: web::Data<AppState>,
+    caller: Caller,
+) -> Result<web::Json<EntryResponse>, ApiError> {
+    Ok(web::Json(state.entries.stop(&caller.0).await?.into()))
+}
+
+/// `GET /api/time-entries/current`: the running entry or `null`.
+pub async fn current(
+    state: web::Data<AppState>,
+    caller: Caller,
+) -> Result<web::Json<Option<EntryResponse>>, ApiError> {
+    Ok(web::Json(
+        state.entries.current(&caller.0).await?.map(Into::into),
+    ))
+}
+
+/// `POST /api/time-entries`: a manual entry, 201.
+pub async fn create(
+    state: web::Data<AppState>,
+    caller: Caller,
+    body: JsonBody<ManualBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    let start = required_timestamp("start", body.start.as_deref())?;
+    let end = required_timestamp("end", body.end.as_deref())?;
+    let entry = state
+        .entries
+        .create_manual(&caller.0, body.fields.into(), start, end)
+        .await?;
+    Ok(HttpResponse::build(StatusCode::CREATED).json(EntryResponse::from(entry)))
+}
+
+/// `GET /api/time-entries`: latest start first, filtered, paginated.
+pub async fn list(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: web::Query<EntryQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let filter = EntryFilter {
+        from: query
+            .from
+            .as_deref()
+            .map(|v| timestamp("from", v))
+            .transpose()?,
+        to: query
+            .to
+            .as_deref()
+            .map(|v| timestamp("to", v))
+            .transpose()?,
+        user: query
+            .user_id
+            .as_deref()
+            .map(|v| {
+                v.parse::<Uuid>()
+                    .map(UserId)
+                    .map_err(|_| ApiError::from(DomainError::validation("user_id must be a UUID")))
+            })
+            .transpose()?,
+    };
+    let page = PageRequest::new(query.limit, query.cursor.as_deref())?;
+    let page = state.entries.list(&caller.0, filter, page).await?;
+    Ok(HttpResponse::Ok().json(ListResponse::from_page(page, EntryResponse::from)))
+}
+
+/// `GET /api/time-entries/{id}`.
+pub async fn get(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<web::Json<EntryResponse>, ApiError> {
+    Ok(web::Json(
+        state.entries.get(&caller.0, entry_id(&id)?).await?.into(),
+    ))
+}
+
+/// `PATCH /api/time-entries/{id}`.
+pub async fn update(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+    body: JsonBody<PatchBody>,
+) -> Result<web::Json<EntryResponse>, ApiError> {
+    let id = entry_id(&id)?;
+    let body = body.into_inner();
+    let patch = EntryPatch {
+        description: body.description,
+        project_id: body.project_id.map(|p| p.map(ProjectId)),
+        task_id: body.task_id.map(|t| t.map(TaskId)),
+        tag_ids: body.tag_ids.map(|ids| ids.into_iter().map(TagId).collect()),
+        billable: body.billable,
+        start: body
+            .start
+            .as_deref()
+            .map(|v| timestamp("start", v))
+            .transpose()?,
+        end: body
+            .end
+            .as_deref()
+            .map(|v| timestamp("end", v))
+            .transpose()?,
+    };
+    Ok(web::Json(
+        state.entries.update(&caller.0, id, &patch).await?.into(),
+    ))
+}
+
+/// `DELETE /api/time-entries/{id}`: 200 `{success: true}`.
+pub async fn delete(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    state.entries.delete(&caller.0, entry_id(&id)?).await?;
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "success": true })))
+}

@@ -1,0 +1,747 @@
+//! Time entries: timers that start and stop, manual entries, and their events.
+
+use std::sync::Arc;
+
+use time::OffsetDateTime;
+
+use crate::error::{DomainError, DomainResult};
+use crate::ids::{EventId, ProjectId, TagId, TaskId, TimeEntryId, UserId};
+use crate::model::time_entry::whole_seconds;
+use crate::model::{
+    EntrySource, Event, Page, PageRequest, Principal, Project, Tag, Task, TimeEntry, User,
+    Workspace,
+};
+use crate::payload::{self, EntryAction, EntryContext, TimeEntryPayload};
+use crate::ports::{
+    CatalogRepository, Clock, EntryFilter, IdGenerator, TimeEntryRepository, TimerStop, TimerWrite,
+    UserRepository, WorkspaceRepository,
+};
+use crate::validate;
+
+/// Longest description, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 3000;
+/// The message when there is no timer to stop.
+pub const NO_RUNNING_TIMER: &str = "No running timer";
+/// Attempts of a timer start against concurrent starts and stops of the same user.
+const START_ATTEMPTS: usize = 5;
+
+/// What an entry is booked against; every field optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EntryDraft {
+    /// What is being done.
+    pub description: Option<String>,
+    /// A project of the workspace.
+    pub project_id: Option<ProjectId>,
+    /// A task of that project (its project is implied when `project_id` is unset).
+    pub task_id: Option<TaskId>,
+    /// Tags of the workspace.
+    pub tag_ids: Vec<TagId>,
+    /// Billable; false when unset.
+    pub billable: Option<bool>,
+}
+
+/// Changes to an entry: `None` keeps a field; `Some(None)` clears an optional reference.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EntryPatch {
+    /// New description.
+    pub description: Option<String>,
+    /// New project, or `Some(None)` to clear it (and the task).
+    pub project_id: Option<Option<ProjectId>>,
+    /// New task, or `Some(None)` to clear it.
+    pub task_id: Option<Option<TaskId>>,
+    /// New tags (replacing the old ones).
+    pub tag_ids: Option<Vec<TagId>>,
+    /// New billable flag.
+    pub billable: Option<bool>,
+    /// New start.
+    pub start: Option<OffsetDateTime>,
+    /// New end (finished entries only).
+    pub end: Option<OffsetDateTime>,
+}
+
+/// The project, task and tags an entry refers to, checked to be the workspace's.
+#[derive(Debug, Clone, Default)]
+struct Refs {
+    project: Option<Project>,
+    task: Option<Task>,
+    tags: Vec<Tag>,
+}
+
+/// Time-entry operations for the caller.
+#[derive(Clone)]
+pub struct TimeEntryService {
+    entries: Arc<dyn TimeEntryRepository>,
+    catalog: Arc<dyn CatalogRepository>,
+    workspaces: Arc<dyn WorkspaceRepository>,
+    users: Arc<dyn UserRepository>,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+}
+
+impl std::fmt::Debug for TimeEntryService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimeEntryService").finish_non_exhaustive()
+    }
+}
+
+impl TimeEntryService {
+    /// Builds the service on its ports.
+    pub fn new(
+        entries: Arc<dyn TimeEntryRepository>,
+        catalog: Arc<dyn CatalogRepository>,
+        workspaces: Arc<dyn WorkspaceRepository>,
+        users: Arc<dyn UserRepository>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+    ) -> Self {
+        Self {
+            entries,
+            catalog,
+            workspaces,
+            users,
+            clock,
+            ids,
+        }
+    }
+
+    async fn workspace(&self, id: crate::ids::WorkspaceId) -> DomainResult<Workspace> {
+        self.workspaces
+            .get(id)
+            .await?
+            .ok_or(DomainError::NotFound("workspace"))
+    }
+
+    async fn user(&self, id: UserId) -> DomainResult<User> {
+        self.users
+            .get(id)
+            .await?
+            .ok_or(DomainError::NotFound("user"))
+    }
+
+    /// Checks and loads the references of an entry of `workspace`.
+    async fn refs(
+        &self,
+        workspace: crate::ids::WorkspaceId,
+        project_id: Option<ProjectId>,
+        task_id: Option<TaskId>,
+        tag_ids: &[TagId],
+    ) -> DomainResult<Refs> {
+        let task = match task_id {
+            Some(id) => Some(self.catalog.task(workspace, id).await?.ok_or_else(|| {
+                DomainError::validation("task_id does not name a task of this workspace")
+            })?),
+            None => None,
+        };
+        let project_id = match (project_id, &task) {
+            (Some(project), Some(task)) if task.project_id != project => {
+                return Err(DomainError::validation(
+                    "task_id does not belong to project_id",
+                ));
+            }
+            (None, Some(task)) => Some(task.project_id),
+            (project, _) => project,
+        };
+        let project = match project_id {
+            Some(id) => Some(self.catalog.project(workspace, id).await?.ok_or_else(|| {
+                DomainError::validation("project_id does not name a project of this workspace")
+            })?),
+            None => None,
+        };
+        let mut unique: Vec<TagId> = Vec::with_capacity(tag_ids.len());
+        for id in tag_ids {
+            if !unique.contains(id) {
+                unique.push(*id);
+            }
+        }
+        let tags = if unique.is_empty() {
+            Vec::new()
+        } else {
+            self.catalog.tags_by_id(workspace, &unique).await?
+        };
+        if tags.len() != unique.len() {
+            return Err(DomainError::validation(
+                "tag_ids contains an id that is not a tag of this workspace",
+            ));
+        }
+        Ok(Refs {
+            project,
+            task,
+            tags,
+        })
+    }
+
+    /// The references of a stored entry (which the database keeps consistent).
+    async fn stored_refs(&self, entry: &TimeEntry) -> DomainResult<Refs> {
+        self.refs(
+            entry.workspace_id,
+            entry.project_id,
+            entry.task_id,
+            &entry.tag_ids,
+        )
+        .await
+        .map_err(|e| match e {
+            DomainError::Validation(m) => {
+                DomainError::Unexpected(anyhow::anyhow!("stored entry {}: {m}", entry.id))
+            }
+            other => other,
+        })
+    }
+
+    fn event(
+        &self,
+        entry: &TimeEntry,
+        action: EntryAction,
+        workspace: &Workspace,
+        member: &User,
+        refs: &Refs,
+    ) -> DomainResult<Event> {
+        let ctx = EntryContext {
+            workspace,
+            member,
+            project: refs.project.as_ref(),
+            task: refs.task.as_ref(),
+            tags: &refs.tags,
+        };
+        Ok(Event {
+            id: EventId(self.ids.new_uuid()),
+            workspace_id: entry.workspace_id,
+            event_type: action.event_type(),
+            body: payload::to_body(&payload::time_entry(entry, action, &ctx)?)?,
+            created_at: entry.updated_at,
+        })
+    }
+
+    /// The stop of `running` at `end`, with its `TIMER_STOPPED` event (in its own workspace).
+    async fn stop_of(
+        &self,
+        running: &TimeEntry,
+        member: &User,
+        end: OffsetDateTime,
+    ) -> DomainResult<TimerStop> {
+        let mut stopped = running.clone();
+        stopped.end = Some(end.max(running.start));
+        stopped.updated_at = self.clock.now();
+        let workspace = self.workspace(running.workspace_id).await?;
+        let refs = self.stored_refs(running).await?;
+        let event = self.event(&stopped, EntryAction::StopTimer, &workspace, member, &refs)?;
+        Ok(TimerStop {
+            entry: running.id,
+            end: stopped.end.unwrap_or(end),
+            event,
+        })
+    }
+
+    fn validated_description(description: Option<&str>) -> DomainResult<String> {
+        let description = description.unwrap_or_default().trim();
+        validate::no_nul("description", description)?;
+        if description.chars().count() > MAX_DESCRIPTION_CHARS {
+            return Err(DomainError::validation(format!(
+                "description must be at most {MAX_DESCRIPTION_CHARS} characters"
+            )));
+        }
+        Ok(description.to_owned())
+    }
+
+    /// Starts a timer for the caller now. A timer of the caller that is running (in any
+    /// workspace) is stopped first, in the same transaction: `TIMER_STOPPED`, then
+    /// `TIMER_STARTED`.
+    pub async fn start(&self, caller: &Principal, draft: EntryDraft) -> DomainResult<TimeEntry> {
+        let description = Self::validated_description(draft.description.as_deref())?;
+        let workspace = self.workspace(caller.workspace_id).await?;
+        let member = self.user(caller.user_id).await?;
+        let refs = self
+            .refs(
+                workspace.id,
+                draft.project_id,
+                draft.task_id,
+                &draft.tag_ids,
+            )
+            .await?;
+        for _ in 0..START_ATTEMPTS {
+            let now = self.clock.now();
+            let start = whole_seconds(now);
+            let stop = match self.entries.running(caller.user_id).await? {
+                Some(running) => Some(self.stop_of(&running, &member, start).await?),
+                None => None,
+            };
+            let entry = TimeEntry {
+                id: TimeEntryId(self.ids.new_uuid()),
+                workspace_id: workspace.id,
+                user_id: caller.user_id,
+                source: EntrySource::Timer,
+                description: description.clone(),
+                project_id: refs.project.as_ref().map(|p| p.id),
+                task_id: refs.task.as_ref().map(|t| t.id),
+                tag_ids: refs.tags.iter().map(|t| t.id).collect(),
+                billable: draft.billable.unwrap_or(false),
+                start,
+                end: None,
+                created_at: now,
+                updated_at: now,
+            };
+            let started =
+                self.event(&entry, EntryAction::StartTimer, &workspace, &member, &refs)?;
+            if self
+                .entries
+                .start(stop.as_ref(), &entry, &[started])
+                .await?
+                == TimerWrite::Applied
+            {
+                return Ok(entry);
+            }
+        }
+        Err(DomainError::Conflict(
+            "The running timer kept changing; try again".into(),
+        ))
+    }
+
+    /// Stops the caller's running timer in the caller's workspace; 409 `No running timer` when
+    /// there is none.
+    pub async fn stop(&self, caller: &Principal) -> DomainResult<TimeEntry> {
+        let running = self
+            .current(caller)
+            .await?
+            .ok_or_else(|| DomainError::Conflict(NO_RUNNING_TIMER.into()))?;
+        let member = self.user(caller.user_id).await?;
+        let stop = self
+            .stop_of(&running, &member, whole_seconds(self.clock.now()))
+            .await?;
+        match self.entries.stop(&stop).await? {
+            TimerWrite::Applied => {
+                let mut stopped = running;
+                stopped.end = Some(stop.end);
+                stopped.updated_at = stop.event.created_at;
+                Ok(stopped)
+            }
+            TimerWrite::Raced => Err(DomainError::Conflict(NO_RUNNING_TIMER.into())),
+        }
+    }
+
+    /// The caller's running timer in the caller's workspace, or `None`.
+    pub async fn current(&self, caller: &Principal) -> DomainResult<Option<TimeEntry>> {
+        Ok(self
+            .entries
+            .running(caller.user_id)
+            .await?
+            .filter(|e| e.workspace_id == caller.workspace_id))
+    }
+
+    /// Creates a finished entry by hand (`end > start`, both truncated to whole seconds) and
+    /// records `TIME_ENTRY_CREATED`.
+    pub async fn create_manual(
+        &self,
+        caller: &Principal,
+        draft: EntryDraft,
+        start: OffsetDateTime,
+        end: OffsetDateTime,
+    ) -> DomainResult<TimeEntry> {
+        let (start, end) = (whole_seconds(start), whole_seconds(end));
+        if end <= start {
+            return Err(DomainError::validation("end must be after start"));
+        }
+        let description = Self::validated_description(draft.description.as_deref())?;
+        let workspace = self.workspace(caller.workspace_id).await?;
+        let member = self.user(caller.user_id).await?;
+        let refs = self
+            .refs(
+                workspace.id,
+                draft.project_id,
+                draft.task_id,
+                &draft.tag_ids,
+            )
+            .await?;
+        let now = self.clock.now();
+        let entry = TimeEntry {
+            id: TimeEntryId(self.ids.new_uuid()),
+            workspace_id: workspace.id,
+            user_id: caller.user_id,
+            source: EntrySource::Manual,
+            description,
+            project_id: refs.project.as_ref().map(|p| p.id),
+            task_id: refs.task.as_ref().map(|t| t.id),
+            tag_ids: refs.tags.iter().map(|t| t.id).collect(),
+            billable: draft.billable.unwrap_or(false),
+            start,
+            end: Some(end),
+            created_at: now,
+            updated_at: now,
+        };
+        let event = self.event(&entry, EntryAction::ManualEntry, &workspace, &member, &refs)?;
+        self.entries.create(&entry, &[event]).await?;
+        Ok(entry)
+    }
+
+    /// The workspace's entry `id`; `NotFound("time entry")` otherwise.
+    pub async fn get(&self, caller: &Principal, id: TimeEntryId) -> DomainResult<TimeEntry> {
+        self.entries
+            .get(caller.workspace_id, id)
+            .await?
+            .ok_or(DomainError::NotFound("time entry"))
+    }
+
+    /// A page of the workspace's entries, latest start first.
+    pub async fn list(
+        &self,
+        caller: &Principal,
+        filter: EntryFilter,
+        page: PageRequest,
+    ) -> DomainResult<Page<TimeEntry>> {
+        if let (Some(from), Some(to)) = (filter.from, filter.to)
+            && to <= from
+        {
+            return Err(DomainError::validation("to must be after from"));
+        }
+        self.entries.list(caller.workspace_id, filter, page).await
+    }
+
+    /// Applies `patch` to the workspace's entry `id`.
+    pub async fn update(
+        &self,
+        caller: &Principal,
+        id: TimeEntryId,
+        patch: &EntryPatch,
+    ) -> DomainResult<TimeEntry> {
+        let mut entry = self.get(caller, id).await?;
+        if let Some(description) = &patch.description {
+            entry.description = Self::validated_description(Some(description))?;
+        }
+        let project = match patch.project_id {
+            Some(project) => project,
+            None => entry.project_id,
+        };
+        let task = match (patch.task_id, patch.project_id) {
+            (Some(task), _) => task,
+            // Changing or clearing the project drops a task that belonged to the old one.
+            (None, Some(_)) => None,
+            (None, None) => entry.task_id,
+        };
+        let tag_ids = patch
+            .tag_ids
+            .clone()
+            .unwrap_or_else(|| entry.tag_ids.clone());
+        let refs = self
+            .refs(entry.workspace_id, project, task, &tag_ids)
+            .await?;
+        entry.project_id = refs.project.as_ref().map(|p| p.id);
+        entry.task_id = refs.task.as_ref().map(|t| t.id);
+        entry.tag_ids = refs.tags.iter().map(|t| t.id).collect();
+        if let Some(billable) = patch.billable {
+            entry.billable = billable;
+        }
+        if let Some(start) = patch.start {
+            entry.start = whole_seconds(start);
+        }
+        if let Some(end) = patch.end {
+            if entry.is_running() {
+                return Err(DomainError::validation(
+                    "a running timer has no end; stop it instead",
+                ));
+            }
+            entry.end = Some(whole_seconds(end));
+        }
+        match (entry.source, entry.end) {
+            (EntrySource::Manual, Some(end)) if end <= entry.start => {
+                return Err(DomainError::validation("end must be after start"));
+            }
+            (EntrySource::Timer, Some(end)) if end < entry.start => {
+                return Err(DomainError::validation("end must not be before start"));
+            }
+            (_, None) if entry.start > whole_seconds(self.clock.now()) => {
+                return Err(DomainError::validation(
+                    "a running timer cannot start in the future",
+                ));
+            }
+            _ => {}
+        }
+        entry.updated_at = self.clock.now();
+        self.entries.update(&entry).await?;
+        Ok(entry)
+    }
+
+    /// Deletes the workspace's entry `id`.
+    pub async fn delete(&self, caller: &Principal, id: TimeEntryId) -> DomainResult<()> {
+        self.entries.delete(caller.workspace_id, id).await
+    }
+
+    async fn payload_of(
+        &self,
+        entry: &TimeEntry,
+        action: EntryAction,
+    ) -> DomainResult<TimeEntryPayload> {
+        let workspace = self.workspace(entry.workspace_id).await?;
+        let member = self.user(entry.user_id).await?;
+        let refs = self.stored_refs(entry).await?;
+        let ctx = EntryContext {
+            workspace: &workspace,
+            member: &member,
+            project: refs.project.as_ref(),
+            task: refs.task.as_ref(),
+            tags: &refs.tags,
+        };
+        payload::time_entry(entry, action, &ctx)
+    }
+
+    /// The fallback of the manual-entry trigger: the caller's newest manual entry, or the sample.
+    pub async fn manual_fallback(&self, caller: &Principal) -> DomainResult<TimeEntryPayload> {
+        match self
+            .entries
+            .latest_manual(caller.workspace_id, caller.user_id)
+            .await?
+        {
+            Some(entry) => self.payload_of(&entry, EntryAction::ManualEntry).await,
+            None => Ok(payload::samples::time_entry(EntryAction::ManualEntry)),
+        }
+    }
+
+    /// The fallback of the timer-stopped trigger: the workspace's latest stopped timer, or the
+    /// sample.
+    pub async fn stopped_fallback(&self, caller: &Principal) -> DomainResult<TimeEntryPayload> {
+        match self.entries.latest_stopped(caller.workspace_id).await? {
+            Some(entry) => self.payload_of(&entry, EntryAction::StopTimer).await,
+            None => Ok(payload::samples::time_entry(EntryAction::StopTimer)),
+        }
+    }
+
+    /// The fallback of the timer-started trigger: the workspace's latest started timer, or the
+    /// sample.
+    pub async fn started_fallback(&self, caller: &Principal) -> DomainResult<TimeEntryPayload> {
+        match self.entries.latest_started(caller.workspace_id).await? {
+            Some(entry) => self.payload_of(&entry, EntryAction::StartTimer).await,
+            None => Ok(payload::samples::time_entry(EntryAction::StartTimer)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+    use time::Duration;
+    use time::macros::datetime;
+
+    use super::*;
+    use crate::model::EventType;
+    use crate::testing::{TestWorld, run_ready};
+
+    fn setup() -> (TestWorld, Principal) {
+        let world = TestWorld::new();
+        let (ws, user) = world.workspace_with_user();
+        let (key, _) = run_ready(world.admin.create_api_key(user.id, ws.id, None)).unwrap();
+        (world, key.principal())
+    }
+
+    fn bodies(world: &TestWorld) -> Vec<(EventType, Value)> {
+        world
+            .store
+            .events()
+            .into_iter()
+            .map(|e| (e.event_type, serde_json::from_str(&e.body).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn start_truncates_to_the_second_and_records_timer_started() {
+        let (world, caller) = setup();
+        world.clock.advance(Duration::milliseconds(1500));
+        let entry = run_ready(world.entries.start(&caller, EntryDraft::default())).unwrap();
+        assert_eq!(entry.start, datetime!(2026-01-05 09:00:01 UTC));
+        assert!(entry.is_running());
+        let events = bodies(&world);
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].0, EventType::TimerStarted);
+        assert_eq!(events[0].1["action"], "start_timer");
+        assert!(events[0].1.get("endTime").is_none());
+    }
+
+    #[test]
+    fn starting_while_running_stops_the_running_timer_first() {
+        let (world, caller) = setup();
+        let first = run_ready(world.entries.start(&caller, EntryDraft::default())).unwrap();
+        world.clock.advance(Duration::seconds(90));
+        let second = run_ready(world.entries.start(&caller, EntryDraft::default())).unwrap();
+        let events = bodies(&world);
+        let kinds: Vec<EventType> = events.iter().map(|(k, _)| *k).collect();
+        assert_eq!(
+            kinds,
+            [
+                EventType::TimerStarted,
+                EventType::TimerStopped,
+                EventType::TimerStarted
+            ]
+        );
+        assert_eq!(events[1].1["id"], first.id.to_string());
+        assert_eq!(events[1].1["duration"], 90);
+        assert_eq!(events[2].1["id"], second.id.to_string());
+        assert_eq!(
+            run_ready(world.entries.current(&caller))
+                .unwrap()
+                .unwrap()
+                .id,
+            second.id
+        );
+    }
+
+    #[test]
+    fn stop_ends_the_running_timer_and_a_second_stop_is_no_running_timer() {
+        let (world, caller) = setup();
+        run_ready(world.entries.start(&caller, EntryDraft::default())).unwrap();
+        world.clock.advance(Duration::seconds(61));
+        let stopped = run_ready(world.entries.stop(&caller)).unwrap();
+        assert_eq!(stopped.duration_seconds(), Some(61));
+        assert_eq!(run_ready(world.entries.current(&caller)).unwrap(), None);
+        let err = run_ready(world.entries.stop(&caller)).unwrap_err();
+        assert!(
+            matches!(&err, DomainError::Conflict(m) if m == NO_RUNNING_TIMER),
+            "{err:?}"
+        );
+        let (kind, body) = bodies(&world).pop().unwrap();
+        assert_eq!(kind, EventType::TimerStopped);
+        assert_eq!(
+            body["updatedAt"],
+            crate::timefmt::rfc3339(world.clock.now())
+        );
+    }
+
+    #[test]
+    fn manual_entries_need_end_after_start_and_record_time_entry_created() {
+        let (world, caller) = setup();
+        let start = datetime!(2026-01-04 10:00:00.7 UTC);
+        let err = run_ready(world.entries.create_manual(
+            &caller,
+            EntryDraft::default(),
+            start,
+            start,
+        ))
+        .unwrap_err();
+        assert!(matches!(err, DomainError::Validation(_)));
+        // Truncation can make them equal too.
+        let err = run_ready(world.entries.create_manual(
+            &caller,
+            EntryDraft::default(),
+            start,
+            datetime!(2026-01-04 10:00:00.9 UTC),
+        ))
+        .unwrap_err();
+        assert!(matches!(err, DomainError::Validation(_)));
+        assert!(world.store.events().is_empty());
+        let entry = run_ready(world.entries.create_manual(
+            &caller,
+            EntryDraft {
+                billable: Some(true),
+                ..EntryDraft::default()
+            },
+            start,
+            start + Duration::hours(2),
+        ))
+        .unwrap();
+        assert_eq!(entry.duration_seconds(), Some(7200));
+        let (kind, body) = bodies(&world).pop().unwrap();
+        assert_eq!(kind, EventType::TimeEntryCreated);
+        assert_eq!(body["action"], "manual_entry");
+        assert_eq!(body["duration"], 7200);
+        assert_eq!(body["billable"], true);
+    }
+
+    #[test]
+    fn references_must_be_the_workspaces_and_consistent() {
+        let (world, caller) = setup();
+        let project = run_ready(world.catalog.create_project(&caller, "Site", None)).unwrap();
+        let other = run_ready(world.catalog.create_project(&caller, "Other", None)).unwrap();
+        let task = run_ready(world.catalog.create_task(&caller, project.id, "Design")).unwrap();
+        let tag = run_ready(world.catalog.create_tag(&caller, "urgent")).unwrap();
+        let bad = [
+            EntryDraft {
+                project_id: Some(ProjectId(uuid::Uuid::from_u128(999))),
+                ..EntryDraft::default()
+            },
+            EntryDraft {
+                task_id: Some(TaskId(uuid::Uuid::from_u128(999))),
+                ..EntryDraft::default()
+            },
+            EntryDraft {
+                project_id: Some(other.id),
+                task_id: Some(task.id),
+                ..EntryDraft::default()
+            },
+            EntryDraft {
+                tag_ids: vec![tag.id, TagId(uuid::Uuid::from_u128(999))],
+                ..EntryDraft::default()
+            },
+        ];
+        for draft in bad {
+            let err = run_ready(world.entries.start(&caller, draft.clone())).unwrap_err();
+            assert!(
+                matches!(err, DomainError::Validation(_)),
+                "{draft:?}: {err:?}"
+            );
+        }
+        // A task implies its project; duplicate tags collapse.
+        let entry = run_ready(world.entries.start(
+            &caller,
+            EntryDraft {
+                task_id: Some(task.id),
+                tag_ids: vec![tag.id, tag.id],
+                ..EntryDraft::default()
+            },
+        ))
+        .unwrap();
+        assert_eq!(
+            (entry.project_id, entry.task_id, entry.tag_ids),
+            (Some(project.id), Some(task.id), vec![tag.id])
+        );
+        let (_, body) = bodies(&world).pop().unwrap();
+        assert_eq!(body["project"]["name"], "Site");
+        assert_eq!(body["task"]["name"], "Design");
+        assert_eq!(body["tags"][0]["name"], "urgent");
+    }
+
+    #[test]
+    fn fallbacks_use_the_latest_real_entry_or_the_sample() {
+        let (world, caller) = setup();
+        assert_eq!(
+            run_ready(world.entries.manual_fallback(&caller)).unwrap(),
+            payload::samples::time_entry(EntryAction::ManualEntry)
+        );
+        assert_eq!(
+            run_ready(world.entries.stopped_fallback(&caller)).unwrap(),
+            payload::samples::time_entry(EntryAction::StopTimer)
+        );
+        assert_eq!(
+            run_ready(world.entries.started_fallback(&caller)).unwrap(),
+            payload::samples::time_entry(EntryAction::StartTimer)
+        );
+
+        let running = run_ready(world.entries.start(&caller, EntryDraft::default())).unwrap();
+        // A running timer is a started one, not a stopped one.
+        assert_eq!(
+            run_ready(world.entries.started_fallback(&caller))
+                .unwrap()
+                .id,
+            running.id.to_string()
+        );
+        assert_eq!(
+            run_ready(world.entries.stopped_fallback(&caller)).unwrap(),
+            payload::samples::time_entry(EntryAction::StopTimer)
+        );
+        world.clock.advance(Duration::seconds(30));
+        run_ready(world.entries.stop(&caller)).unwrap();
+        let stopped = run_ready(world.entries.stopped_fallback(&caller)).unwrap();
+        assert_eq!(
+            (stopped.id, stopped.duration),
+            (running.id.to_string(), Some(30))
+        );
+        let start = datetime!(2026-01-01 08:00 UTC);
+        let manual = run_ready(world.entries.create_manual(
+            &caller,
+            EntryDraft::default(),
+            start,
+            start + Duration::minutes(5),
+        ))
+        .unwrap();
+        assert_eq!(
+            run_ready(world.entries.manual_fallback(&caller))
+                .unwrap()
+                .id,
+            manual.id.to_string()
+        );
+    }
+}
