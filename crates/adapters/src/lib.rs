@@ -3,6 +3,7 @@
 
 pub mod local_postgres;
 pub mod postgres;
+pub mod ratelimit;
 pub mod resolver;
 pub mod system;
 
@@ -11,5 +12,6 @@ pub mod testing;
 
 pub use local_postgres::{Durability, LocalPostgres};
 pub use postgres::{PgPool, PoolSettings, build_pool, run_migrations};
+pub use ratelimit::{InMemoryRateLimitStore, PgRateLimitStore};
 pub use resolver::SystemResolver;
 pub use system::{OsRandom, SystemClock, UuidV7Ids};

@@ -13,8 +13,10 @@ use timetrack_adapters::postgres::{
     PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgHealthProbe,
     PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
 };
+use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore};
 use timetrack_adapters::{OsRandom, SystemResolver, UuidV7Ids};
-use timetrack_domain::ports::{Clock, HealthProbe};
+use timetrack_domain::ports::{Clock, HealthProbe, RateLimitStore};
+use timetrack_domain::ratelimit::{RateDecision, RatePolicy};
 use timetrack_domain::services::{
     AccountService, Authenticator, CatalogService, ClientService, TimeEntryService, WebhookService,
     WebhookSettings,
@@ -46,6 +48,44 @@ pub struct AppState {
     pub health: Arc<dyn HealthProbe>,
     /// The current time.
     pub clock: Arc<dyn Clock>,
+    /// Where rate-limit counts live.
+    pub limiter: Arc<dyn RateLimitStore>,
+    /// The rate limits.
+    pub limits: RateLimits,
+}
+
+/// The rate limits applied by the `Caller` extractor.
+#[derive(Debug, Clone, Copy)]
+pub struct RateLimits {
+    /// Per API key, on every authenticated endpoint.
+    pub per_key: RatePolicy,
+    /// Failed authentications per peer address.
+    pub auth_failures: RatePolicy,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self {
+            per_key: RatePolicy {
+                per_minute: 100,
+                per_second: 10,
+            },
+            auth_failures: RatePolicy {
+                per_minute: 30,
+                per_second: u32::MAX,
+            },
+        }
+    }
+}
+
+/// Where rate-limit counts are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RateLimitStoreKind {
+    /// In this process (exact, per instance).
+    #[default]
+    Memory,
+    /// In PostgreSQL, shared by every instance on the database.
+    Postgres,
 }
 
 impl std::fmt::Debug for AppState {
@@ -63,6 +103,10 @@ pub struct StateSettings {
     pub health_timeout: std::time::Duration,
     /// Webhook rules (SSRF guard, subscription cap).
     pub webhooks: WebhookSettings,
+    /// Rate limits.
+    pub rate_limits: RateLimits,
+    /// Where rate-limit counts are kept.
+    pub rate_limit_store: RateLimitStoreKind,
 }
 
 impl Default for StateSettings {
@@ -71,6 +115,8 @@ impl Default for StateSettings {
             auth_cache_ttl: time::Duration::seconds(5),
             health_timeout: std::time::Duration::from_secs(2),
             webhooks: WebhookSettings::default(),
+            rate_limits: RateLimits::default(),
+            rate_limit_store: RateLimitStoreKind::Memory,
         }
     }
 }
@@ -112,6 +158,11 @@ impl AppState {
                 clock.clone(),
                 ids,
             ),
+            limiter: match settings.rate_limit_store {
+                RateLimitStoreKind::Memory => Arc::new(InMemoryRateLimitStore::default()),
+                RateLimitStoreKind::Postgres => Arc::new(PgRateLimitStore::new(pool.clone())),
+            },
+            limits: settings.rate_limits,
             health: Arc::new(PgHealthProbe::new(pool, settings.health_timeout)),
             clock,
         }
@@ -169,6 +220,12 @@ fn json_error_value(status: StatusCode, message: &'static str) -> actix_web::Err
     actix_web::error::InternalError::from_response(message, json_error(status, message)).into()
 }
 
+/// `at` in Unix seconds, rounded up (a slot frees no earlier than this).
+fn unix_seconds_up(at: time::OffsetDateTime) -> i64 {
+    let secs = at.unix_timestamp();
+    if at.nanosecond() > 0 { secs + 1 } else { secs }
+}
+
 /// 405 with a JSON body, for resources hit with a method they do not serve.
 pub async fn method_not_allowed() -> HttpResponse {
     json_error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed")
@@ -201,6 +258,22 @@ async fn json_errors(
     } else {
         res.map_body(|_, body| EitherBody::left(body.boxed()))
     };
+    let decision = res.request().extensions().get::<RateDecision>().copied();
+    if let Some(decision) = decision {
+        let headers = res.headers_mut();
+        for (name, value) in [
+            ("x-ratelimit-limit", decision.limit.to_string()),
+            ("x-ratelimit-remaining", decision.remaining.to_string()),
+            (
+                "x-ratelimit-reset",
+                unix_seconds_up(decision.reset_at).to_string(),
+            ),
+        ] {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(header::HeaderName::from_static(name), value);
+            }
+        }
+    }
     if let Some(id) = request_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
         res.headers_mut()
             .insert(header::HeaderName::from_static("x-request-id"), id);

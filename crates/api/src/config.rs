@@ -10,6 +10,10 @@
 //! | `serve --db-pool-size` | `TIMETRACK_DB_POOL_SIZE` | `16` |
 //! | `serve --auth-cache-seconds` | `TIMETRACK_AUTH_CACHE_SECONDS` | `5` (0 to 30) |
 //! | `serve --webhook-allow-private-targets` | `TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS` | `false` |
+//! | `serve --rate-limit-per-minute` | `TIMETRACK_RATE_LIMIT_PER_MINUTE` | `100` |
+//! | `serve --rate-limit-per-second` | `TIMETRACK_RATE_LIMIT_PER_SECOND` | `10` |
+//! | `serve --auth-failures-per-minute` | `TIMETRACK_AUTH_FAILURES_PER_MINUTE` | `30` |
+//! | `serve --rate-limit-store` | `TIMETRACK_RATE_LIMIT_STORE` | `memory` (or `postgres`) |
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -87,6 +91,27 @@ pub struct ServeSettings {
     /// Let webhooks target loopback and private addresses (tests and development only).
     #[arg(long, env = "TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS", default_value_t = false, action = clap::ArgAction::Set)]
     pub webhook_allow_private_targets: bool,
+    /// Requests per API key per rolling 60 s.
+    #[arg(long, env = "TIMETRACK_RATE_LIMIT_PER_MINUTE", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_limit_per_minute: u32,
+    /// Requests per API key per rolling second.
+    #[arg(long, env = "TIMETRACK_RATE_LIMIT_PER_SECOND", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_limit_per_second: u32,
+    /// Failed authentications per client address per rolling 60 s; past it, 429.
+    #[arg(long, env = "TIMETRACK_AUTH_FAILURES_PER_MINUTE", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
+    pub auth_failures_per_minute: u32,
+    /// Where rate-limit counts live: this process, or PostgreSQL (shared by instances).
+    #[arg(long, env = "TIMETRACK_RATE_LIMIT_STORE", value_enum, default_value_t = RateLimitStoreArg::Memory)]
+    pub rate_limit_store: RateLimitStoreArg,
+}
+
+/// `--rate-limit-store` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RateLimitStoreArg {
+    /// In this process.
+    Memory,
+    /// In PostgreSQL, shared by every instance on the database.
+    Postgres,
 }
 
 /// The `admin` commands.

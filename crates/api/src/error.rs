@@ -22,6 +22,12 @@ pub enum ApiError {
         /// The `error` text.
         message: &'static str,
     },
+    /// 429 `Too many requests`, with `Retry-After`.
+    #[error("too many requests")]
+    TooManyRequests {
+        /// Seconds to wait.
+        retry_after_secs: u64,
+    },
     /// A server failure answered with an endpoint's own 500 message, with its cause for the log.
     #[error("{message}: {cause}")]
     Internal {
@@ -59,6 +65,7 @@ impl ApiError {
     fn message(&self) -> String {
         match self {
             Self::Status { message, .. } | Self::Internal { message, .. } => (*message).to_owned(),
+            Self::TooManyRequests { .. } => "Too many requests".into(),
             Self::Domain(err) => match err {
                 DomainError::Validation(message) | DomainError::Conflict(message) => {
                     message.clone()
@@ -97,6 +104,7 @@ impl ResponseError for ApiError {
         match self {
             Self::Status { status, .. } => *status,
             Self::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Domain(err) => match err {
                 DomainError::Validation(_) => StatusCode::BAD_REQUEST,
                 DomainError::NotFound(_) => StatusCode::NOT_FOUND,
@@ -115,6 +123,14 @@ impl ResponseError for ApiError {
         let status = self.status_code();
         if status.is_server_error() {
             tracing::error!(status = status.as_u16(), error = ?self, "request failed");
+        }
+        if let Self::TooManyRequests { retry_after_secs } = self {
+            return HttpResponse::build(status)
+                .insert_header((
+                    actix_web::http::header::RETRY_AFTER,
+                    retry_after_secs.to_string(),
+                ))
+                .json(json!({ "error": self.message() }));
         }
         if let Self::Domain(DomainError::AlreadyExists { id, .. }) = self {
             return HttpResponse::build(status)

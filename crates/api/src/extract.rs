@@ -6,8 +6,9 @@ use std::pin::Pin;
 
 use actix_web::dev::Payload;
 use actix_web::http::header;
-use actix_web::{FromRequest, HttpRequest, web};
+use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
 use serde::de::DeserializeOwned;
+use timetrack_domain::DomainError;
 use timetrack_domain::model::Principal;
 
 use crate::app::AppState;
@@ -21,15 +22,61 @@ impl FromRequest for Caller {
     type Error = ApiError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
+    /// Authenticates, then applies the key's rate limit. Failed authentications count against the
+    /// peer address; past its limit they get 429 instead of 401. The limit decision is kept in the
+    /// request's extensions, where the response middleware turns it into `X-RateLimit-*` headers.
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let state = req.app_data::<web::Data<AppState>>().cloned();
         let key = bearer_token(req).map(str::to_owned);
+        // The socket's peer, never a forwarding header a client could forge.
+        let peer = req
+            .peer_addr()
+            .map_or_else(|| "unknown".to_owned(), |a| a.ip().to_string());
+        let req = req.clone();
         Box::pin(async move {
-            let (Some(state), Some(key)) = (state, key) else {
+            let Some(state) = state else {
                 return Err(ApiError::unauthorized());
             };
-            let principal = state.auth.authenticate(&key).await?;
-            Ok(Caller(principal))
+            let now = state.clock.now();
+            let authenticated = match key {
+                Some(key) => state.auth.authenticate(&key).await,
+                None => Err(DomainError::Unauthorized),
+            };
+            let principal = match authenticated {
+                Ok(principal) => principal,
+                Err(DomainError::Unauthorized) => {
+                    let failures = state
+                        .limiter
+                        .hit(
+                            &format!("auth-failure:{peer}"),
+                            now,
+                            state.limits.auth_failures,
+                        )
+                        .await?;
+                    return Err(match failures.retry_after_secs {
+                        Some(retry_after_secs) if !failures.allowed => {
+                            ApiError::TooManyRequests { retry_after_secs }
+                        }
+                        _ => ApiError::unauthorized(),
+                    });
+                }
+                Err(other) => return Err(other.into()),
+            };
+            let decision = state
+                .limiter
+                .hit(
+                    &format!("key:{}", principal.api_key_id),
+                    now,
+                    state.limits.per_key,
+                )
+                .await?;
+            req.extensions_mut().insert(decision);
+            match decision.retry_after_secs {
+                Some(retry_after_secs) if !decision.allowed => {
+                    Err(ApiError::TooManyRequests { retry_after_secs })
+                }
+                _ => Ok(Caller(principal)),
+            }
         })
     }
 }

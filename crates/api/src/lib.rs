@@ -11,4 +11,4 @@ pub mod extract;
 pub mod routes;
 pub mod telemetry;
 
-pub use app::{AppState, StateSettings, build_app};
+pub use app::{AppState, RateLimitStoreKind, RateLimits, StateSettings, build_app};

@@ -318,7 +318,16 @@ async fn migrate_applies_pending_migrations_once() {
     })
     .await
     .unwrap();
-    assert_eq!(first["applied"].as_array().unwrap().len(), 1, "{first}");
+    let migrations = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_dir())
+        .count();
+    assert!(migrations >= 2);
+    assert_eq!(
+        first["applied"].as_array().unwrap().len(),
+        migrations,
+        "{first}"
+    );
     assert_eq!(second, serde_json::json!({"applied": []}));
     client
         .batch_execute(&format!("DROP DATABASE \"{name}\" WITH (FORCE)"))
@@ -402,4 +411,72 @@ fn read_banner(server: &mut Server) -> String {
         banner.push('\n');
     }
     banner
+}
+
+/// Two `serve` processes on one database share the PostgreSQL rate-limit store.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_processes_share_the_postgres_rate_limit_store() {
+    let db = TestDatabase::new().await;
+    let url = db.url().to_owned();
+    tokio::task::spawn_blocking(move || {
+        let ws = json_stdout(&run(
+            &["admin", "create-workspace", "--name", "Shared"],
+            &url,
+        ));
+        let ws_id = ws["id"].as_str().unwrap().to_owned();
+        let user = json_stdout(&run(
+            &[
+                "admin",
+                "create-user",
+                "--workspace",
+                &ws_id,
+                "--name",
+                "Ada",
+                "--email",
+                "ada@example.com",
+            ],
+            &url,
+        ));
+        let key = json_stdout(&run(
+            &[
+                "admin",
+                "create-api-key",
+                "--user",
+                user["id"].as_str().unwrap(),
+                "--workspace",
+                &ws_id,
+            ],
+            &url,
+        ));
+        let key = key["key"].as_str().unwrap().to_owned();
+        let serve = || {
+            let mut cmd = Command::new(BIN);
+            cmd.arg("serve")
+                .env("DATABASE_URL", &url)
+                .env("TIMETRACK_RATE_LIMIT_STORE", "postgres")
+                .env("TIMETRACK_RATE_LIMIT_PER_MINUTE", "5")
+                .env("TIMETRACK_RATE_LIMIT_PER_SECOND", "100");
+            Server::start(cmd)
+        };
+        let (a, b) = (serve(), serve());
+        let statuses: Vec<u16> = (0..8)
+            .map(|n| {
+                let server = if n % 2 == 0 { &a } else { &b };
+                reqwest::get_with(&format!("{}/api/me", server.base), Some(&key))
+                    .unwrap()
+                    .0
+            })
+            .collect();
+        assert_eq!(
+            statuses.iter().filter(|s| **s == 200).count(),
+            5,
+            "{statuses:?}"
+        );
+        assert!(
+            statuses.iter().all(|s| *s == 200 || *s == 429),
+            "{statuses:?}"
+        );
+    })
+    .await
+    .unwrap();
 }

@@ -13,6 +13,7 @@ pub mod model;
 pub mod net;
 pub mod payload;
 pub mod ports;
+pub mod ratelimit;
 pub mod services;
 pub mod timefmt;
 pub mod validate;

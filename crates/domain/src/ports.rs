@@ -312,3 +312,16 @@ pub trait TimeEntryRepository: Send + Sync {
     /// The workspace's most recently started timer entry (by start time), running or not.
     async fn latest_started(&self, workspace: WorkspaceId) -> DomainResult<Option<TimeEntry>>;
 }
+
+/// Where rate-limit counts live: in the process, or shared by several instances.
+#[async_trait]
+pub trait RateLimitStore: Send + Sync {
+    /// Decides on one request of `key` at `now` under `policy` (see
+    /// [`crate::ratelimit::decide`]) and counts it if admitted, atomically for the key.
+    async fn hit(
+        &self,
+        key: &str,
+        now: OffsetDateTime,
+        policy: crate::ratelimit::RatePolicy,
+    ) -> DomainResult<crate::ratelimit::RateDecision>;
+}

@@ -106,6 +106,14 @@ diesel::table! {
 }
 
 diesel::table! {
+    rate_limit_hits (id) {
+        id -> Int8,
+        key -> Text,
+        at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     tags (id) {
         id -> Uuid,
         workspace_id -> Uuid,
@@ -206,6 +214,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     events,
     memberships,
     projects,
+    rate_limit_hits,
     tags,
     tasks,
     time_entries,

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use actix_web::HttpServer;
 use anyhow::{Context, Result};
 use timetrack_adapters::{PoolSettings, SystemClock, build_pool};
+use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::WebhookSettings;
 
 use super::{Database, demo};
-use crate::app::{AppState, StateSettings, build_app};
-use crate::config::{GlobalSettings, ServeSettings};
+use crate::app::{AppState, RateLimitStoreKind, RateLimits, StateSettings, build_app};
+use crate::config::{GlobalSettings, RateLimitStoreArg, ServeSettings};
 
 pub(super) async fn serve(global: &GlobalSettings, settings: &ServeSettings) -> Result<()> {
     let db = Database::open(global).await?;
@@ -44,6 +45,20 @@ async fn run_server(
             webhooks: WebhookSettings {
                 allow_private_targets: settings.webhook_allow_private_targets,
                 ..WebhookSettings::default()
+            },
+            rate_limits: RateLimits {
+                per_key: RatePolicy {
+                    per_minute: settings.rate_limit_per_minute,
+                    per_second: settings.rate_limit_per_second,
+                },
+                auth_failures: RatePolicy {
+                    per_minute: settings.auth_failures_per_minute,
+                    per_second: u32::MAX,
+                },
+            },
+            rate_limit_store: match settings.rate_limit_store {
+                RateLimitStoreArg::Memory => RateLimitStoreKind::Memory,
+                RateLimitStoreArg::Postgres => RateLimitStoreKind::Postgres,
             },
             ..StateSettings::default()
         },

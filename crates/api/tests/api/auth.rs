@@ -81,7 +81,7 @@ async fn missing_malformed_and_unknown_keys_get_401_unauthorized() {
 async fn a_revoked_key_gets_401_once_the_cache_expires() {
     let t = TestApp::with_settings(StateSettings {
         auth_cache_ttl: time::Duration::seconds(1),
-        ..StateSettings::default()
+        ..TestApp::relaxed()
     })
     .await;
     let app = t.service().await;
@@ -99,7 +99,7 @@ async fn a_revoked_key_gets_401_once_the_cache_expires() {
 async fn without_a_cache_a_revoked_key_fails_at_once() {
     let t = TestApp::with_settings(StateSettings {
         auth_cache_ttl: time::Duration::ZERO,
-        ..StateSettings::default()
+        ..TestApp::relaxed()
     })
     .await;
     let app = t.service().await;

@@ -9,8 +9,9 @@ use serde_json::Value;
 use timetrack_adapters::postgres::{PgApiKeyRepository, PgUserRepository, PgWorkspaceRepository};
 use timetrack_adapters::testing::TestDatabase;
 use timetrack_adapters::{OsRandom, PgPool, SystemClock, UuidV7Ids};
-use timetrack_api::{AppState, StateSettings, build_app};
+use timetrack_api::{AppState, RateLimits, StateSettings, build_app};
 use timetrack_domain::model::{ApiKey, User, Workspace};
+use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::{AdminService, NewWorkspace};
 
 pub struct TestApp {
@@ -26,8 +27,24 @@ pub struct TestApp {
 }
 
 impl TestApp {
+    /// An app with limits high enough that only the rate-limit tests meet them.
     pub async fn new() -> Self {
-        Self::with_settings(StateSettings::default()).await
+        Self::with_settings(Self::relaxed()).await
+    }
+
+    /// Default settings with rate limits lifted.
+    pub fn relaxed() -> StateSettings {
+        let lifted = RatePolicy {
+            per_minute: 1_000_000,
+            per_second: 1_000_000,
+        };
+        StateSettings {
+            rate_limits: RateLimits {
+                per_key: lifted,
+                auth_failures: lifted,
+            },
+            ..StateSettings::default()
+        }
     }
 
     pub async fn with_settings(settings: StateSettings) -> Self {

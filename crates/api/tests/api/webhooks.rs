@@ -183,7 +183,7 @@ async fn private_targets_are_accepted_only_when_allowed() {
             allow_private_targets: true,
             ..WebhookSettings::default()
         },
-        ..StateSettings::default()
+        ..TestApp::relaxed()
     })
     .await;
     let app = t.service().await;

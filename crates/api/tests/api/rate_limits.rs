@@ -1,0 +1,242 @@
+//! Rate limits: per key on every authenticated endpoint, failed authentications per address.
+
+use actix_web::test;
+use serde_json::json;
+use timetrack_api::{RateLimitStoreKind, RateLimits, StateSettings};
+use timetrack_domain::ratelimit::RatePolicy;
+
+use crate::support::{TestApp, call};
+
+fn limits(per_minute: u32, per_second: u32, failures: u32) -> StateSettings {
+    StateSettings {
+        rate_limits: RateLimits {
+            per_key: RatePolicy {
+                per_minute,
+                per_second,
+            },
+            auth_failures: RatePolicy {
+                per_minute: failures,
+                per_second: u32::MAX,
+            },
+        },
+        ..StateSettings::default()
+    }
+}
+
+fn header(
+    res: &actix_web::dev::ServiceResponse<impl actix_web::body::MessageBody>,
+    name: &str,
+) -> Option<String> {
+    res.headers()
+        .get(name)
+        .map(|v| v.to_str().unwrap().to_owned())
+}
+
+#[actix_web::test]
+async fn the_eleventh_request_in_a_second_is_429_with_retry_after_and_headers() {
+    let t = TestApp::with_settings(StateSettings::default()).await;
+    let app = t.service().await;
+    for n in 1..=10u32 {
+        let res = test::call_service(
+            &app,
+            test::TestRequest::get()
+                .uri("/api/me")
+                .insert_header(t.bearer())
+                .to_request(),
+        )
+        .await;
+        assert_eq!(res.status(), 200, "request {n}");
+        assert_eq!(header(&res, "x-ratelimit-limit").as_deref(), Some("100"));
+        assert_eq!(
+            header(&res, "x-ratelimit-remaining"),
+            Some((100 - n).to_string())
+        );
+        let reset: i64 = header(&res, "x-ratelimit-reset").unwrap().parse().unwrap();
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        assert!(
+            (now + 58..=now + 61).contains(&reset),
+            "reset {reset} vs now {now}"
+        );
+    }
+    let res = test::call_service(
+        &app,
+        test::TestRequest::get()
+            .uri("/api/me")
+            .insert_header(t.bearer())
+            .to_request(),
+    )
+    .await;
+    assert_eq!(res.status(), 429);
+    assert_eq!(header(&res, "retry-after").as_deref(), Some("1"));
+    assert_eq!(header(&res, "x-ratelimit-remaining").as_deref(), Some("90"));
+    let body: serde_json::Value = serde_json::from_slice(&test::read_body(res).await).unwrap();
+    assert_eq!(body, json!({"error": "Too many requests"}));
+
+    // Honouring Retry-After gets through.
+    tokio::time::sleep(std::time::Duration::from_millis(1050)).await;
+    let res = test::call_service(
+        &app,
+        test::TestRequest::get()
+            .uri("/api/me")
+            .insert_header(t.bearer())
+            .to_request(),
+    )
+    .await;
+    assert_eq!(res.status(), 200);
+}
+
+#[actix_web::test]
+async fn the_minute_window_holds_and_limits_count_on_every_authenticated_endpoint() {
+    let t = TestApp::with_settings(limits(5, 1000, 1000)).await;
+    let app = t.service().await;
+    let requests = [
+        test::TestRequest::get().uri("/api/me"),
+        test::TestRequest::get().uri("/api/clients"),
+        test::TestRequest::get().uri("/api/clients/00000000-0000-0000-0000-000000000000"),
+        test::TestRequest::get().uri("/api/integrations/automation/webhooks"),
+        test::TestRequest::get().uri("/api/integrations/automation/triggers/clients/fallback"),
+        test::TestRequest::get().uri("/api/me"),
+    ];
+    let mut statuses = Vec::new();
+    for req in requests {
+        let res = test::call_service(&app, req.insert_header(t.bearer()).to_request()).await;
+        // Headers on successes and on errors alike.
+        assert!(
+            header(&res, "x-ratelimit-limit").is_some(),
+            "{}",
+            res.status()
+        );
+        statuses.push(res.status().as_u16());
+        if res.status() == 429 {
+            let wait: u64 = header(&res, "retry-after").unwrap().parse().unwrap();
+            assert!((58..=60).contains(&wait), "{wait}");
+        }
+    }
+    assert_eq!(statuses, [200, 200, 404, 200, 200, 429]);
+}
+
+#[actix_web::test]
+async fn keys_are_limited_separately_and_health_is_not_limited() {
+    let t = TestApp::with_settings(limits(2, 1000, 1000)).await;
+    let app = t.service().await;
+    let (_, other_key) = t.other_workspace().await;
+    for _ in 0..2 {
+        assert_eq!(
+            call(
+                &app,
+                test::TestRequest::get()
+                    .uri("/api/me")
+                    .insert_header(t.bearer())
+                    .to_request()
+            )
+            .await
+            .0,
+            200
+        );
+    }
+    assert_eq!(
+        call(
+            &app,
+            test::TestRequest::get()
+                .uri("/api/me")
+                .insert_header(t.bearer())
+                .to_request()
+        )
+        .await
+        .0,
+        429
+    );
+    assert_eq!(
+        call(
+            &app,
+            test::TestRequest::get()
+                .uri("/api/me")
+                .insert_header(("Authorization", other_key.as_str()))
+                .to_request()
+        )
+        .await
+        .0,
+        200
+    );
+    for _ in 0..5 {
+        let res = test::call_service(
+            &app,
+            test::TestRequest::get().uri("/api/health").to_request(),
+        )
+        .await;
+        assert_eq!(res.status(), 200);
+        assert!(header(&res, "x-ratelimit-limit").is_none());
+    }
+}
+
+#[actix_web::test]
+async fn failed_authentications_are_limited_per_address() {
+    let t = TestApp::with_settings(limits(100, 100, 3)).await;
+    let app = t.service().await;
+    let from = |addr: &str| {
+        test::TestRequest::get()
+            .uri("/api/me")
+            .peer_addr(addr.parse().unwrap())
+    };
+    for _ in 0..3 {
+        let (status, _, body) = call(
+            &app,
+            from("203.0.113.7:4000")
+                .insert_header(("Authorization", "Bearer tt_wrong"))
+                .to_request(),
+        )
+        .await;
+        assert_eq!((status, body), (401, json!({"error": "Unauthorized"})));
+    }
+    let res = test::call_service(&app, from("203.0.113.7:4001").to_request()).await;
+    assert_eq!(res.status(), 429, "a fourth failure, even without a key");
+    assert!(header(&res, "retry-after").is_some());
+    // Another address still gets 401; a valid key from the limited address still works.
+    assert_eq!(call(&app, from("198.51.100.9:1").to_request()).await.0, 401);
+    assert_eq!(
+        call(
+            &app,
+            from("203.0.113.7:4002")
+                .insert_header(t.bearer())
+                .to_request()
+        )
+        .await
+        .0,
+        200
+    );
+}
+
+#[actix_web::test]
+async fn the_postgres_store_shares_counts_between_instances() {
+    let settings = StateSettings {
+        rate_limit_store: RateLimitStoreKind::Postgres,
+        ..limits(5, 1000, 1000)
+    };
+    let t = TestApp::with_settings(settings).await;
+    let first = t.service().await;
+    // A second instance: its own state (and in-process caches), the same database.
+    let second_state = timetrack_api::AppState::new(
+        t.pool.clone(),
+        std::sync::Arc::new(timetrack_adapters::SystemClock),
+        settings,
+    );
+    let second = test::init_service(timetrack_api::build_app(second_state)).await;
+    let mut admitted = 0;
+    for n in 0..8 {
+        let req = test::TestRequest::get()
+            .uri("/api/me")
+            .insert_header(t.bearer())
+            .to_request();
+        let status = if n % 2 == 0 {
+            call(&first, req).await.0
+        } else {
+            call(&second, req).await.0
+        };
+        if status == 200 {
+            admitted += 1;
+        } else {
+            assert_eq!(status, 429);
+        }
+    }
+    assert_eq!(admitted, 5);
+}
