@@ -10,12 +10,12 @@ use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpMessage, HttpResponse, web};
 use timetrack_adapters::PgPool;
 use timetrack_adapters::postgres::{
-    PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgHealthProbe,
+    PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgHealthProbe, PgIdempotencyStore,
     PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
 };
 use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore};
 use timetrack_adapters::{OsRandom, SystemResolver, UuidV7Ids};
-use timetrack_domain::ports::{Clock, HealthProbe, RateLimitStore};
+use timetrack_domain::ports::{Clock, HealthProbe, IdempotencyStore, RateLimitStore};
 use timetrack_domain::ratelimit::{RateDecision, RatePolicy};
 use timetrack_domain::services::{
     AccountService, Authenticator, CatalogService, ClientService, TimeEntryService, WebhookService,
@@ -52,6 +52,8 @@ pub struct AppState {
     pub limiter: Arc<dyn RateLimitStore>,
     /// The rate limits.
     pub limits: RateLimits,
+    /// Idempotency keys of POST requests.
+    pub idempotency: Arc<dyn IdempotencyStore>,
 }
 
 /// The rate limits applied by the `Caller` extractor.
@@ -163,6 +165,7 @@ impl AppState {
                 RateLimitStoreKind::Postgres => Arc::new(PgRateLimitStore::new(pool.clone())),
             },
             limits: settings.rate_limits,
+            idempotency: Arc::new(PgIdempotencyStore::new(pool.clone())),
             health: Arc::new(PgHealthProbe::new(pool, settings.health_timeout)),
             clock,
         }
@@ -212,6 +215,7 @@ fn app_with(
         .default_service(web::to(|| async {
             json_error(StatusCode::NOT_FOUND, "Not found")
         }))
+        .wrap(from_fn(crate::idempotency::idempotency))
         .wrap(from_fn(json_errors))
         .wrap(TracingLogger::default())
 }

@@ -8,6 +8,7 @@ pub mod commands;
 pub mod config;
 pub mod error;
 pub mod extract;
+pub mod idempotency;
 pub mod routes;
 pub mod telemetry;
 

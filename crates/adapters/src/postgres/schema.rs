@@ -87,6 +87,17 @@ diesel::table! {
 }
 
 diesel::table! {
+    idempotency_keys (api_key_id, key) {
+        api_key_id -> Uuid,
+        key -> Text,
+        fingerprint -> Bytea,
+        status -> Nullable<Int4>,
+        body -> Nullable<Text>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     memberships (workspace_id, user_id) {
         workspace_id -> Uuid,
         user_id -> Uuid,
@@ -199,6 +210,7 @@ diesel::joinable!(clients -> workspaces (workspace_id));
 diesel::joinable!(deliveries -> events (event_id));
 diesel::joinable!(deliveries -> webhook_subscriptions (subscription_id));
 diesel::joinable!(events -> workspaces (workspace_id));
+diesel::joinable!(idempotency_keys -> api_keys (api_key_id));
 diesel::joinable!(memberships -> users (user_id));
 diesel::joinable!(memberships -> workspaces (workspace_id));
 diesel::joinable!(projects -> workspaces (workspace_id));
@@ -212,6 +224,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     deliveries,
     delivery_attempts,
     events,
+    idempotency_keys,
     memberships,
     projects,
     rate_limit_hits,

@@ -7,6 +7,7 @@ mod errors;
 mod fallbacks;
 mod find_client;
 mod health;
+mod idempotency;
 mod rate_limits;
 mod support;
 mod time_entries;
