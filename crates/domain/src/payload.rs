@@ -14,6 +14,7 @@ use crate::timefmt::rfc3339;
 
 /// `{id, name}`: how payloads refer to a workspace, member, project, task or tag.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Ref {
     /// Identifier.
     pub id: String,
@@ -32,6 +33,7 @@ impl Ref {
 
 /// The `CLIENT_CREATED` payload (and the client fallback's element).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ClientPayload {
     /// Client id.
@@ -107,6 +109,7 @@ impl EntryAction {
 /// A time-entry payload (`TIMER_STARTED`, `TIMER_STOPPED`, `TIME_ENTRY_CREATED` and their
 /// fallbacks).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TimeEntryPayload {
     /// Entry id.

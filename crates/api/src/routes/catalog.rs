@@ -15,8 +15,8 @@ use crate::extract::{Caller, JsonBody};
 use crate::routes::ListResponse;
 use crate::routes::clients::ListQuery;
 
-#[derive(Debug, Serialize)]
-struct ProjectResponse {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ProjectResponse {
     id: String,
     name: String,
     client_id: Option<String>,
@@ -36,8 +36,8 @@ impl From<Project> for ProjectResponse {
     }
 }
 
-#[derive(Debug, Serialize)]
-struct TaskResponse {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TaskResponse {
     id: String,
     project_id: String,
     name: String,
@@ -57,8 +57,8 @@ impl From<Task> for TaskResponse {
     }
 }
 
-#[derive(Debug, Serialize)]
-struct TagResponse {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TagResponse {
     id: String,
     name: String,
     created_at: String,
@@ -75,14 +75,14 @@ impl From<Tag> for TagResponse {
 }
 
 /// Body of `POST /api/projects`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct CreateProjectBody {
     name: Option<String>,
     client_id: Option<Uuid>,
 }
 
 /// Body of `POST /api/projects/{id}/tasks` and `POST /api/tags`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct NameBody {
     name: Option<String>,
 }
@@ -93,6 +93,21 @@ fn project_id(raw: &str) -> Result<ProjectId, ApiError> {
 }
 
 /// `POST /api/projects`: 201 with the project.
+#[utoipa::path(
+    post,
+    path = "/api/projects",
+    tag = "Projects",
+    summary = "Create a project",
+    security(("bearer_auth" = [])),
+    request_body = CreateProjectBody,
+    responses(
+        (status = 201, description = "Created", body = ProjectResponse),
+        (status = 400, description = "Invalid fields or another workspace's client", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn create_project(
     state: web::Data<AppState>,
     caller: Caller,
@@ -111,6 +126,21 @@ pub async fn create_project(
 }
 
 /// `GET /api/projects`.
+#[utoipa::path(
+    get,
+    path = "/api/projects",
+    tag = "Projects",
+    summary = "List projects, newest first",
+    security(("bearer_auth" = [])),
+    params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
+    responses(
+        (status = 200, description = "A page", body = ListResponse<ProjectResponse>),
+        (status = 400, description = "Invalid limit or cursor", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn list_projects(
     state: web::Data<AppState>,
     caller: Caller,
@@ -121,6 +151,22 @@ pub async fn list_projects(
 }
 
 /// `POST /api/projects/{id}/tasks`: 201 with the task; 404 for another workspace's project.
+#[utoipa::path(
+    post,
+    path = "/api/projects/{id}/tasks",
+    tag = "Projects",
+    summary = "Create a task of a project",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, description = "Project id")), request_body = NameBody,
+    responses(
+        (status = 201, description = "Created", body = TaskResponse),
+        (status = 400, description = "Invalid name", body = crate::openapi::ErrorBody),
+        (status = 404, description = "Project not found", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn create_task(
     state: web::Data<AppState>,
     caller: Caller,
@@ -134,6 +180,21 @@ pub async fn create_task(
 }
 
 /// `GET /api/projects/{id}/tasks`.
+#[utoipa::path(
+    get,
+    path = "/api/projects/{id}/tasks",
+    tag = "Projects",
+    summary = "List a project's tasks",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, description = "Project id"), ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
+    responses(
+        (status = 200, description = "A page", body = ListResponse<TaskResponse>),
+        (status = 404, description = "Project not found", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn list_tasks(
     state: web::Data<AppState>,
     caller: Caller,
@@ -148,6 +209,22 @@ pub async fn list_tasks(
 }
 
 /// `POST /api/tags`: 201 with the tag; 409 with `existing_id` for a name in use.
+#[utoipa::path(
+    post,
+    path = "/api/tags",
+    tag = "Tags",
+    summary = "Create a tag",
+    security(("bearer_auth" = [])),
+    request_body = NameBody,
+    responses(
+        (status = 201, description = "Created", body = TagResponse),
+        (status = 400, description = "Invalid name", body = crate::openapi::ErrorBody),
+        (status = 409, description = "A tag with this name exists", body = crate::openapi::ConflictBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn create_tag(
     state: web::Data<AppState>,
     caller: Caller,
@@ -159,6 +236,20 @@ pub async fn create_tag(
 }
 
 /// `GET /api/tags`.
+#[utoipa::path(
+    get,
+    path = "/api/tags",
+    tag = "Tags",
+    summary = "List tags, newest first",
+    security(("bearer_auth" = [])),
+    params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
+    responses(
+        (status = 200, description = "A page", body = ListResponse<TagResponse>),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn list_tags(
     state: web::Data<AppState>,
     caller: Caller,

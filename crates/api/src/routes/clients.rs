@@ -16,7 +16,7 @@ use crate::extract::{Caller, JsonBody, nullable};
 use crate::routes::ListResponse;
 
 /// A client as the API shows it (snake_case; every field present, null when unset).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ClientResponse {
     id: String,
     name: String,
@@ -51,7 +51,7 @@ impl From<Client> for ClientResponse {
 }
 
 /// Body of `POST /api/clients`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct CreateClientBody {
     name: Option<String>,
     #[serde(rename = "type")]
@@ -65,7 +65,7 @@ pub struct CreateClientBody {
 }
 
 /// Body of `PATCH /api/clients/{id}`: absent fields stay, null clears an optional one.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct UpdateClientBody {
     name: Option<String>,
     #[serde(rename = "type")]
@@ -83,7 +83,7 @@ pub struct UpdateClientBody {
 }
 
 /// `?limit=&cursor=` of list endpoints.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ListQuery {
     limit: Option<u32>,
     cursor: Option<String>,
@@ -102,6 +102,22 @@ fn parse_id(raw: &str) -> Result<ClientId, ApiError> {
 }
 
 /// `POST /api/clients`: 201 with the client; emits `CLIENT_CREATED`.
+#[utoipa::path(
+    post,
+    path = "/api/clients",
+    tag = "Clients",
+    summary = "Create a client (emits CLIENT_CREATED)",
+    security(("bearer_auth" = [])),
+    request_body = CreateClientBody,
+    responses(
+        (status = 201, description = "Created", body = ClientResponse),
+        (status = 400, description = "Invalid fields", body = crate::openapi::ErrorBody),
+        (status = 409, description = "A client with this name exists", body = crate::openapi::ConflictBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn create(
     state: web::Data<AppState>,
     caller: Caller,
@@ -131,6 +147,21 @@ pub async fn create(
 }
 
 /// `GET /api/clients`: newest first, paginated.
+#[utoipa::path(
+    get,
+    path = "/api/clients",
+    tag = "Clients",
+    summary = "List clients, newest first",
+    security(("bearer_auth" = [])),
+    params(("limit" = Option<u32>, Query, description = "1-200, default 50"), ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
+    responses(
+        (status = 200, description = "A page", body = ListResponse<ClientResponse>),
+        (status = 400, description = "Invalid limit or cursor", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn list(
     state: web::Data<AppState>,
     caller: Caller,
@@ -144,6 +175,21 @@ pub async fn list(
 }
 
 /// `GET /api/clients/{id}`.
+#[utoipa::path(
+    get,
+    path = "/api/clients/{id}",
+    tag = "Clients",
+    summary = "Get a client",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, description = "Client id")),
+    responses(
+        (status = 200, description = "The client", body = ClientResponse),
+        (status = 404, description = "Client not found", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn get(
     state: web::Data<AppState>,
     caller: Caller,
@@ -154,6 +200,23 @@ pub async fn get(
 }
 
 /// `PATCH /api/clients/{id}`.
+#[utoipa::path(
+    patch,
+    path = "/api/clients/{id}",
+    tag = "Clients",
+    summary = "Change a client (null clears an optional field)",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, description = "Client id")), request_body = UpdateClientBody,
+    responses(
+        (status = 200, description = "The changed client", body = ClientResponse),
+        (status = 400, description = "Invalid fields", body = crate::openapi::ErrorBody),
+        (status = 404, description = "Client not found", body = crate::openapi::ErrorBody),
+        (status = 409, description = "A client with this name exists", body = crate::openapi::ConflictBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn update(
     state: web::Data<AppState>,
     caller: Caller,
@@ -185,6 +248,22 @@ pub async fn update(
 }
 
 /// `DELETE /api/clients/{id}`: 200 `{success: true}`; 409 while a project uses the client.
+#[utoipa::path(
+    delete,
+    path = "/api/clients/{id}",
+    tag = "Clients",
+    summary = "Delete a client",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, description = "Client id")),
+    responses(
+        (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
+        (status = 404, description = "Client not found", body = crate::openapi::ErrorBody),
+        (status = 409, description = "Client is used by projects", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn delete(
     state: web::Data<AppState>,
     caller: Caller,

@@ -15,6 +15,21 @@ fn one(element: impl Serialize) -> HttpResponse {
 }
 
 /// `GET .../triggers/time-entries/manual_entry/fallback`.
+#[utoipa::path(
+    get,
+    path = "/api/integrations/automation/triggers/time-entries/manual_entry/fallback",
+    tag = "Triggers",
+    summary = "Sample for the manual-entry trigger",
+    security(("bearer_auth" = [])),
+
+    responses(
+        (status = 200, description = "Exactly one entry (action manual_entry)", body = Vec<timetrack_domain::payload::TimeEntryPayload>),
+        (status = 500, description = "Failed to fetch time entries", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn manual_entry(
     state: web::Data<AppState>,
     caller: Caller,
@@ -28,6 +43,21 @@ pub async fn manual_entry(
 }
 
 /// `GET .../triggers/time-entries/stop/fallback`.
+#[utoipa::path(
+    get,
+    path = "/api/integrations/automation/triggers/time-entries/stop/fallback",
+    tag = "Triggers",
+    summary = "Sample for the timer-stopped trigger",
+    security(("bearer_auth" = [])),
+
+    responses(
+        (status = 200, description = "Exactly one entry (action stop_timer)", body = Vec<timetrack_domain::payload::TimeEntryPayload>),
+        (status = 500, description = "Failed to fetch time entries", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn stop(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
     let payload = state
         .entries
@@ -38,6 +68,21 @@ pub async fn stop(state: web::Data<AppState>, caller: Caller) -> Result<HttpResp
 }
 
 /// `GET .../triggers/time-entries/start/fallback`.
+#[utoipa::path(
+    get,
+    path = "/api/integrations/automation/triggers/time-entries/start/fallback",
+    tag = "Triggers",
+    summary = "Sample for the timer-started trigger (no endTime, no duration)",
+    security(("bearer_auth" = [])),
+
+    responses(
+        (status = 200, description = "Exactly one entry (action start_timer)", body = Vec<timetrack_domain::payload::TimeEntryPayload>),
+        (status = 500, description = "Failed to fetch time entries", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn start(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
     let payload = state
         .entries
@@ -48,6 +93,21 @@ pub async fn start(state: web::Data<AppState>, caller: Caller) -> Result<HttpRes
 }
 
 /// `GET .../triggers/clients/fallback`.
+#[utoipa::path(
+    get,
+    path = "/api/integrations/automation/triggers/clients/fallback",
+    tag = "Triggers",
+    summary = "Sample for the new-client trigger",
+    security(("bearer_auth" = [])),
+
+    responses(
+        (status = 200, description = "Exactly one client", body = Vec<timetrack_domain::payload::ClientPayload>),
+        (status = 500, description = "Failed to fetch clients", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn clients(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
     let payload = state
         .clients

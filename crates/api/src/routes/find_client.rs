@@ -13,7 +13,7 @@ use crate::extract::{Caller, InvalidParams, JsonBody};
 use crate::routes::clients::ClientResponse;
 
 /// Body of the find request.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct FindClientBody {
     workspace_id: Uuid,
     name: String,
@@ -22,6 +22,23 @@ pub struct FindClientBody {
 
 /// 200 with an array of clients (possibly empty); 400 `Invalid request parameters` for a missing
 /// or mistyped field, an invalid UUID or an empty or over-long name; 403 for another workspace.
+#[utoipa::path(
+    post,
+    path = "/api/integrations/automation/triggers/clients/find",
+    tag = "Clients",
+    summary = "Find clients by name (case-insensitive substring, newest first, at most 100)",
+    security(("bearer_auth" = [])),
+    request_body = FindClientBody,
+    responses(
+        (status = 200, description = "Matching clients, possibly none", body = Vec<ClientResponse>),
+        (status = 400, description = "Invalid request parameters", body = crate::openapi::ErrorBody),
+        (status = 403, description = "Another workspace", body = crate::openapi::ErrorBody),
+        (status = 500, description = "Internal server error", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn find(
     state: web::Data<AppState>,
     caller: Caller,

@@ -14,16 +14,16 @@ pub const SERVICE_NAME: &str = "timetrack";
 /// The whole check answers within this bound, whatever the database does.
 const HEALTH_DEADLINE: Duration = Duration::from_secs(3);
 
-#[derive(Debug, Serialize)]
-struct HealthyResponse {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HealthyResponse {
     status: &'static str,
     timestamp: String,
     service: &'static str,
     version: &'static str,
 }
 
-#[derive(Debug, Serialize)]
-struct UnhealthyResponse {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct UnhealthyResponse {
     status: &'static str,
     timestamp: String,
     service: &'static str,
@@ -31,6 +31,18 @@ struct UnhealthyResponse {
 }
 
 /// 200 `healthy` when the database answers, 503 `unhealthy` otherwise; never needs a key.
+#[utoipa::path(
+    get,
+    path = "/api/health",
+    tag = "Health",
+    summary = "Health check",
+
+
+    responses(
+        (status = 200, description = "Service and database reachable", body = HealthyResponse),
+        (status = 503, description = "Database unreachable", body = UnhealthyResponse)
+    )
+)]
 pub async fn health(state: web::Data<AppState>) -> HttpResponse {
     let check = tokio::time::timeout(HEALTH_DEADLINE, state.health.check_database()).await;
     let timestamp = rfc3339(state.clock.now());

@@ -8,21 +8,21 @@ use crate::app::AppState;
 use crate::error::ApiError;
 use crate::extract::Caller;
 
-#[derive(Debug, Serialize)]
-pub(crate) struct MeResponse {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct MeResponse {
     user: UserBody,
     workspace: WorkspaceBody,
 }
 
-#[derive(Debug, Serialize)]
-struct UserBody {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct UserBody {
     id: String,
     name: String,
     email: String,
 }
 
-#[derive(Debug, Serialize)]
-struct WorkspaceBody {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct WorkspaceBody {
     id: String,
     name: String,
     timezone: String,
@@ -48,6 +48,20 @@ impl From<Profile> for MeResponse {
 }
 
 /// 200 `{user: {id, name, email}, workspace: {id, name, timezone, currency}}`.
+#[utoipa::path(
+    get,
+    path = "/api/me",
+    tag = "Account",
+    summary = "The key's user and workspace",
+    security(("bearer_auth" = [])),
+
+    responses(
+        (status = 200, description = "The caller", body = MeResponse),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn me(
     state: web::Data<AppState>,
     caller: Caller,

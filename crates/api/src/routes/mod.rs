@@ -1,13 +1,13 @@
 //! Routes: one module per resource, each handler thin (parse, call one service, map the result).
 
-mod catalog;
-mod clients;
-mod fallbacks;
-mod find_client;
-mod health;
-mod me;
-mod time_entries;
-mod webhooks;
+pub(crate) mod catalog;
+pub(crate) mod clients;
+pub(crate) mod fallbacks;
+pub(crate) mod find_client;
+pub(crate) mod health;
+pub(crate) mod me;
+pub(crate) mod time_entries;
+pub(crate) mod webhooks;
 
 use actix_web::{Route, web};
 use serde::Serialize;
@@ -19,7 +19,7 @@ use crate::app::method_not_allowed;
 pub const INTEGRATION: &str = "/api/integrations/automation";
 
 /// `{data: [...], next_cursor: string|null}`, the body of every paginated list.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ListResponse<T> {
     data: Vec<T>,
     next_cursor: Option<String>,
@@ -46,6 +46,10 @@ fn resource(path: &str, routes: Vec<Route>) -> actix_web::Resource {
 /// Registers every route of the API.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(resource("/api/health", vec![web::get().to(health::health)]))
+        .service(resource(
+            "/api/openapi.json",
+            vec![web::get().to(crate::openapi::openapi_json)],
+        ))
         .service(resource("/api/me", vec![web::get().to(me::me)]))
         .service(resource(
             "/api/clients",

@@ -19,7 +19,7 @@ use crate::extract::{Caller, JsonBody, JsonOrEmpty, nullable};
 use crate::routes::ListResponse;
 
 /// A time entry as the core API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct EntryResponse {
     id: String,
     user_id: String,
@@ -59,7 +59,7 @@ impl From<TimeEntry> for EntryResponse {
 }
 
 /// The fields every entry body may carry.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 pub struct EntryFields {
     description: Option<String>,
     project_id: Option<Uuid>,
@@ -82,7 +82,7 @@ impl From<EntryFields> for EntryDraft {
 }
 
 /// Body of `POST /api/time-entries` (manual).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ManualBody {
     start: Option<String>,
     end: Option<String>,
@@ -91,7 +91,7 @@ pub struct ManualBody {
 }
 
 /// Body of `PATCH /api/time-entries/{id}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct PatchBody {
     description: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
@@ -105,7 +105,7 @@ pub struct PatchBody {
 }
 
 /// `?from=&to=&user_id=&limit=&cursor=`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct EntryQuery {
     from: Option<String>,
     to: Option<String>,
@@ -131,6 +131,21 @@ fn entry_id(raw: &str) -> Result<TimeEntryId, ApiError> {
 }
 
 /// `POST /api/time-entries/start`: 201 with the running entry.
+#[utoipa::path(
+    post,
+    path = "/api/time-entries/start",
+    tag = "Time entries",
+    summary = "Start a timer (stops a running one first; emits TIMER_STOPPED, TIMER_STARTED)",
+    security(("bearer_auth" = [])),
+    request_body(content = Option<EntryFields>, description = "All fields optional; the body may be empty"),
+    responses(
+        (status = 201, description = "The running entry", body = EntryResponse),
+        (status = 400, description = "Invalid fields or references", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn start(
     state: web::Data<AppState>,
     caller: Caller,
@@ -142,6 +157,21 @@ pub async fn start(
 }
 
 /// `POST /api/time-entries/stop`: 200 with the stopped entry; 409 `No running timer`.
+#[utoipa::path(
+    post,
+    path = "/api/time-entries/stop",
+    tag = "Time entries",
+    summary = "Stop the running timer (emits TIMER_STOPPED)",
+    security(("bearer_auth" = [])),
+
+    responses(
+        (status = 200, description = "The stopped entry", body = EntryResponse),
+        (status = 409, description = "No running timer", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn stop(
     state: web::Data<AppState>,
     caller: Caller,
@@ -150,6 +180,20 @@ pub async fn stop(
 }
 
 /// `GET /api/time-entries/current`: the running entry or `null`.
+#[utoipa::path(
+    get,
+    path = "/api/time-entries/current",
+    tag = "Time entries",
+    summary = "The running timer, or null",
+    security(("bearer_auth" = [])),
+
+    responses(
+        (status = 200, description = "The running entry or null", body = Option<EntryResponse>),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn current(
     state: web::Data<AppState>,
     caller: Caller,
@@ -160,6 +204,21 @@ pub async fn current(
 }
 
 /// `POST /api/time-entries`: a manual entry, 201.
+#[utoipa::path(
+    post,
+    path = "/api/time-entries",
+    tag = "Time entries",
+    summary = "Create a finished entry by hand (emits TIME_ENTRY_CREATED)",
+    security(("bearer_auth" = [])),
+    request_body = ManualBody,
+    responses(
+        (status = 201, description = "Created", body = EntryResponse),
+        (status = 400, description = "Invalid fields, end not after start, or foreign references", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn create(
     state: web::Data<AppState>,
     caller: Caller,
@@ -176,6 +235,21 @@ pub async fn create(
 }
 
 /// `GET /api/time-entries`: latest start first, filtered, paginated.
+#[utoipa::path(
+    get,
+    path = "/api/time-entries",
+    tag = "Time entries",
+    summary = "List entries, latest start first",
+    security(("bearer_auth" = [])),
+    params(("from" = Option<String>, Query, description = "RFC 3339, inclusive"), ("to" = Option<String>, Query, description = "RFC 3339, exclusive"), ("user_id" = Option<String>, Query), ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
+    responses(
+        (status = 200, description = "A page", body = ListResponse<EntryResponse>),
+        (status = 400, description = "Invalid filter, limit or cursor", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn list(
     state: web::Data<AppState>,
     caller: Caller,
@@ -208,6 +282,21 @@ pub async fn list(
 }
 
 /// `GET /api/time-entries/{id}`.
+#[utoipa::path(
+    get,
+    path = "/api/time-entries/{id}",
+    tag = "Time entries",
+    summary = "Get an entry",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path)),
+    responses(
+        (status = 200, description = "The entry", body = EntryResponse),
+        (status = 404, description = "Time entry not found", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn get(
     state: web::Data<AppState>,
     caller: Caller,
@@ -219,6 +308,22 @@ pub async fn get(
 }
 
 /// `PATCH /api/time-entries/{id}`.
+#[utoipa::path(
+    patch,
+    path = "/api/time-entries/{id}",
+    tag = "Time entries",
+    summary = "Change an entry",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path)), request_body = PatchBody,
+    responses(
+        (status = 200, description = "The changed entry", body = EntryResponse),
+        (status = 400, description = "Invalid fields", body = crate::openapi::ErrorBody),
+        (status = 404, description = "Time entry not found", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn update(
     state: web::Data<AppState>,
     caller: Caller,
@@ -250,6 +355,21 @@ pub async fn update(
 }
 
 /// `DELETE /api/time-entries/{id}`: 200 `{success: true}`.
+#[utoipa::path(
+    delete,
+    path = "/api/time-entries/{id}",
+    tag = "Time entries",
+    summary = "Delete an entry",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path)),
+    responses(
+        (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
+        (status = 404, description = "Time entry not found", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn delete(
     state: web::Data<AppState>,
     caller: Caller,

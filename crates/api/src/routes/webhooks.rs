@@ -62,6 +62,23 @@ fn event_names(subscription: &Subscription) -> Vec<&'static str> {
 }
 
 /// `POST .../webhooks/subscribe`: 201 `{success, webhook: {id, url, events, status, secret}}`.
+#[utoipa::path(
+    post,
+    path = "/api/integrations/automation/webhooks/subscribe",
+    tag = "Webhooks",
+    summary = "Subscribe a URL to events",
+    security(("bearer_auth" = [])),
+    request_body = crate::openapi::SubscribeBody,
+    responses(
+        (status = 201, description = "Subscribed; the secret is shown only here", body = crate::openapi::SubscribeResponse),
+        (status = 400, description = "Invalid URL format, URL and events array are required, or Invalid event type", body = crate::openapi::ErrorBody),
+        (status = 409, description = "Subscription limit reached", body = crate::openapi::ErrorBody),
+        (status = 500, description = "Internal server error", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn subscribe(
     state: web::Data<AppState>,
     caller: Caller,
@@ -84,6 +101,22 @@ pub async fn subscribe(
 
 /// `DELETE .../webhooks/{id}`: 200 `{success: true}`, also for one's already-deleted webhook;
 /// 404 `Webhook not found` for an unknown, malformed or another user's id.
+#[utoipa::path(
+    delete,
+    path = "/api/integrations/automation/webhooks/{id}",
+    tag = "Webhooks",
+    summary = "Delete one's subscription (idempotent)",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, description = "wh_...")),
+    responses(
+        (status = 200, description = "Deleted (or already deleted)", body = crate::openapi::SuccessBody),
+        (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
+        (status = 500, description = "Failed to delete webhook", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn delete(
     state: web::Data<AppState>,
     caller: Caller,
@@ -106,8 +139,8 @@ pub async fn delete(
     Ok(HttpResponse::Ok().json(json!({ "success": true })))
 }
 
-#[derive(Debug, Serialize)]
-struct WebhookListItem {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct WebhookListItem {
     id: String,
     url: String,
     events: Vec<&'static str>,
@@ -118,6 +151,20 @@ struct WebhookListItem {
 
 /// `GET .../webhooks`: the workspace's subscriptions that are not deleted, newest first, without
 /// secrets.
+#[utoipa::path(
+    get,
+    path = "/api/integrations/automation/webhooks",
+    tag = "Webhooks",
+    summary = "List the workspace's subscriptions",
+    security(("bearer_auth" = [])),
+
+    responses(
+        (status = 200, description = "Subscriptions, newest first, without secrets", body = crate::openapi::WebhookList),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
     let webhooks: Vec<WebhookListItem> = state
         .webhooks
@@ -136,8 +183,8 @@ pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResp
     Ok(HttpResponse::Ok().json(json!({ "success": true, "webhooks": webhooks })))
 }
 
-#[derive(Debug, Serialize)]
-struct DeliveryItem {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DeliveryItem {
     event_id: String,
     event_type: &'static str,
     status: String,
@@ -166,6 +213,21 @@ impl From<DeliveryRecord> for DeliveryItem {
 }
 
 /// `GET .../webhooks/{id}/deliveries`: the last 7 days, newest first.
+#[utoipa::path(
+    get,
+    path = "/api/integrations/automation/webhooks/{id}/deliveries",
+    tag = "Webhooks",
+    summary = "The last 7 days of a subscription's deliveries",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, description = "wh_...")),
+    responses(
+        (status = 200, description = "Deliveries, newest first", body = crate::openapi::DeliveryList),
+        (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
+        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
+        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+    )
+)]
 pub async fn deliveries(
     state: web::Data<AppState>,
     caller: Caller,

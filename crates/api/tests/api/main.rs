@@ -8,6 +8,7 @@ mod fallbacks;
 mod find_client;
 mod health;
 mod idempotency;
+mod openapi;
 mod rate_limits;
 mod support;
 mod time_entries;

@@ -1,0 +1,160 @@
+//! The OpenAPI 3.1 description of every endpoint, generated from the handlers' annotations and
+//! served at `GET /api/openapi.json`.
+
+use actix_web::HttpResponse;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+use crate::routes;
+
+/// `{error: string}`: every error body.
+#[derive(Debug, ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: String,
+}
+
+/// A 409 for a duplicate name: the error and the existing resource's id.
+#[derive(Debug, ToSchema)]
+pub struct ConflictBody {
+    /// What went wrong.
+    pub error: String,
+    /// The id of the resource that already has the name.
+    pub existing_id: String,
+}
+
+/// `{success: true}`.
+#[derive(Debug, ToSchema)]
+pub struct SuccessBody {
+    /// Always true.
+    pub success: bool,
+}
+
+/// Body of the subscribe request.
+#[derive(Debug, ToSchema)]
+pub struct SubscribeBody {
+    /// HTTPS destination of deliveries.
+    pub url: String,
+    /// `TIMER_STARTED`, `TIMER_STOPPED`, `TIME_ENTRY_CREATED`, `CLIENT_CREATED`; duplicates collapse.
+    pub events: Vec<String>,
+    /// Optional label, at most 255 characters.
+    pub description: Option<String>,
+}
+
+/// The created subscription, with its signing secret (shown only here).
+#[derive(Debug, ToSchema)]
+pub struct WebhookCreated {
+    /// `wh_...`.
+    pub id: String,
+    /// Destination.
+    pub url: String,
+    /// Subscribed events.
+    pub events: Vec<String>,
+    /// `ACTIVE`.
+    pub status: String,
+    /// `whsec_...`: the Standard Webhooks signing secret.
+    pub secret: String,
+}
+
+/// 201 of the subscribe request.
+#[derive(Debug, ToSchema)]
+pub struct SubscribeResponse {
+    /// True.
+    pub success: bool,
+    /// The subscription.
+    pub webhook: WebhookCreated,
+}
+
+/// The workspace's subscriptions.
+#[derive(Debug, ToSchema)]
+pub struct WebhookList {
+    /// True.
+    pub success: bool,
+    /// Newest first.
+    pub webhooks: Vec<routes::webhooks::WebhookListItem>,
+}
+
+/// A subscription's recent deliveries.
+#[derive(Debug, ToSchema)]
+pub struct DeliveryList {
+    /// True.
+    pub success: bool,
+    /// Newest first.
+    pub deliveries: Vec<routes::webhooks::DeliveryItem>,
+}
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer_auth",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+    }
+}
+
+/// The description of the whole API.
+#[derive(Debug, OpenApi)]
+#[openapi(
+    info(
+        title = "timetrack",
+        version = "1.0.0",
+        description = "Time tracking with an integration surface for automation platforms: \
+                       client search, REST-hook webhook subscriptions, trigger fallbacks, and the \
+                       core time-tracking API. Authenticate with `Authorization: Bearer <API key>`."
+    ),
+    paths(
+        routes::health::health,
+        openapi_json,
+        routes::me::me,
+        routes::clients::create,
+        routes::clients::list,
+        routes::clients::get,
+        routes::clients::update,
+        routes::clients::delete,
+        routes::catalog::create_project,
+        routes::catalog::list_projects,
+        routes::catalog::create_task,
+        routes::catalog::list_tasks,
+        routes::catalog::create_tag,
+        routes::catalog::list_tags,
+        routes::time_entries::start,
+        routes::time_entries::stop,
+        routes::time_entries::current,
+        routes::time_entries::create,
+        routes::time_entries::list,
+        routes::time_entries::get,
+        routes::time_entries::update,
+        routes::time_entries::delete,
+        routes::find_client::find,
+        routes::webhooks::subscribe,
+        routes::webhooks::list,
+        routes::webhooks::delete,
+        routes::webhooks::deliveries,
+        routes::fallbacks::manual_entry,
+        routes::fallbacks::stop,
+        routes::fallbacks::start,
+        routes::fallbacks::clients,
+    ),
+    components(schemas(ErrorBody, ConflictBody, SuccessBody)),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "Health"), (name = "Account"), (name = "Clients"), (name = "Projects"),
+        (name = "Tags"), (name = "Time entries"), (name = "Webhooks"), (name = "Triggers"),
+    )
+)]
+pub struct ApiDoc;
+
+/// `GET /api/openapi.json`: this description (no key needed).
+#[utoipa::path(
+    get,
+    path = "/api/openapi.json",
+    tag = "Health",
+    summary = "The OpenAPI 3.1 description of the API",
+    responses((status = 200, description = "The description", content_type = "application/json"))
+)]
+pub async fn openapi_json() -> HttpResponse {
+    HttpResponse::Ok().json(ApiDoc::openapi())
+}
