@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+pub mod delivery;
 pub mod error;
 pub mod ids;
 pub mod model;

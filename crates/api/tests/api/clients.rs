@@ -259,7 +259,10 @@ async fn the_list_is_paginated_newest_first_by_cursor() {
 
     // A stale cursor (its row deleted since) still continues after the same position.
     let last_of_page1 = page1["data"][1]["id"].as_str().unwrap();
-    let req = test::TestRequest::delete().uri(&format!("/api/clients/{last_of_page1}")).insert_header(t.bearer()).to_request();
+    let req = test::TestRequest::delete()
+        .uri(&format!("/api/clients/{last_of_page1}"))
+        .insert_header(t.bearer())
+        .to_request();
     assert_eq!(call(&app, req).await.0, 200);
     let (status, _, stale) = call(&app, get(format!("/api/clients?limit=2&cursor={cursor}"))).await;
     assert_eq!(status, 200);

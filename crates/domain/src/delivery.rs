@@ -1,0 +1,371 @@
+//! The rules of webhook delivery: signing (Standard Webhooks), what an attempt's outcome means,
+//! when the next attempt is due, and when a subscription is given up on.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use time::{Duration, OffsetDateTime};
+
+use crate::error::{DomainError, DomainResult};
+use crate::ports::RandomSource;
+
+/// The Standard Webhooks signature of a delivery: `v1,` + base64 of HMAC-SHA256, keyed with the
+/// decoded secret, over `{id}.{timestamp}.{body}`.
+///
+/// `secret` is the subscription's `whsec_<base64>` secret; one that does not decode is a bug.
+pub fn sign(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> DomainResult<String> {
+    let encoded = secret.strip_prefix("whsec_").unwrap_or(secret);
+    let key = STANDARD
+        .decode(encoded)
+        .map_err(|e| DomainError::Unexpected(anyhow::anyhow!("malformed signing secret: {e}")))?;
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key)
+        .map_err(|e| DomainError::Unexpected(anyhow::anyhow!("signing key: {e}")))?;
+    mac.update(id.as_bytes());
+    mac.update(b".");
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    Ok(format!(
+        "v1,{}",
+        STANDARD.encode(mac.finalize().into_bytes())
+    ))
+}
+
+/// Why an attempt got no HTTP response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureReason {
+    /// The name did not resolve.
+    Dns,
+    /// The resolved address is in a blocked range (SSRF guard).
+    BlockedTarget,
+    /// No TCP connection within the connect time-out, or refused.
+    Connect,
+    /// The TLS handshake failed (certificate, protocol).
+    Tls,
+    /// No complete response within the total time-out.
+    Timeout,
+    /// The connection broke or the response was malformed.
+    Protocol,
+}
+
+impl FailureReason {
+    /// A short stable name, stored as the delivery's error kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Dns => "dns",
+            Self::BlockedTarget => "blocked_target",
+            Self::Connect => "connect",
+            Self::Tls => "tls",
+            Self::Timeout => "timeout",
+            Self::Protocol => "protocol",
+        }
+    }
+}
+
+/// What one HTTP attempt came to. An outcome is data, never an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    /// A 2xx response.
+    Delivered {
+        /// The status code.
+        status: u16,
+    },
+    /// Any other response, 3xx included (redirects are never followed).
+    Rejected {
+        /// The status code.
+        status: u16,
+        /// The `Retry-After` of a 429 or 503, if it had a usable one.
+        retry_after: Option<Duration>,
+    },
+    /// No response.
+    Failed {
+        /// Why.
+        reason: FailureReason,
+        /// Details for the delivery log.
+        detail: String,
+    },
+}
+
+/// The waits between attempts, after the first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetrySchedule(Vec<Duration>);
+
+impl Default for RetrySchedule {
+    /// 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h: ten attempts over about three days.
+    fn default() -> Self {
+        Self(vec![
+            Duration::seconds(5),
+            Duration::minutes(5),
+            Duration::minutes(30),
+            Duration::hours(2),
+            Duration::hours(5),
+            Duration::hours(10),
+            Duration::hours(14),
+            Duration::hours(20),
+            Duration::hours(24),
+        ])
+    }
+}
+
+impl RetrySchedule {
+    /// Parses a comma-separated list of waits such as `1s,2s,4s` (units `ms`, `s`, `m`, `h`);
+    /// an empty list means no retry.
+    pub fn parse(text: &str) -> DomainResult<Self> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(Self(Vec::new()));
+        }
+        text.split(',')
+            .map(|part| {
+                let part = part.trim();
+                let invalid = || DomainError::validation(format!("invalid retry wait: {part:?}"));
+                let split = part
+                    .find(|c: char| !c.is_ascii_digit())
+                    .ok_or_else(invalid)?;
+                let (number, unit) = part.split_at(split);
+                let n: i64 = number.parse().map_err(|_| invalid())?;
+                match unit {
+                    "ms" => Ok(Duration::milliseconds(n)),
+                    "s" => Ok(Duration::seconds(n)),
+                    "m" => Ok(Duration::minutes(n)),
+                    "h" => Ok(Duration::hours(n)),
+                    _ => Err(invalid()),
+                }
+            })
+            .collect::<DomainResult<Vec<_>>>()
+            .map(Self)
+    }
+
+    /// The wait before attempt `attempts_made + 1`, or `None` when the schedule is exhausted.
+    pub fn wait_after(&self, attempts_made: u32) -> Option<Duration> {
+        let index = usize::try_from(attempts_made).ok()?.checked_sub(1)?;
+        self.0.get(index).copied()
+    }
+
+    /// Most attempts a delivery gets: the first and one per wait.
+    pub fn max_attempts(&self) -> usize {
+        self.0.len() + 1
+    }
+}
+
+/// What happens to a delivery after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextStep {
+    /// Delivered: done.
+    Done,
+    /// Try again at this time.
+    RetryAt(OffsetDateTime),
+    /// The schedule is exhausted: `FAILED` for good.
+    GiveUp,
+    /// `410 Gone`: the subscriber asked to end the subscription.
+    Unsubscribe,
+}
+
+/// Longest `Retry-After` honoured.
+pub const MAX_RETRY_AFTER: Duration = Duration::hours(24);
+/// Relative jitter of each wait: ±20 %.
+pub const JITTER: f64 = 0.2;
+/// A subscription whose deliveries all failed for this long is disabled.
+pub const DISABLE_AFTER: Duration = Duration::days(5);
+
+/// Decides what follows attempt number `attempts_made` (1 for the first) that ended in
+/// `outcome` at `now`. Waits get ±20 % jitter drawn from `random`; a 429 or 503 with
+/// `Retry-After` waits at least that long (at most 24 h).
+pub fn next_step(
+    outcome: &AttemptOutcome,
+    attempts_made: u32,
+    now: OffsetDateTime,
+    schedule: &RetrySchedule,
+    random: &dyn RandomSource,
+) -> NextStep {
+    let retry_after = match outcome {
+        AttemptOutcome::Delivered { .. } => return NextStep::Done,
+        AttemptOutcome::Rejected { status: 410, .. } => return NextStep::Unsubscribe,
+        AttemptOutcome::Rejected {
+            status: 429 | 503,
+            retry_after,
+        } => retry_after.map(|r| r.min(MAX_RETRY_AFTER)),
+        _ => None,
+    };
+    let Some(wait) = schedule.wait_after(attempts_made) else {
+        return NextStep::GiveUp;
+    };
+    let mut bytes = [0u8; 4];
+    random.fill(&mut bytes);
+    // A uniform factor in [1 - JITTER, 1 + JITTER].
+    let unit = f64::from(u32::from_le_bytes(bytes)) / f64::from(u32::MAX);
+    let jittered = wait * (1.0 + JITTER * (2.0 * unit - 1.0));
+    NextStep::RetryAt(now + retry_after.map_or(jittered, |r| jittered.max(r)))
+}
+
+/// Whether a subscription failing since `failing_since` should be disabled at `now`.
+pub fn should_disable(failing_since: Option<OffsetDateTime>, now: OffsetDateTime) -> bool {
+    failing_since.is_some_and(|since| now - since >= DISABLE_AFTER)
+}
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+    use crate::testing::SeededRandom;
+
+    #[test]
+    fn signatures_match_the_standard_webhooks_test_vector() {
+        let signature = sign(
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            1_614_265_330,
+            br#"{"test": 2432232314}"#,
+        )
+        .unwrap();
+        assert_eq!(signature, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+    }
+
+    #[test]
+    fn a_malformed_secret_is_a_bug_not_a_signature() {
+        assert!(sign("whsec_!!!", "id", 1, b"{}").is_err());
+    }
+
+    #[test]
+    fn the_schedule_parses_and_ends() {
+        let schedule = RetrySchedule::parse("1s, 2s,500ms,1m,1h").unwrap();
+        assert_eq!(schedule.wait_after(1), Some(Duration::seconds(1)));
+        assert_eq!(schedule.wait_after(3), Some(Duration::milliseconds(500)));
+        assert_eq!(schedule.wait_after(5), Some(Duration::hours(1)));
+        assert_eq!(schedule.wait_after(6), None);
+        assert_eq!(schedule.wait_after(0), None);
+        assert_eq!(schedule.max_attempts(), 6);
+        assert_eq!(RetrySchedule::parse("").unwrap().max_attempts(), 1);
+        for bad in ["1", "s", "1d", "-1s", "1s,,2s"] {
+            assert!(RetrySchedule::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(RetrySchedule::default().max_attempts(), 10);
+        assert_eq!(
+            RetrySchedule::default().wait_after(9),
+            Some(Duration::hours(24))
+        );
+    }
+
+    #[test]
+    fn outcomes_decide_the_next_step_with_bounded_jitter() {
+        let now = datetime!(2026-01-05 09:00 UTC);
+        let schedule = RetrySchedule::default();
+        let random = SeededRandom::new(11);
+        assert_eq!(
+            next_step(
+                &AttemptOutcome::Delivered { status: 204 },
+                1,
+                now,
+                &schedule,
+                &random
+            ),
+            NextStep::Done
+        );
+        assert_eq!(
+            next_step(
+                &AttemptOutcome::Rejected {
+                    status: 410,
+                    retry_after: None
+                },
+                1,
+                now,
+                &schedule,
+                &random
+            ),
+            NextStep::Unsubscribe
+        );
+        let mut waits = Vec::new();
+        for _ in 0..200 {
+            match next_step(
+                &AttemptOutcome::Rejected {
+                    status: 500,
+                    retry_after: None,
+                },
+                2,
+                now,
+                &schedule,
+                &random,
+            ) {
+                NextStep::RetryAt(at) => waits.push((at - now).as_seconds_f64()),
+                other => panic!("{other:?}"),
+            }
+        }
+        // 5 minutes ± 20 %, and really spread.
+        assert!(
+            waits.iter().all(|w| (240.0..=360.0).contains(w)),
+            "{waits:?}"
+        );
+        assert!(waits.iter().any(|w| *w < 270.0) && waits.iter().any(|w| *w > 330.0));
+        let failed = AttemptOutcome::Failed {
+            reason: FailureReason::Timeout,
+            detail: "15 s".into(),
+        };
+        assert_eq!(
+            next_step(&failed, 10, now, &schedule, &random),
+            NextStep::GiveUp
+        );
+        // A 3xx is a failure like any other (redirects are not followed).
+        assert!(matches!(
+            next_step(
+                &AttemptOutcome::Rejected {
+                    status: 302,
+                    retry_after: None
+                },
+                1,
+                now,
+                &schedule,
+                &random
+            ),
+            NextStep::RetryAt(_)
+        ));
+    }
+
+    #[test]
+    fn retry_after_is_honoured_on_429_and_503_and_capped_at_a_day() {
+        let now = datetime!(2026-01-05 09:00 UTC);
+        let schedule = RetrySchedule::parse("1s").unwrap();
+        let random = SeededRandom::new(3);
+        let step = |status, secs| {
+            next_step(
+                &AttemptOutcome::Rejected {
+                    status,
+                    retry_after: Some(Duration::seconds(secs)),
+                },
+                1,
+                now,
+                &schedule,
+                &random,
+            )
+        };
+        assert_eq!(
+            step(429, 120),
+            NextStep::RetryAt(now + Duration::seconds(120))
+        );
+        assert_eq!(
+            step(503, 120),
+            NextStep::RetryAt(now + Duration::seconds(120))
+        );
+        assert_eq!(
+            step(429, 10 * 86_400),
+            NextStep::RetryAt(now + Duration::hours(24))
+        );
+        // Other statuses ignore it.
+        match step(500, 120) {
+            NextStep::RetryAt(at) => assert!(at - now <= Duration::milliseconds(1200)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn subscriptions_are_disabled_after_five_days_of_failures() {
+        let now = datetime!(2026-01-10 09:00 UTC);
+        assert!(!should_disable(None, now));
+        assert!(!should_disable(
+            Some(now - Duration::days(5) + Duration::seconds(1)),
+            now
+        ));
+        assert!(should_disable(Some(now - Duration::days(5)), now));
+    }
+}
