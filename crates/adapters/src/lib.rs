@@ -1,6 +1,7 @@
 //! Adapters of timetrack's ports: PostgreSQL persistence (diesel-async on a deadpool pool), the
 //! private PostgreSQL cluster, and the system clock, id generator and random source.
 
+pub mod http;
 pub mod local_postgres;
 pub mod postgres;
 pub mod ratelimit;
@@ -10,6 +11,7 @@ pub mod system;
 #[cfg(feature = "test-support")]
 pub mod testing;
 
+pub use http::{HyperWebhookSender, SenderSettings};
 pub use local_postgres::{Durability, LocalPostgres};
 pub use postgres::{PgPool, PoolSettings, build_pool, run_migrations};
 pub use ratelimit::{InMemoryRateLimitStore, PgRateLimitStore};

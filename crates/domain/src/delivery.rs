@@ -32,6 +32,59 @@ pub fn sign(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> DomainResult
     ))
 }
 
+/// One HTTP request of a delivery: where, which headers, what body. Built by
+/// [`build_request`]; the sender adds nothing and follows no redirect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookRequest {
+    /// The subscription's HTTPS URL.
+    pub url: String,
+    /// Header names (lowercase) and values, in order.
+    pub headers: Vec<(&'static str, String)>,
+    /// The event's exact JSON body.
+    pub body: String,
+}
+
+/// The request delivering an event: the body as stored, the Standard Webhooks headers
+/// (`webhook-id` is the event id, the same on every retry; `webhook-timestamp` is the attempt's
+/// Unix time), `X-Webhook-Event`, `Content-Type` and `User-Agent`.
+pub fn build_request(
+    url: &str,
+    secret: &str,
+    event_id: &str,
+    event_type: &str,
+    body: &str,
+    at: OffsetDateTime,
+) -> DomainResult<WebhookRequest> {
+    let timestamp = at.unix_timestamp();
+    let signature = sign(secret, event_id, timestamp, body.as_bytes())?;
+    Ok(WebhookRequest {
+        url: url.to_owned(),
+        headers: vec![
+            ("content-type", "application/json".to_owned()),
+            (
+                "user-agent",
+                format!("timetrack-webhooks/{}", env!("CARGO_PKG_VERSION")),
+            ),
+            ("webhook-id", event_id.to_owned()),
+            ("webhook-timestamp", timestamp.to_string()),
+            ("webhook-signature", signature),
+            ("x-webhook-event", event_type.to_owned()),
+        ],
+        body: body.to_owned(),
+    })
+}
+
+/// What an attempt produced, for the delivery log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptReport {
+    /// The outcome.
+    pub outcome: AttemptOutcome,
+    /// From the start of the attempt to its end.
+    pub latency: Duration,
+    /// The first kilobyte of the response body, if there was one.
+    pub response_excerpt: Option<String>,
+}
+
 /// Why an attempt got no HTTP response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureReason {
@@ -221,6 +274,41 @@ mod tests {
         )
         .unwrap();
         assert_eq!(signature, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+    }
+
+    #[test]
+    fn requests_carry_the_signed_headers_and_the_exact_body() {
+        let at = datetime!(2021-02-25 15:02:10 UTC);
+        let req = build_request(
+            "https://hooks.example.com/h",
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            "CLIENT_CREATED",
+            r#"{"test": 2432232314}"#,
+            at,
+        )
+        .unwrap();
+        assert_eq!(at.unix_timestamp(), 1_614_265_330);
+        let header = |name: &str| {
+            req.headers
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(
+            header("webhook-signature"),
+            Some("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+        );
+        assert_eq!(header("webhook-id"), Some("msg_p5jXN8AQM9LWM0D4loKWxJek"));
+        assert_eq!(header("webhook-timestamp"), Some("1614265330"));
+        assert_eq!(header("x-webhook-event"), Some("CLIENT_CREATED"));
+        assert_eq!(header("content-type"), Some("application/json"));
+        assert!(
+            header("user-agent")
+                .unwrap()
+                .starts_with("timetrack-webhooks/")
+        );
+        assert_eq!(req.body, r#"{"test": 2432232314}"#);
     }
 
     #[test]

@@ -5,6 +5,10 @@
 //! The template's name carries a hash of the migrations, so a changed migration gets a new
 //! template, and concurrent test processes on one server build it once, under an advisory lock.
 
+mod receiver;
+
+pub use receiver::{Behaviour, HttpsReceiver, Received};
+
 use std::path::PathBuf;
 use std::sync::OnceLock;
 

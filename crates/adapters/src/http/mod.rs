@@ -1,0 +1,5 @@
+//! The HTTPS webhook sender.
+
+mod sender;
+
+pub use sender::{HyperWebhookSender, SenderSettings};

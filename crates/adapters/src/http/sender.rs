@@ -1,0 +1,377 @@
+//! [`WebhookSender`] on hyper and rustls, with the SSRF guard in the connector.
+//!
+//! The connector's resolver checks every address a host name resolves to and refuses the name if
+//! any is blocked; the TCP connection then goes to the checked addresses only, so a second lookup
+//! (DNS rebinding) cannot redirect it. Address literals are checked before the request. TLS is
+//! always verified, against the system roots plus the PEM roots of `extra_roots`. Connections are
+//! kept alive and reused per host. Redirects are never followed.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use async_trait::async_trait;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::dns::Name;
+use hyper_util::rt::TokioExecutor;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+use timetrack_domain::delivery::{AttemptOutcome, AttemptReport, FailureReason, WebhookRequest};
+use timetrack_domain::net::{blocked_reason, check_webhook_url};
+use timetrack_domain::ports::WebhookSender;
+
+/// Most bytes of a response body read; the rest is never received.
+pub const MAX_RESPONSE_BYTES: usize = 16 * 1024;
+/// Most bytes of a response body kept for the delivery log.
+pub const EXCERPT_BYTES: usize = 1024;
+
+/// How the sender connects.
+#[derive(Debug, Clone)]
+pub struct SenderSettings {
+    /// Longest TCP connect.
+    pub connect_timeout: Duration,
+    /// Longest attempt, from resolving to the last body byte read.
+    pub total_timeout: Duration,
+    /// Lift the SSRF guard (tests and development only).
+    pub allow_private_targets: bool,
+    /// A PEM file of extra trusted roots (tests, private CAs).
+    pub extra_roots: Option<PathBuf>,
+    /// Idle connections kept per host.
+    pub max_idle_per_host: usize,
+}
+
+impl Default for SenderSettings {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(5),
+            total_timeout: Duration::from_secs(15),
+            allow_private_targets: false,
+            extra_roots: None,
+            max_idle_per_host: 32,
+        }
+    }
+}
+
+/// A resolution refused because an address is blocked.
+#[derive(Debug, thiserror::Error)]
+#[error("{host} resolves to a blocked address ({reason})")]
+struct BlockedTarget {
+    host: String,
+    reason: &'static str,
+}
+
+/// A name that did not resolve.
+#[derive(Debug, thiserror::Error)]
+#[error("{host} did not resolve: {detail}")]
+struct DnsFailure {
+    host: String,
+    detail: String,
+}
+
+/// The connector's resolver: the system resolver, then the SSRF check of every address.
+#[derive(Debug, Clone)]
+struct GuardedResolver {
+    allow_private: bool,
+}
+
+type ResolveFuture =
+    Pin<Box<dyn Future<Output = Result<std::vec::IntoIter<SocketAddr>, BoxError>> + Send>>;
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl tower_service::Service<Name> for GuardedResolver {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = BoxError;
+    type Future = ResolveFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        let allow_private = self.allow_private;
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let addresses: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+                .await
+                .map_err(|e| DnsFailure {
+                    host: host.clone(),
+                    detail: e.to_string(),
+                })?
+                .collect();
+            if addresses.is_empty() {
+                return Err(DnsFailure {
+                    host,
+                    detail: "no addresses".into(),
+                }
+                .into());
+            }
+            if !allow_private
+                && let Some(reason) = addresses.iter().find_map(|a| blocked_reason(a.ip()))
+            {
+                return Err(BlockedTarget { host, reason }.into());
+            }
+            Ok(addresses.into_iter())
+        })
+    }
+}
+
+/// The HTTPS sender; cheap to clone (the connection pool is shared).
+#[derive(Clone)]
+pub struct HyperWebhookSender {
+    client: Client<HttpsConnector<HttpConnector<GuardedResolver>>, Full<Bytes>>,
+    settings: Arc<SenderSettings>,
+}
+
+impl std::fmt::Debug for HyperWebhookSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HyperWebhookSender")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HyperWebhookSender {
+    /// Builds the sender; fails if the extra roots cannot be read or no root is usable.
+    pub fn new(settings: SenderSettings) -> Result<Self> {
+        let mut roots = rustls::RootCertStore::empty();
+        let native = rustls_native_certs::load_native_certs();
+        for cert in native.certs {
+            // A system root rustls cannot use is skipped, as browsers do.
+            let _ = roots.add(cert);
+        }
+        if let Some(path) = &settings.extra_roots {
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+                .with_context(|| format!("reading extra roots from {}", path.display()))?
+                .collect::<Result<_, _>>()
+                .with_context(|| format!("parsing extra roots in {}", path.display()))?;
+            anyhow::ensure!(!certs.is_empty(), "{} holds no certificate", path.display());
+            for cert in certs {
+                roots
+                    .add(cert)
+                    .with_context(|| format!("adding a root from {}", path.display()))?;
+            }
+        }
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .context("TLS protocol versions")?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+
+        let mut http = HttpConnector::new_with_resolver(GuardedResolver {
+            allow_private: settings.allow_private_targets,
+        });
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(settings.connect_timeout));
+        http.set_nodelay(true);
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_only()
+            .enable_http1()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(settings.max_idle_per_host)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build(https);
+        Ok(Self {
+            client,
+            settings: Arc::new(settings),
+        })
+    }
+
+    async fn attempt(&self, request: &WebhookRequest) -> (AttemptOutcome, Option<String>) {
+        // Literals never reach the resolver: check them (and the URL rules) here.
+        if check_webhook_url(&request.url, self.settings.allow_private_targets).is_none() {
+            return (
+                failed(
+                    FailureReason::BlockedTarget,
+                    "the URL or its address is not allowed",
+                ),
+                None,
+            );
+        }
+        let mut builder = Request::post(&request.url);
+        for (name, value) in &request.headers {
+            match HeaderValue::from_str(value) {
+                Ok(value) => {
+                    builder = builder.header(HeaderName::from_static(name), value);
+                }
+                Err(_) => {
+                    return (
+                        failed(FailureReason::Protocol, "invalid header value"),
+                        None,
+                    );
+                }
+            }
+        }
+        let http_request = match builder.body(Full::new(Bytes::from(request.body.clone()))) {
+            Ok(r) => r,
+            Err(e) => return (failed(FailureReason::Protocol, &e.to_string()), None),
+        };
+        let response = match self.client.request(http_request).await {
+            Ok(response) => response,
+            Err(err) => return (classify(&err), None),
+        };
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(hyper::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|secs| time::Duration::seconds(i64::try_from(secs).unwrap_or(i64::MAX)));
+        let body = read_capped(response.into_body()).await;
+        let excerpt = (!body.is_empty()).then(|| excerpt(&body));
+        let outcome = if status.is_success() {
+            AttemptOutcome::Delivered {
+                status: status.as_u16(),
+            }
+        } else {
+            AttemptOutcome::Rejected {
+                status: status.as_u16(),
+                retry_after,
+            }
+        };
+        (outcome, excerpt)
+    }
+}
+
+fn failed(reason: FailureReason, detail: &str) -> AttemptOutcome {
+    AttemptOutcome::Failed {
+        reason,
+        detail: detail.to_owned(),
+    }
+}
+
+/// Reads at most [`MAX_RESPONSE_BYTES`] of a body; a broken body ends the read, not the attempt.
+async fn read_capped(mut body: hyper::body::Incoming) -> Vec<u8> {
+    let mut out = Vec::new();
+    while out.len() < MAX_RESPONSE_BYTES {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    let room = MAX_RESPONSE_BYTES - out.len();
+                    out.extend_from_slice(&data[..data.len().min(room)]);
+                }
+            }
+            Some(Err(_)) | None => break,
+        }
+    }
+    out
+}
+
+/// The first kilobyte of `body` as text, cut on a character boundary.
+fn excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(EXCERPT_BYTES)]).into_owned();
+    let mut end = text.len().min(EXCERPT_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+/// Names the cause of a request that got no response, from its error chain.
+fn classify(err: &hyper_util::client::legacy::Error) -> AttemptOutcome {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    let mut detail = err.to_string();
+    while let Some(e) = source {
+        if let Some(blocked) = e.downcast_ref::<BlockedTarget>() {
+            return failed(FailureReason::BlockedTarget, &blocked.to_string());
+        }
+        if let Some(dns) = e.downcast_ref::<DnsFailure>() {
+            return failed(FailureReason::Dns, &dns.to_string());
+        }
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return failed(FailureReason::Tls, &tls.to_string());
+        }
+        detail = e.to_string();
+        // `io::Error::source` skips the error it wraps; descend into it instead.
+        source = match e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => e.source(),
+        };
+    }
+    if err.is_connect() {
+        failed(FailureReason::Connect, &detail)
+    } else {
+        failed(FailureReason::Protocol, &detail)
+    }
+}
+
+#[async_trait]
+impl WebhookSender for HyperWebhookSender {
+    async fn send(&self, request: &WebhookRequest) -> AttemptReport {
+        let started = Instant::now();
+        let (outcome, response_excerpt) =
+            match tokio::time::timeout(self.settings.total_timeout, self.attempt(request)).await {
+                Ok(result) => result,
+                Err(_) => (
+                    failed(
+                        FailureReason::Timeout,
+                        &format!("no response within {:?}", self.settings.total_timeout),
+                    ),
+                    None,
+                ),
+            };
+        AttemptReport {
+            outcome,
+            latency: time::Duration::try_from(started.elapsed()).unwrap_or(time::Duration::MAX),
+            response_excerpt,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower_service::Service;
+
+    #[tokio::test]
+    async fn the_resolver_refuses_names_of_blocked_addresses_unless_allowed() {
+        let name: Name = "localhost".parse().unwrap();
+        let err = GuardedResolver {
+            allow_private: false,
+        }
+        .call(name.clone())
+        .await
+        .unwrap_err();
+        assert!(err.downcast_ref::<BlockedTarget>().is_some(), "{err}");
+        let addresses: Vec<SocketAddr> = GuardedResolver {
+            allow_private: true,
+        }
+        .call(name)
+        .await
+        .unwrap()
+        .collect();
+        assert!(addresses.iter().all(|a| a.ip().is_loopback()));
+        let err = GuardedResolver {
+            allow_private: false,
+        }
+        .call("no-such-host.invalid".parse().unwrap())
+        .await
+        .unwrap_err();
+        assert!(err.downcast_ref::<DnsFailure>().is_some(), "{err}");
+    }
+
+    #[test]
+    fn excerpts_are_a_kilobyte_cut_on_a_character() {
+        assert_eq!(excerpt(b"ok"), "ok");
+        let long = "é".repeat(1000);
+        let cut = excerpt(long.as_bytes());
+        assert!(cut.len() <= EXCERPT_BYTES && cut.chars().all(|c| c == 'é'));
+    }
+}
