@@ -601,3 +601,261 @@ mod timers {
         );
     }
 }
+
+mod queue {
+    //! The delivery queue: leased claims and recorded outcomes.
+
+    use diesel_async::RunQueryDsl;
+    use time::macros::datetime;
+    use time::{Duration, OffsetDateTime};
+    use timetrack_adapters::postgres::PgDeliveryQueue;
+    use timetrack_adapters::testing::TestDatabase;
+    use timetrack_domain::delivery::{
+        AttemptOutcome, AttemptRecord, AttemptReport, FailureReason, NextStep,
+    };
+    use timetrack_domain::ports::DeliveryQueue;
+
+    const T0: OffsetDateTime = datetime!(2026-03-01 09:00 UTC);
+
+    async fn sql(db: &TestDatabase, statement: &str) {
+        let pool = db.pool();
+        let mut conn = pool.get().await.unwrap();
+        diesel::sql_query(statement)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+
+    async fn text(db: &TestDatabase, query: &str) -> String {
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            v: String,
+        }
+        let pool = db.pool();
+        let mut conn = pool.get().await.unwrap();
+        let rows: Vec<Row> = diesel::sql_query(query).load(&mut conn).await.unwrap();
+        rows.into_iter().map(|r| r.v).collect::<Vec<_>>().join(",")
+    }
+
+    /// A workspace with one key, subscriptions `wh_a...` (ACTIVE) and `wh_b...` (DISABLED), and
+    /// `events` events each with a pending delivery to both.
+    async fn setup(events: u32) -> (TestDatabase, PgDeliveryQueue) {
+        let db = TestDatabase::new().await;
+        for statement in [
+            "INSERT INTO workspaces (id, name, created_at) VALUES ('00000000-0000-0000-0000-0000000000a1', 'W', now())".to_owned(),
+            "INSERT INTO users (id, name, email, created_at) VALUES ('00000000-0000-0000-0000-0000000000b1', 'U', 'u@example.com', now())".to_owned(),
+            "INSERT INTO memberships VALUES ('00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000b1', now())".to_owned(),
+            "INSERT INTO api_keys (id, workspace_id, user_id, key_prefix, key_hash, created_at) VALUES ('00000000-0000-0000-0000-0000000000c1', '00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000b1', 'tt_x', decode(repeat('00', 32), 'hex'), now())".to_owned(),
+            "INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, secret, status, created_at, updated_at) VALUES \
+             ('wh_aaaaaaaaaaaaaaaaaaaaaaaa', '00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000b1', '00000000-0000-0000-0000-0000000000c1', 'https://a.example.com/h', ARRAY['CLIENT_CREATED'], 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'ACTIVE', now(), now()), \
+             ('wh_bbbbbbbbbbbbbbbbbbbbbbbb', '00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000b1', '00000000-0000-0000-0000-0000000000c1', 'https://b.example.com/h', ARRAY['CLIENT_CREATED'], 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'DISABLED', now(), now())".to_owned(),
+            format!("INSERT INTO events (id, workspace_id, event_type, body, created_at) SELECT ('00000000-0000-0000-0000-' || lpad(g::text, 12, '0'))::uuid, '00000000-0000-0000-0000-0000000000a1', 'CLIENT_CREATED', '{{\"n\":' || g || '}}', '{T0}' FROM generate_series(1, {events}) g"),
+            format!("INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, next_attempt_at, created_at, updated_at) SELECT e.id, s.id, e.workspace_id, 'PENDING', '{T0}', '{T0}', '{T0}' FROM events e CROSS JOIN webhook_subscriptions s"),
+        ] {
+            sql(&db, &statement).await;
+        }
+        let queue = PgDeliveryQueue::new(db.pool());
+        (db, queue)
+    }
+
+    fn record(next: NextStep, outcome: AttemptOutcome) -> AttemptRecord {
+        AttemptRecord {
+            started_at: T0 + Duration::seconds(1),
+            report: AttemptReport {
+                outcome,
+                latency: Duration::milliseconds(42),
+                response_excerpt: Some("ok".into()),
+            },
+            next,
+            disable_subscription: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn claims_are_leased_due_and_for_active_subscriptions_only() {
+        let (_db, queue) = setup(1).await;
+        assert!(
+            queue
+                .claim(T0 - Duration::seconds(1), T0 + Duration::seconds(30), 10)
+                .await
+                .unwrap()
+                .is_empty(),
+            "not yet due"
+        );
+        let claimed = queue
+            .claim(T0, T0 + Duration::seconds(30), 10)
+            .await
+            .unwrap();
+        assert_eq!(
+            claimed.len(),
+            1,
+            "the disabled subscription's delivery is not claimed"
+        );
+        let c = &claimed[0];
+        assert_eq!(
+            (
+                c.subscription_id.as_str(),
+                c.url.as_str(),
+                c.body.as_str(),
+                c.attempts
+            ),
+            (
+                "wh_aaaaaaaaaaaaaaaaaaaaaaaa",
+                "https://a.example.com/h",
+                r#"{"n":1}"#,
+                0
+            )
+        );
+        assert!(
+            queue
+                .claim(T0 + Duration::seconds(10), T0 + Duration::seconds(60), 10)
+                .await
+                .unwrap()
+                .is_empty(),
+            "leased"
+        );
+        let again = queue
+            .claim(T0 + Duration::seconds(30), T0 + Duration::seconds(90), 10)
+            .await
+            .unwrap();
+        assert_eq!(again.len(), 1, "an expired lease is claimable again");
+    }
+
+    #[tokio::test]
+    async fn concurrent_claims_never_share_a_delivery() {
+        let (_db, queue) = setup(40).await;
+        let (a, b) = tokio::join!(
+            queue.claim(T0, T0 + Duration::seconds(30), 25),
+            queue.claim(T0, T0 + Duration::seconds(30), 25),
+        );
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_eq!(a.len() + b.len(), 40);
+        assert!(a.iter().all(|x| b.iter().all(|y| x.event_id != y.event_id)));
+    }
+
+    #[tokio::test]
+    async fn outcomes_move_the_delivery_and_the_failure_clock() {
+        let (db, queue) = setup(2).await;
+        let claimed = queue
+            .claim(T0, T0 + Duration::seconds(30), 10)
+            .await
+            .unwrap();
+        let retry_at = T0 + Duration::minutes(5);
+        let failed = AttemptOutcome::Failed {
+            reason: FailureReason::Timeout,
+            detail: "15 s".into(),
+        };
+        queue
+            .record(&claimed[0], &record(NextStep::RetryAt(retry_at), failed))
+            .await
+            .unwrap();
+        queue
+            .record(
+                &claimed[1],
+                &record(NextStep::Done, AttemptOutcome::Delivered { status: 204 }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            text(&db, "SELECT status || ':' || attempts || ':' || coalesce(last_status_code::text, '-') || ':' || coalesce(last_error, '-') AS v FROM deliveries WHERE subscription_id LIKE 'wh_a%' ORDER BY event_id").await,
+            "PENDING:1:-:timeout: 15 s,DELIVERED:1:204:-"
+        );
+        assert_eq!(
+            text(&db, "SELECT count(*)::text AS v FROM delivery_attempts").await,
+            "2"
+        );
+        // The success after the failure cleared the clock (both recorded in order: fail, then ok).
+        assert_eq!(text(&db, "SELECT coalesce(failing_since::text, 'none') AS v FROM webhook_subscriptions WHERE id LIKE 'wh_a%'").await, "none");
+        assert!(
+            queue
+                .claim(
+                    retry_at - Duration::seconds(1),
+                    retry_at + Duration::seconds(30),
+                    10
+                )
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            queue
+                .claim(retry_at, retry_at + Duration::seconds(30), 10)
+                .await
+                .unwrap()[0]
+                .attempts,
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn a_410_deletes_the_subscription_and_cancels_its_queue() {
+        let (db, queue) = setup(3).await;
+        let claimed = queue
+            .claim(T0, T0 + Duration::seconds(30), 1)
+            .await
+            .unwrap();
+        queue
+            .record(
+                &claimed[0],
+                &record(
+                    NextStep::Unsubscribe,
+                    AttemptOutcome::Rejected {
+                        status: 410,
+                        retry_after: None,
+                    },
+                ),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            text(
+                &db,
+                "SELECT status AS v FROM webhook_subscriptions WHERE id LIKE 'wh_a%'"
+            )
+            .await,
+            "DELETED"
+        );
+        assert_eq!(text(&db, "SELECT string_agg(status, ',' ORDER BY status) AS v FROM deliveries WHERE subscription_id LIKE 'wh_a%'").await, "CANCELLED,CANCELLED,FAILED");
+        assert_eq!(
+            text(&db, "SELECT action || ':' || reason AS v FROM audit_log").await,
+            "webhook.deleted:410 Gone from the receiver"
+        );
+        assert!(
+            queue
+                .claim(T0 + Duration::hours(1), T0 + Duration::hours(2), 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_subscription_failing_for_five_days_is_disabled_and_its_queue_cancelled() {
+        let (db, queue) = setup(2).await;
+        let claimed = queue
+            .claim(T0, T0 + Duration::seconds(30), 1)
+            .await
+            .unwrap();
+        let failed = AttemptOutcome::Rejected {
+            status: 500,
+            retry_after: None,
+        };
+        let mut attempt = record(NextStep::GiveUp, failed);
+        attempt.disable_subscription = true;
+        queue.record(&claimed[0], &attempt).await.unwrap();
+        assert_eq!(
+            text(
+                &db,
+                "SELECT status AS v FROM webhook_subscriptions WHERE id LIKE 'wh_a%'"
+            )
+            .await,
+            "DISABLED"
+        );
+        assert_eq!(text(&db, "SELECT string_agg(status, ',' ORDER BY status) AS v FROM deliveries WHERE subscription_id LIKE 'wh_a%'").await, "CANCELLED,FAILED");
+        assert_eq!(
+            text(&db, "SELECT action AS v FROM audit_log").await,
+            "webhook.disabled"
+        );
+    }
+}

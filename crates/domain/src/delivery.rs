@@ -85,6 +85,42 @@ pub struct AttemptReport {
     pub response_excerpt: Option<String>,
 }
 
+/// A delivery claimed by a worker, with everything needed to send it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedDelivery {
+    /// The event (and the `webhook-id`).
+    pub event_id: crate::ids::EventId,
+    /// The subscription.
+    pub subscription_id: crate::model::WebhookId,
+    /// The subscription's workspace.
+    pub workspace_id: crate::ids::WorkspaceId,
+    /// The event's type.
+    pub event_type: crate::model::EventType,
+    /// The exact body.
+    pub body: String,
+    /// The destination.
+    pub url: String,
+    /// The signing secret.
+    pub secret: String,
+    /// Attempts made before this one.
+    pub attempts: u32,
+    /// Since when the subscription's deliveries have been failing, if they are.
+    pub failing_since: Option<OffsetDateTime>,
+}
+
+/// What a worker records after an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRecord {
+    /// When the attempt started.
+    pub started_at: OffsetDateTime,
+    /// What it produced.
+    pub report: AttemptReport,
+    /// What follows.
+    pub next: NextStep,
+    /// Whether the subscription is to be disabled (failing for 5 days).
+    pub disable_subscription: bool,
+}
+
 /// Why an attempt got no HTTP response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureReason {

@@ -383,3 +383,29 @@ pub trait WebhookSender: Send + Sync {
         request: &crate::delivery::WebhookRequest,
     ) -> crate::delivery::AttemptReport;
 }
+
+/// The queue of pending deliveries, shared by every worker of every process.
+#[async_trait]
+pub trait DeliveryQueue: Send + Sync {
+    /// Claims up to `limit` due deliveries of active subscriptions (pending, next attempt at or
+    /// before `now`, no live lease), leasing them until `lease_until`, and commits the claim
+    /// before returning: a claimed delivery is invisible to other workers until its lease
+    /// expires (a crashed worker's deliveries come back then).
+    async fn claim(
+        &self,
+        now: OffsetDateTime,
+        lease_until: OffsetDateTime,
+        limit: u32,
+    ) -> DomainResult<Vec<crate::delivery::ClaimedDelivery>>;
+
+    /// Records an attempt, in one transaction: the attempt row, the delivery's new state
+    /// (delivered, pending again at the retry time, or failed), the subscription's failure clock,
+    /// and, for `Unsubscribe` (410) or `disable_subscription`, the subscription's end with its
+    /// pending deliveries cancelled (and an audit row for a 410). A delivery that is no longer
+    /// pending (cancelled meanwhile) keeps its state; the attempt row is still written.
+    async fn record(
+        &self,
+        claimed: &crate::delivery::ClaimedDelivery,
+        attempt: &crate::delivery::AttemptRecord,
+    ) -> DomainResult<()>;
+}
