@@ -677,14 +677,19 @@ mod queue {
         let (_db, queue) = setup(1).await;
         assert!(
             queue
-                .claim(T0 - Duration::seconds(1), T0 + Duration::seconds(30), 10)
+                .claim(
+                    T0 - Duration::seconds(1),
+                    T0 + Duration::seconds(30),
+                    10,
+                    100
+                )
                 .await
                 .unwrap()
                 .is_empty(),
             "not yet due"
         );
         let claimed = queue
-            .claim(T0, T0 + Duration::seconds(30), 10)
+            .claim(T0, T0 + Duration::seconds(30), 10, 100)
             .await
             .unwrap();
         assert_eq!(
@@ -709,25 +714,70 @@ mod queue {
         );
         assert!(
             queue
-                .claim(T0 + Duration::seconds(10), T0 + Duration::seconds(60), 10)
+                .claim(
+                    T0 + Duration::seconds(10),
+                    T0 + Duration::seconds(60),
+                    10,
+                    100
+                )
                 .await
                 .unwrap()
                 .is_empty(),
             "leased"
         );
         let again = queue
-            .claim(T0 + Duration::seconds(30), T0 + Duration::seconds(90), 10)
+            .claim(
+                T0 + Duration::seconds(30),
+                T0 + Duration::seconds(90),
+                10,
+                100,
+            )
             .await
             .unwrap();
         assert_eq!(again.len(), 1, "an expired lease is claimable again");
     }
 
     #[tokio::test]
+    async fn a_subscription_never_has_more_than_its_cap_in_flight() {
+        let (_db, queue) = setup(30).await;
+        let first = queue
+            .claim(T0, T0 + Duration::seconds(30), 100, 10)
+            .await
+            .unwrap();
+        assert_eq!(first.len(), 10);
+        assert!(
+            queue
+                .claim(T0, T0 + Duration::seconds(30), 100, 10)
+                .await
+                .unwrap()
+                .is_empty(),
+            "10 already in flight"
+        );
+        let first_id = first[0].clone();
+        queue
+            .record(
+                &first_id,
+                &record(NextStep::Done, AttemptOutcome::Delivered { status: 200 }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            queue
+                .claim(T0, T0 + Duration::seconds(30), 100, 10)
+                .await
+                .unwrap()
+                .len(),
+            1,
+            "one slot freed"
+        );
+    }
+
+    #[tokio::test]
     async fn concurrent_claims_never_share_a_delivery() {
         let (_db, queue) = setup(40).await;
         let (a, b) = tokio::join!(
-            queue.claim(T0, T0 + Duration::seconds(30), 25),
-            queue.claim(T0, T0 + Duration::seconds(30), 25),
+            queue.claim(T0, T0 + Duration::seconds(30), 25, 100),
+            queue.claim(T0, T0 + Duration::seconds(30), 25, 100),
         );
         let (a, b) = (a.unwrap(), b.unwrap());
         assert_eq!(a.len() + b.len(), 40);
@@ -738,7 +788,7 @@ mod queue {
     async fn outcomes_move_the_delivery_and_the_failure_clock() {
         let (db, queue) = setup(2).await;
         let claimed = queue
-            .claim(T0, T0 + Duration::seconds(30), 10)
+            .claim(T0, T0 + Duration::seconds(30), 10, 100)
             .await
             .unwrap();
         let retry_at = T0 + Duration::minutes(5);
@@ -772,7 +822,8 @@ mod queue {
                 .claim(
                     retry_at - Duration::seconds(1),
                     retry_at + Duration::seconds(30),
-                    10
+                    10,
+                    100
                 )
                 .await
                 .unwrap()
@@ -780,7 +831,7 @@ mod queue {
         );
         assert_eq!(
             queue
-                .claim(retry_at, retry_at + Duration::seconds(30), 10)
+                .claim(retry_at, retry_at + Duration::seconds(30), 10, 100)
                 .await
                 .unwrap()[0]
                 .attempts,
@@ -792,7 +843,7 @@ mod queue {
     async fn a_410_deletes_the_subscription_and_cancels_its_queue() {
         let (db, queue) = setup(3).await;
         let claimed = queue
-            .claim(T0, T0 + Duration::seconds(30), 1)
+            .claim(T0, T0 + Duration::seconds(30), 1, 100)
             .await
             .unwrap();
         queue
@@ -823,7 +874,7 @@ mod queue {
         );
         assert!(
             queue
-                .claim(T0 + Duration::hours(1), T0 + Duration::hours(2), 10)
+                .claim(T0 + Duration::hours(1), T0 + Duration::hours(2), 10, 100)
                 .await
                 .unwrap()
                 .is_empty()
@@ -834,7 +885,7 @@ mod queue {
     async fn a_subscription_failing_for_five_days_is_disabled_and_its_queue_cancelled() {
         let (db, queue) = setup(2).await;
         let claimed = queue
-            .claim(T0, T0 + Duration::seconds(30), 1)
+            .claim(T0, T0 + Duration::seconds(30), 1, 100)
             .await
             .unwrap();
         let failed = AttemptOutcome::Rejected {

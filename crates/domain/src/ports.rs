@@ -391,11 +391,14 @@ pub trait DeliveryQueue: Send + Sync {
     /// before `now`, no live lease), leasing them until `lease_until`, and commits the claim
     /// before returning: a claimed delivery is invisible to other workers until its lease
     /// expires (a crashed worker's deliveries come back then).
+    /// No subscription gets more than `per_subscription` deliveries leased at once (counting
+    /// those already in flight), so a slow subscriber cannot take every worker.
     async fn claim(
         &self,
         now: OffsetDateTime,
         lease_until: OffsetDateTime,
         limit: u32,
+        per_subscription: u32,
     ) -> DomainResult<Vec<crate::delivery::ClaimedDelivery>>;
 
     /// Records an attempt, in one transaction: the attempt row, the delivery's new state

@@ -38,14 +38,31 @@ struct ClaimRow {
 }
 
 const CLAIM: &str = "\
-WITH due AS (
-    SELECT d.event_id, d.subscription_id
+WITH in_flight AS (
+    SELECT subscription_id, count(*) AS n
+    FROM deliveries
+    WHERE status = 'PENDING' AND lease_expires_at > $1
+    GROUP BY subscription_id
+), candidates AS (
+    SELECT d.event_id, d.subscription_id,
+           row_number() OVER (PARTITION BY d.subscription_id ORDER BY d.next_attempt_at) AS rank,
+           coalesce(f.n, 0) AS busy
     FROM deliveries d
     JOIN webhook_subscriptions s ON s.id = d.subscription_id
+    LEFT JOIN in_flight f ON f.subscription_id = d.subscription_id
     WHERE d.status = 'PENDING'
       AND d.next_attempt_at <= $1
       AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)
       AND s.status = 'ACTIVE'
+), due AS (
+    SELECT d.event_id, d.subscription_id
+    FROM deliveries d
+    JOIN candidates c ON c.event_id = d.event_id AND c.subscription_id = d.subscription_id
+    WHERE c.rank + c.busy <= $4
+      -- Repeated here so that they are re-checked on a row another worker just leased: the
+      -- CTE above was evaluated on the statement's snapshot.
+      AND d.status = 'PENDING'
+      AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)
     ORDER BY d.next_attempt_at
     LIMIT $3
     FOR UPDATE OF d SKIP LOCKED
@@ -153,12 +170,14 @@ impl DeliveryQueue for PgDeliveryQueue {
         now: OffsetDateTime,
         lease_until: OffsetDateTime,
         limit: u32,
+        per_subscription: u32,
     ) -> DomainResult<Vec<ClaimedDelivery>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let rows: Vec<ClaimRow> = diesel::sql_query(CLAIM)
             .bind::<Timestamptz, _>(now)
             .bind::<Timestamptz, _>(lease_until)
             .bind::<BigInt, _>(i64::from(limit))
+            .bind::<BigInt, _>(i64::from(per_subscription))
             .load(&mut conn)
             .await
             .map_err(|e| map_db_error(e, "claiming deliveries"))?;

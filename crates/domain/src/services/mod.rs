@@ -5,6 +5,7 @@ pub mod admin;
 pub mod auth;
 pub mod catalog;
 pub mod clients;
+pub mod delivery;
 pub mod time_entries;
 pub mod webhooks;
 
@@ -13,5 +14,6 @@ pub use admin::{AdminService, NewWorkspace};
 pub use auth::Authenticator;
 pub use catalog::CatalogService;
 pub use clients::ClientService;
+pub use delivery::{DeliveryService, DeliverySettings};
 pub use time_entries::{EntryDraft, EntryPatch, TimeEntryService};
 pub use webhooks::{NewSubscription, WebhookService, WebhookSettings};
