@@ -7,6 +7,7 @@ pub mod postgres;
 pub mod ratelimit;
 pub mod resolver;
 pub mod system;
+pub mod worker;
 
 #[cfg(feature = "test-support")]
 pub mod testing;
@@ -17,3 +18,4 @@ pub use postgres::{PgPool, PoolSettings, build_pool, run_migrations};
 pub use ratelimit::{InMemoryRateLimitStore, PgRateLimitStore};
 pub use resolver::SystemResolver;
 pub use system::{OsRandom, SystemClock, UuidV7Ids};
+pub use worker::{WorkerSettings, run_listener, run_worker};

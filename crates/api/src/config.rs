@@ -10,6 +10,11 @@
 //! | `serve --db-pool-size` | `TIMETRACK_DB_POOL_SIZE` | `16` |
 //! | `serve --auth-cache-seconds` | `TIMETRACK_AUTH_CACHE_SECONDS` | `5` (0 to 30) |
 //! | `serve --webhook-allow-private-targets` | `TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS` | `false` |
+//! | `serve --webhook-retry-schedule` | `TIMETRACK_WEBHOOK_RETRY_SCHEDULE` | `5s,5m,30m,2h,5h,10h,14h,20h,24h` |
+//! | `serve --webhook-timeout` | `TIMETRACK_WEBHOOK_TIMEOUT` | `15` (seconds, whole attempt) |
+//! | `serve --webhook-root-certs` | `TIMETRACK_WEBHOOK_ROOT_CERTS` | unset (system roots only) |
+//! | `serve --webhook-concurrency` | `TIMETRACK_WEBHOOK_CONCURRENCY` | `64` |
+//! | `serve --webhook-max-in-flight` | `TIMETRACK_WEBHOOK_MAX_IN_FLIGHT` | `10` (per subscription) |
 //! | `serve --rate-limit-per-minute` | `TIMETRACK_RATE_LIMIT_PER_MINUTE` | `100` |
 //! | `serve --rate-limit-per-second` | `TIMETRACK_RATE_LIMIT_PER_SECOND` | `10` |
 //! | `serve --auth-failures-per-minute` | `TIMETRACK_AUTH_FAILURES_PER_MINUTE` | `30` |
@@ -91,6 +96,25 @@ pub struct ServeSettings {
     /// Let webhooks target loopback and private addresses (tests and development only).
     #[arg(long, env = "TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS", default_value_t = false, action = clap::ArgAction::Set)]
     pub webhook_allow_private_targets: bool,
+    /// Waits between delivery attempts, e.g. `1s,2s,4s` (units ms, s, m, h).
+    #[arg(
+        long,
+        env = "TIMETRACK_WEBHOOK_RETRY_SCHEDULE",
+        default_value = "5s,5m,30m,2h,5h,10h,14h,20h,24h"
+    )]
+    pub webhook_retry_schedule: String,
+    /// Longest delivery attempt, in seconds (connect within 5 s of it).
+    #[arg(long, env = "TIMETRACK_WEBHOOK_TIMEOUT", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub webhook_timeout: u64,
+    /// A PEM file of extra roots trusted for webhook TLS (private CAs, tests).
+    #[arg(long, env = "TIMETRACK_WEBHOOK_ROOT_CERTS")]
+    pub webhook_root_certs: Option<PathBuf>,
+    /// Most deliveries in flight in this process.
+    #[arg(long, env = "TIMETRACK_WEBHOOK_CONCURRENCY", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub webhook_concurrency: u32,
+    /// Most deliveries in flight to one subscription, across every process.
+    #[arg(long, env = "TIMETRACK_WEBHOOK_MAX_IN_FLIGHT", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub webhook_max_in_flight: u32,
     /// Requests per API key per rolling 60 s.
     #[arg(long, env = "TIMETRACK_RATE_LIMIT_PER_MINUTE", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub rate_limit_per_minute: u32,

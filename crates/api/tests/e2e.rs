@@ -480,3 +480,340 @@ async fn two_processes_share_the_postgres_rate_limit_store() {
     .await
     .unwrap();
 }
+
+mod deliveries {
+    //! Webhook deliveries from the real binary to a local HTTPS receiver with its own CA.
+
+    use std::process::Command;
+    use std::time::Duration;
+
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+    use hmac::{Hmac, Mac};
+    use serde_json::{Value, json};
+    use sha2::Sha256;
+    use timetrack_adapters::testing::{Behaviour, HttpsReceiver, Received, TestDatabase};
+
+    use super::{BIN, Server, json_stdout, run};
+
+    /// Checks a Standard Webhooks signature with an HMAC computed here, not by the service's code.
+    fn assert_signed(received: &Received, secret: &str) {
+        let id = received.header("webhook-id").unwrap();
+        let timestamp = received.header("webhook-timestamp").unwrap();
+        let key = STANDARD
+            .decode(secret.strip_prefix("whsec_").unwrap())
+            .unwrap();
+        let mut mac = Hmac::<Sha256>::new_from_slice(&key).unwrap();
+        mac.update(format!("{id}.{timestamp}.").as_bytes());
+        mac.update(&received.body);
+        let expected = format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes()));
+        assert_eq!(
+            received.header("webhook-signature"),
+            Some(expected.as_str())
+        );
+        let age =
+            time::OffsetDateTime::now_utc().unix_timestamp() - timestamp.parse::<i64>().unwrap();
+        assert!((0..60).contains(&age), "timestamp {timestamp}");
+    }
+
+    struct Setup {
+        _db: TestDatabase,
+        receiver: HttpsReceiver,
+        server: Server,
+        key: String,
+        client: ::reqwest::Client,
+    }
+
+    impl Setup {
+        async fn new() -> Self {
+            let db = TestDatabase::new().await;
+            let receiver = HttpsReceiver::start().await;
+            let url = db.url().to_owned();
+            let ca = receiver.ca_pem_path();
+            let (key, server) = tokio::task::spawn_blocking(move || {
+                let ws = json_stdout(&run(
+                    &[
+                        "admin",
+                        "create-workspace",
+                        "--name",
+                        "Deliveries",
+                        "--timezone",
+                        "Europe/Paris",
+                    ],
+                    &url,
+                ));
+                let ws_id = ws["id"].as_str().unwrap().to_owned();
+                let user = json_stdout(&run(
+                    &[
+                        "admin",
+                        "create-user",
+                        "--workspace",
+                        &ws_id,
+                        "--name",
+                        "Ada",
+                        "--email",
+                        "ada@example.com",
+                    ],
+                    &url,
+                ));
+                let key = json_stdout(&run(
+                    &[
+                        "admin",
+                        "create-api-key",
+                        "--user",
+                        user["id"].as_str().unwrap(),
+                        "--workspace",
+                        &ws_id,
+                    ],
+                    &url,
+                ));
+                let mut cmd = Command::new(BIN);
+                cmd.arg("serve")
+                    .env("DATABASE_URL", &url)
+                    .env("TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS", "true")
+                    .env("TIMETRACK_WEBHOOK_ROOT_CERTS", &ca)
+                    .env("TIMETRACK_WEBHOOK_RETRY_SCHEDULE", "1s,1s,1s");
+                (key["key"].as_str().unwrap().to_owned(), Server::start(cmd))
+            })
+            .await
+            .unwrap();
+            Self {
+                _db: db,
+                receiver,
+                server,
+                key,
+                client: ::reqwest::Client::new(),
+            }
+        }
+
+        async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+            let res = self
+                .client
+                .post(format!("{}{path}", self.server.base))
+                .bearer_auth(&self.key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            (res.status().as_u16(), res.json().await.unwrap())
+        }
+
+        async fn get(&self, path: &str) -> Value {
+            self.client
+                .get(format!("{}{path}", self.server.base))
+                .bearer_auth(&self.key)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap()
+        }
+
+        async fn subscribe(&self, path: &str, events: &[&str]) -> (String, String) {
+            let (status, body) = self
+                .post(
+                    "/api/integrations/automation/webhooks/subscribe",
+                    json!({"url": self.receiver.url(path), "events": events}),
+                )
+                .await;
+            assert_eq!(status, 201, "{body}");
+            (
+                body["webhook"]["id"].as_str().unwrap().to_owned(),
+                body["webhook"]["secret"].as_str().unwrap().to_owned(),
+            )
+        }
+    }
+
+    fn on<'a>(received: &'a [Received], path: &str) -> Vec<&'a Received> {
+        received.iter().filter(|r| r.path == path).collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn every_event_type_arrives_signed_with_the_exact_payload() {
+        let s = Setup::new().await;
+        let (_, secret) = s
+            .subscribe(
+                "/all",
+                &[
+                    "CLIENT_CREATED",
+                    "TIMER_STARTED",
+                    "TIMER_STOPPED",
+                    "TIME_ENTRY_CREATED",
+                ],
+            )
+            .await;
+        let (_, client) = s
+            .post(
+                "/api/clients",
+                json!({"name": "Acme", "email": "a@acme.example"}),
+            )
+            .await;
+        let (_, started) = s
+            .post("/api/time-entries/start", json!({"description": "timer"}))
+            .await;
+        let (_, _) = s.post("/api/time-entries/stop", json!({})).await;
+        let (_, manual) = s
+            .post(
+                "/api/time-entries",
+                json!({"start": "2026-01-05T23:30:00Z", "end": "2026-01-06T00:00:00Z"}),
+            )
+            .await;
+        assert!(
+            s.receiver.wait_for(4, Duration::from_secs(15)).await,
+            "got {:?}",
+            s.receiver.received().len()
+        );
+
+        let received = s.receiver.received();
+        let by_type = |event: &str| -> Value {
+            let r = received
+                .iter()
+                .find(|r| r.header("x-webhook-event") == Some(event))
+                .unwrap_or_else(|| panic!("no {event}"));
+            assert_signed(r, &secret);
+            assert_eq!(r.header("content-type"), Some("application/json"));
+            serde_json::from_slice(&r.body).unwrap()
+        };
+        let created = by_type("CLIENT_CREATED");
+        assert_eq!(created["id"], client["id"]);
+        assert_eq!(created["email"], "a@acme.example");
+        assert_eq!(
+            created
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            [
+                "id",
+                "name",
+                "email",
+                "phone",
+                "address",
+                "status",
+                "type",
+                "workspace",
+                "createdAt",
+                "updatedAt"
+            ]
+        );
+        let start = by_type("TIMER_STARTED");
+        assert_eq!(
+            (start["id"].clone(), start["action"].clone()),
+            (started["id"].clone(), json!("start_timer"))
+        );
+        assert!(start.get("endTime").is_none() && start.get("duration").is_none());
+        let stop = by_type("TIMER_STOPPED");
+        assert_eq!(
+            (stop["id"].clone(), stop["action"].clone()),
+            (started["id"].clone(), json!("stop_timer"))
+        );
+        let manual_body = by_type("TIME_ENTRY_CREATED");
+        assert_eq!(manual_body["id"], manual["id"]);
+        assert_eq!(manual_body["duration"], 1800);
+        // Europe/Paris: 23:30Z is 00:30 on the 6th.
+        assert_eq!(manual_body["date"], "2026-01-06");
+        // The fallback of the same trigger is the same document.
+        let fallback = s
+            .get("/api/integrations/automation/triggers/time-entries/manual_entry/fallback")
+            .await;
+        assert_eq!(fallback[0], manual_body);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_500_is_retried_with_the_same_webhook_id_and_a_410_ends_the_subscription() {
+        let s = Setup::new().await;
+        s.receiver
+            .respond("/flaky", Behaviour::Sequence(vec![500, 500, 200]));
+        s.receiver.respond("/gone", Behaviour::Respond(410, vec![]));
+        let (flaky_id, _) = s.subscribe("/flaky", &["CLIENT_CREATED"]).await;
+        let (gone_id, _) = s.subscribe("/gone", &["CLIENT_CREATED"]).await;
+        s.post("/api/clients", json!({"name": "First"})).await;
+        assert!(
+            s.receiver.wait_for(4, Duration::from_secs(20)).await,
+            "got {}",
+            s.receiver.received().len()
+        );
+        let received = s.receiver.received();
+        let flaky = on(&received, "/flaky");
+        assert_eq!(flaky.len(), 3);
+        let ids: Vec<_> = flaky
+            .iter()
+            .map(|r| r.header("webhook-id").unwrap())
+            .collect();
+        assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+        assert!(
+            flaky[1].at - flaky[0].at >= Duration::from_millis(700),
+            "retried after the schedule's wait"
+        );
+
+        // The outcome is recorded just after the receiver answered: wait for it.
+        let mut log = Value::Null;
+        for _ in 0..50 {
+            log = s
+                .get(&format!(
+                    "/api/integrations/automation/webhooks/{flaky_id}/deliveries"
+                ))
+                .await;
+            if log["deliveries"][0]["status"] == "DELIVERED" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(log["deliveries"][0]["status"], "DELIVERED", "{log}");
+        assert_eq!(log["deliveries"][0]["attempts"], 3);
+        assert_eq!(log["deliveries"][0]["last_status_code"], 200);
+
+        // The 410 subscription is gone: not listed, and a new event does not reach it.
+        let list = s.get("/api/integrations/automation/webhooks").await;
+        let ids: Vec<&str> = list["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, [flaky_id.as_str()]);
+        assert!(!ids.contains(&gone_id.as_str()));
+        s.post("/api/clients", json!({"name": "Second"})).await;
+        assert!(s.receiver.wait_for(5, Duration::from_secs(10)).await);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(on(&s.receiver.received(), "/gone").len(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_deleted_subscription_gets_nothing_and_delivery_is_prompt() {
+        let s = Setup::new().await;
+        let (id, _) = s.subscribe("/deleted", &["CLIENT_CREATED"]).await;
+        let res = s
+            .client
+            .delete(format!(
+                "{}/api/integrations/automation/webhooks/{id}",
+                s.server.base
+            ))
+            .bearer_auth(&s.key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        s.subscribe("/live", &["CLIENT_CREATED"]).await;
+        let before = std::time::Instant::now();
+        s.post("/api/clients", json!({"name": "Prompt"})).await;
+        assert!(s.receiver.wait_for(1, Duration::from_secs(5)).await);
+        // Woken by NOTIFY, not by the poll: well under a second on an idle system.
+        assert!(
+            before.elapsed() < Duration::from_millis(400),
+            "{:?}",
+            before.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        assert_eq!(
+            s.receiver
+                .received()
+                .iter()
+                .map(|r| r.path.as_str())
+                .collect::<Vec<_>>(),
+            ["/live"]
+        );
+    }
+}

@@ -32,6 +32,7 @@ pub use clients::PgClientRepository;
 pub use errors::{map_db_error, map_pool_error};
 pub use health::PgHealthProbe;
 pub use idempotency::PgIdempotencyStore;
+pub use outbox::DELIVERY_CHANNEL;
 pub use queue::PgDeliveryQueue;
 pub use subscriptions::PgSubscriptionRepository;
 pub use time_entries::PgTimeEntryRepository;

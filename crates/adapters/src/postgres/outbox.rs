@@ -49,8 +49,15 @@ pub(crate) async fn record_events(
         .execute(conn)
         .await?;
     }
+    // Delivered on commit only, once per transaction: wakes the delivery workers at once.
+    diesel::sql_query(format!("NOTIFY {DELIVERY_CHANNEL}"))
+        .execute(conn)
+        .await?;
     Ok(())
 }
+
+/// The channel on which committed deliveries are announced.
+pub const DELIVERY_CHANNEL: &str = "timetrack_deliveries";
 
 fn row(event: &Event) -> EventRow<'_> {
     EventRow {

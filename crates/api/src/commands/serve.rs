@@ -5,9 +5,18 @@ use std::sync::Arc;
 
 use actix_web::HttpServer;
 use anyhow::{Context, Result};
-use timetrack_adapters::{PoolSettings, SystemClock, build_pool};
+use std::time::Duration;
+
+use timetrack_adapters::postgres::PgDeliveryQueue;
+use timetrack_adapters::{
+    HyperWebhookSender, OsRandom, PoolSettings, SenderSettings, SystemClock, WorkerSettings,
+    build_pool, run_listener, run_worker,
+};
+use timetrack_domain::delivery::RetrySchedule;
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::WebhookSettings;
+use timetrack_domain::services::{DeliveryService, DeliverySettings};
+use tokio::sync::{Notify, watch};
 
 use super::{Database, demo};
 use crate::app::{AppState, RateLimitStoreKind, RateLimits, StateSettings, build_app};
@@ -32,13 +41,14 @@ async fn run_server(
             ..PoolSettings::default()
         },
     )?;
+    let delivery = delivery_service(settings, &pool)?;
     let demo = if db.is_private() {
         Some(demo::ensure_demo(&global.data_dir, &pool).await?)
     } else {
         None
     };
     let state = AppState::new(
-        pool,
+        pool.clone(),
         Arc::new(SystemClock),
         StateSettings {
             auth_cache_ttl: time::Duration::seconds(i64::from(settings.auth_cache_seconds)),
@@ -78,8 +88,59 @@ async fn run_server(
         out.write_all(demo::banner(&base_url, &global.data_dir, demo).as_bytes())?;
         out.flush()?;
     }
-    // actix stops gracefully on SIGINT and SIGTERM; the private cluster stops after it.
-    server.run().await.context("running the HTTP server")?;
+    // The delivery workers run beside the API, woken by the outbox's notifications.
+    let wake = Arc::new(Notify::new());
+    let (stop, stopped) = watch::channel(false);
+    let worker = tokio::spawn(run_worker(
+        delivery,
+        wake.clone(),
+        WorkerSettings {
+            concurrency: settings.webhook_concurrency as usize,
+            ..WorkerSettings::default()
+        },
+        stopped.clone(),
+    ));
+    let listener = tokio::spawn(run_listener(db.url().to_owned(), wake, stopped));
+
+    // actix stops gracefully on SIGINT and SIGTERM; the workers and the private cluster after it.
+    let served = server.run().await.context("running the HTTP server");
+    let _ = stop.send(true);
+    let _ = tokio::join!(worker, listener);
     tracing::info!("stopped");
-    Ok(())
+    served
+}
+
+/// The delivery service with the HTTPS sender, from the webhook settings.
+fn delivery_service(
+    settings: &ServeSettings,
+    pool: &timetrack_adapters::PgPool,
+) -> Result<DeliveryService> {
+    let timeout = Duration::from_secs(settings.webhook_timeout);
+    let sender = HyperWebhookSender::new(SenderSettings {
+        total_timeout: timeout,
+        connect_timeout: timeout.min(Duration::from_secs(5)),
+        allow_private_targets: settings.webhook_allow_private_targets,
+        extra_roots: settings.webhook_root_certs.clone(),
+        ..SenderSettings::default()
+    })
+    .context("setting up the webhook sender")?;
+    let schedule = RetrySchedule::parse(&settings.webhook_retry_schedule)
+        .map_err(|e| anyhow::anyhow!("TIMETRACK_WEBHOOK_RETRY_SCHEDULE: {e}"))?;
+    // The lease outlives any attempt, so a live worker never loses its claim.
+    let lease = time::Duration::seconds(
+        i64::try_from(settings.webhook_timeout * 4)
+            .unwrap_or(600)
+            .max(60),
+    );
+    Ok(DeliveryService::new(
+        Arc::new(PgDeliveryQueue::new(pool.clone())),
+        Arc::new(sender),
+        Arc::new(SystemClock),
+        Arc::new(OsRandom),
+        DeliverySettings {
+            schedule,
+            lease,
+            max_in_flight_per_subscription: settings.webhook_max_in_flight,
+        },
+    ))
 }
