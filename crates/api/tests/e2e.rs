@@ -38,6 +38,40 @@ fn json_stdout(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// Creates a workspace (with `workspace_args`), a user Ada and an API key through the CLI, and
+/// returns the key.
+fn seed_account(url: &str, workspace_args: &[&str]) -> String {
+    let mut args = vec!["admin", "create-workspace"];
+    args.extend_from_slice(workspace_args);
+    let ws = json_stdout(&run(&args, url));
+    let ws_id = ws["id"].as_str().unwrap().to_owned();
+    let user = json_stdout(&run(
+        &[
+            "admin",
+            "create-user",
+            "--workspace",
+            &ws_id,
+            "--name",
+            "Ada",
+            "--email",
+            "ada@example.com",
+        ],
+        url,
+    ));
+    let key = json_stdout(&run(
+        &[
+            "admin",
+            "create-api-key",
+            "--user",
+            user["id"].as_str().unwrap(),
+            "--workspace",
+            &ws_id,
+        ],
+        url,
+    ));
+    key["key"].as_str().unwrap().to_owned()
+}
+
 /// A running `timetrack serve`; stopped with SIGTERM when dropped.
 struct Server {
     child: Child,
@@ -419,36 +453,7 @@ async fn two_processes_share_the_postgres_rate_limit_store() {
     let db = TestDatabase::new().await;
     let url = db.url().to_owned();
     tokio::task::spawn_blocking(move || {
-        let ws = json_stdout(&run(
-            &["admin", "create-workspace", "--name", "Shared"],
-            &url,
-        ));
-        let ws_id = ws["id"].as_str().unwrap().to_owned();
-        let user = json_stdout(&run(
-            &[
-                "admin",
-                "create-user",
-                "--workspace",
-                &ws_id,
-                "--name",
-                "Ada",
-                "--email",
-                "ada@example.com",
-            ],
-            &url,
-        ));
-        let key = json_stdout(&run(
-            &[
-                "admin",
-                "create-api-key",
-                "--user",
-                user["id"].as_str().unwrap(),
-                "--workspace",
-                &ws_id,
-            ],
-            &url,
-        ));
-        let key = key["key"].as_str().unwrap().to_owned();
+        let key = seed_account(&url, &["--name", "Shared"]);
         let serve = || {
             let mut cmd = Command::new(BIN);
             cmd.arg("serve")
@@ -494,7 +499,7 @@ mod deliveries {
     use sha2::Sha256;
     use timetrack_adapters::testing::{Behaviour, HttpsReceiver, Received, TestDatabase};
 
-    use super::{BIN, Server, json_stdout, run};
+    use super::{BIN, Server, seed_account};
 
     /// Checks a Standard Webhooks signature with an HMAC computed here, not by the service's code.
     fn assert_signed(received: &Received, secret: &str) {
@@ -531,49 +536,17 @@ mod deliveries {
             let url = db.url().to_owned();
             let ca = receiver.ca_pem_path();
             let (key, server) = tokio::task::spawn_blocking(move || {
-                let ws = json_stdout(&run(
-                    &[
-                        "admin",
-                        "create-workspace",
-                        "--name",
-                        "Deliveries",
-                        "--timezone",
-                        "Europe/Paris",
-                    ],
+                let key = seed_account(
                     &url,
-                ));
-                let ws_id = ws["id"].as_str().unwrap().to_owned();
-                let user = json_stdout(&run(
-                    &[
-                        "admin",
-                        "create-user",
-                        "--workspace",
-                        &ws_id,
-                        "--name",
-                        "Ada",
-                        "--email",
-                        "ada@example.com",
-                    ],
-                    &url,
-                ));
-                let key = json_stdout(&run(
-                    &[
-                        "admin",
-                        "create-api-key",
-                        "--user",
-                        user["id"].as_str().unwrap(),
-                        "--workspace",
-                        &ws_id,
-                    ],
-                    &url,
-                ));
+                    &["--name", "Deliveries", "--timezone", "Europe/Paris"],
+                );
                 let mut cmd = Command::new(BIN);
                 cmd.arg("serve")
                     .env("DATABASE_URL", &url)
                     .env("TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS", "true")
                     .env("TIMETRACK_WEBHOOK_ROOT_CERTS", &ca)
                     .env("TIMETRACK_WEBHOOK_RETRY_SCHEDULE", "1s,1s,1s");
-                (key["key"].as_str().unwrap().to_owned(), Server::start(cmd))
+                (key, Server::start(cmd))
             })
             .await
             .unwrap();
