@@ -6,6 +6,7 @@ mod clients;
 mod errors;
 mod fallbacks;
 mod find_client;
+mod guide;
 mod health;
 mod idempotency;
 mod openapi;
