@@ -521,12 +521,87 @@ mod deliveries {
         assert!((0..60).contains(&age), "timestamp {timestamp}");
     }
 
+    /// The path holding the `standardwebhooks` package from PyPI, installed on first use: an
+    /// implementation of the scheme independent of the service's.
+    fn standard_webhooks() -> std::path::PathBuf {
+        static INSTALLED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+        INSTALLED
+            .get_or_init(|| {
+                let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+                    .join("standardwebhooks-1.1.0");
+                if !dir.join("standardwebhooks").exists() {
+                    let out = Command::new("python3")
+                        .args([
+                            "-m",
+                            "pip",
+                            "install",
+                            "--quiet",
+                            "--disable-pip-version-check",
+                            "--target",
+                        ])
+                        .arg(&dir)
+                        .arg("standardwebhooks==1.1.0")
+                        .output()
+                        .expect("python3 with pip is needed to verify signatures independently");
+                    assert!(
+                        out.status.success(),
+                        "installing standardwebhooks: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+                dir
+            })
+            .clone()
+    }
+
+    /// Verifies a delivery with the `standardwebhooks` package.
+    fn assert_verified_by_standard_webhooks(received: &Received, secret: &str) {
+        let case = json!({
+            "secret": secret,
+            "body": String::from_utf8(received.body.clone()).unwrap(),
+            "headers": {
+                "webhook-id": received.header("webhook-id"),
+                "webhook-timestamp": received.header("webhook-timestamp"),
+                "webhook-signature": received.header("webhook-signature"),
+            },
+        });
+        let script = "import json, sys\n\
+                      from standardwebhooks.webhooks import Webhook\n\
+                      case = json.load(sys.stdin)\n\
+                      Webhook(case['secret']).verify(case['body'].encode(), case['headers'])\n\
+                      print('verified')\n";
+        let mut child = Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .env("PYTHONPATH", standard_webhooks())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(case.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "verified",
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Fields drop in order: the server stops before its database goes.
     struct Setup {
-        _db: TestDatabase,
-        receiver: HttpsReceiver,
         server: Server,
+        receiver: HttpsReceiver,
         key: String,
         client: ::reqwest::Client,
+        _db: TestDatabase,
     }
 
     impl Setup {
@@ -645,6 +720,7 @@ mod deliveries {
                 .find(|r| r.header("x-webhook-event") == Some(event))
                 .unwrap_or_else(|| panic!("no {event}"));
             assert_signed(r, &secret);
+            assert_verified_by_standard_webhooks(r, &secret);
             assert_eq!(r.header("content-type"), Some("application/json"));
             serde_json::from_slice(&r.body).unwrap()
         };
