@@ -71,6 +71,7 @@ pub async fn run_worker(
                 return;
             };
             let service = service.clone();
+            let wake = wake.clone();
             tokio::spawn(async move {
                 match service.deliver(&delivery).await {
                     Ok(next) => tracing::debug!(
@@ -87,6 +88,9 @@ pub async fn run_worker(
                     ),
                 }
                 drop(permit);
+                // A finished delivery frees a permit and, often, a slot of its subscription's
+                // in-flight cap: claim again at once rather than at the next poll.
+                wake.notify_one();
             });
         }
         if !full {

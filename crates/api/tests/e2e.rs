@@ -499,6 +499,8 @@ mod deliveries {
     use sha2::Sha256;
     use timetrack_adapters::testing::{Behaviour, HttpsReceiver, Received, TestDatabase};
 
+    use std::io::Write as _;
+
     use super::{BIN, Server, seed_account};
 
     /// Checks a Standard Webhooks signature with an HMAC computed here, not by the service's code.
@@ -620,7 +622,9 @@ mod deliveries {
                     .env("DATABASE_URL", &url)
                     .env("TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS", "true")
                     .env("TIMETRACK_WEBHOOK_ROOT_CERTS", &ca)
-                    .env("TIMETRACK_WEBHOOK_RETRY_SCHEDULE", "1s,1s,1s");
+                    .env("TIMETRACK_WEBHOOK_RETRY_SCHEDULE", "1s,1s,1s")
+                    .env("TIMETRACK_RATE_LIMIT_PER_MINUTE", "1000000")
+                    .env("TIMETRACK_RATE_LIMIT_PER_SECOND", "1000000");
                 (key, Server::start(cmd))
             })
             .await
@@ -864,5 +868,246 @@ mod deliveries {
                 .collect::<Vec<_>>(),
             ["/live"]
         );
+    }
+
+    /// Tests that load the machine run one at a time: on two cores, several at once would measure
+    /// the machine, not the service.
+    static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+    /// A server on `url` for delivery tests: private targets allowed, the receiver's CA trusted,
+    /// rate limits lifted, retries after a second.
+    fn delivery_server(url: &str, ca: &std::path::Path) -> Server {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("serve")
+            .env("DATABASE_URL", url)
+            .env("TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS", "true")
+            .env("TIMETRACK_WEBHOOK_ROOT_CERTS", ca)
+            .env("TIMETRACK_WEBHOOK_RETRY_SCHEDULE", "1s,1s,1s")
+            .env("TIMETRACK_WEBHOOK_TIMEOUT", "3")
+            .env("TIMETRACK_RATE_LIMIT_PER_MINUTE", "1000000")
+            .env("TIMETRACK_RATE_LIMIT_PER_SECOND", "1000000");
+        Server::start(cmd)
+    }
+
+    async fn count_events(db: &TestDatabase) -> usize {
+        let (client, conn) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let row = client
+            .query_one("SELECT count(*) FROM events", &[])
+            .await
+            .unwrap();
+        usize::try_from(row.get::<_, i64>(0)).unwrap()
+    }
+
+    /// Creates `count` clients through `base` with 16 concurrent callers; returns how many got 201.
+    async fn create_clients(base: &str, key: &str, prefix: &str, count: usize) -> usize {
+        let client = ::reqwest::Client::new();
+        let created = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let workers: Vec<_> = (0..16)
+            .map(|_| {
+                let (client, created, next) = (client.clone(), created.clone(), next.clone());
+                let (base, key, prefix) = (base.to_owned(), key.to_owned(), prefix.to_owned());
+                tokio::spawn(async move {
+                    loop {
+                        let n = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        if n >= count {
+                            return;
+                        }
+                        // A 503 (no database connection in time) is retried, as a client should.
+                        for _ in 0..5 {
+                            let res = client
+                                .post(format!("{base}/api/clients"))
+                                .bearer_auth(&key)
+                                .json(&json!({"name": format!("{prefix} {n}")}))
+                                .send()
+                                .await;
+                            match res.map(|r| r.status().as_u16()) {
+                                Ok(201) => {
+                                    created.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                                    break;
+                                }
+                                Ok(503) => tokio::time::sleep(Duration::from_millis(200)).await,
+                                _ => break,
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.await.unwrap();
+        }
+        created.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn unique_ids(received: &[Received], path: &str) -> (usize, usize) {
+        let on_path = on(received, path);
+        let unique: std::collections::HashSet<&str> = on_path
+            .iter()
+            .map(|r| r.header("webhook-id").unwrap())
+            .collect();
+        (unique.len(), on_path.len() - unique.len())
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_subscriber_that_never_answers_does_not_delay_the_others() {
+        let _heavy = HEAVY.lock().await;
+        let s = Setup::new().await;
+        s.receiver
+            .respond("/stuck", Behaviour::Slow(Duration::from_secs(60), 200));
+        s.subscribe("/stuck", &["CLIENT_CREATED"]).await;
+        s.subscribe("/healthy", &["CLIENT_CREATED"]).await;
+        for n in 0..20 {
+            let (status, body) = s
+                .post("/api/clients", json!({"name": format!("Client {n}")}))
+                .await;
+            assert_eq!(status, 201, "{body}");
+        }
+        let started = std::time::Instant::now();
+        loop {
+            if on(&s.receiver.received(), "/healthy").len() == 20 {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "healthy deliveries held up behind the stuck subscriber"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The stuck subscriber holds at most its in-flight cap of connections.
+        assert!(on(&s.receiver.received(), "/stuck").len() <= 10);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn two_processes_share_one_queue_without_double_sends() {
+        let _heavy = HEAVY.lock().await;
+        let db = TestDatabase::new().await;
+        let receiver = HttpsReceiver::start().await;
+        let (url, ca) = (db.url().to_owned(), receiver.ca_pem_path());
+        let (key, a, b) = tokio::task::spawn_blocking(move || {
+            let key = seed_account(&url, &["--name", "Two"]);
+            (key, delivery_server(&url, &ca), delivery_server(&url, &ca))
+        })
+        .await
+        .unwrap();
+        let client = ::reqwest::Client::new();
+        let res = client
+            .post(format!(
+                "{}/api/integrations/automation/webhooks/subscribe",
+                a.base
+            ))
+            .bearer_auth(&key)
+            .json(&json!({"url": receiver.url("/shared"), "events": ["CLIENT_CREATED"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        let (x, y) = tokio::join!(
+            create_clients(&a.base, &key, "A", 150),
+            create_clients(&b.base, &key, "B", 150)
+        );
+        assert_eq!(x + y, 300);
+        assert!(
+            receiver.wait_for(300, Duration::from_secs(30)).await,
+            "{}",
+            receiver.received().len()
+        );
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let (unique, duplicates) = unique_ids(&receiver.received(), "/shared");
+        assert_eq!((unique, duplicates), (300, 0));
+        drop((a, b));
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn kill_9_in_the_middle_of_a_burst_loses_nothing() {
+        let _heavy = HEAVY.lock().await;
+        let db = TestDatabase::new().await;
+        let receiver = HttpsReceiver::start().await;
+        let (url, ca) = (db.url().to_owned(), receiver.ca_pem_path());
+        let (key, first) = {
+            let (url, ca) = (url.clone(), ca.clone());
+            tokio::task::spawn_blocking(move || {
+                let key = seed_account(&url, &["--name", "Burst"]);
+                (key, delivery_server(&url, &ca))
+            })
+            .await
+            .unwrap()
+        };
+        let client = ::reqwest::Client::new();
+        let res = client
+            .post(format!(
+                "{}/api/integrations/automation/webhooks/subscribe",
+                first.base
+            ))
+            .bearer_auth(&key)
+            .json(&json!({"url": receiver.url("/burst"), "events": ["CLIENT_CREATED"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+
+        // A burst of 1,000, with the server killed when about a third has been accepted.
+        let mut first = first;
+        let killer = {
+            let pid = nix::unistd::Pid::from_raw(i32::try_from(first.child.id()).unwrap());
+            let db_url = url.clone();
+            tokio::spawn(async move {
+                let (c, conn) = tokio_postgres::connect(&db_url, tokio_postgres::NoTls)
+                    .await
+                    .unwrap();
+                tokio::spawn(conn);
+                loop {
+                    let n: i64 = c
+                        .query_one("SELECT count(*) FROM events", &[])
+                        .await
+                        .unwrap()
+                        .get(0);
+                    if n >= 330 {
+                        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+        };
+        let before_kill = create_clients(&first.base, &key, "Before", 1000).await;
+        killer.await.unwrap();
+        let _ = first.child.wait();
+        assert!(before_kill < 1000, "the kill interrupted the burst");
+
+        // Restart on the same database and finish the burst.
+        let second = {
+            let (url, ca) = (url.clone(), ca.clone());
+            tokio::task::spawn_blocking(move || delivery_server(&url, &ca))
+                .await
+                .unwrap()
+        };
+        let after = create_clients(&second.base, &key, "After", 1000 - before_kill).await;
+        assert_eq!(after, 1000 - before_kill);
+
+        let expected = count_events(&db).await;
+        assert!(expected >= 1000, "{expected}");
+        let deadline = std::time::Instant::now() + Duration::from_secs(90);
+        loop {
+            let (unique, _) = unique_ids(&receiver.received(), "/burst");
+            if unique >= expected || std::time::Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let (unique, duplicates) = unique_ids(&receiver.received(), "/burst");
+        // The figures, for `cargo test -- --nocapture`.
+        let _ = writeln!(
+            std::io::stderr(),
+            "kill -9 burst: events {expected}, delivered {unique}, lost {}, duplicates {duplicates}",
+            expected - unique.min(expected)
+        );
+        assert_eq!(unique, expected, "lost {}", expected - unique.min(expected));
+        // Only deliveries in flight at the kill may arrive twice: at most the in-flight cap.
+        assert!(duplicates <= 10, "{duplicates} duplicates");
+        drop(second);
     }
 }

@@ -26,7 +26,7 @@ impl Default for DeliverySettings {
     fn default() -> Self {
         Self {
             schedule: RetrySchedule::default(),
-            lease: Duration::seconds(60),
+            lease: Duration::seconds(30),
             max_in_flight_per_subscription: 10,
         }
     }
