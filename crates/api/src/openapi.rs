@@ -14,6 +14,20 @@ pub struct ErrorBody {
     pub error: String,
 }
 
+/// The answers every authenticated operation can give besides its own.
+#[derive(Debug, utoipa::IntoResponses)]
+pub enum AuthErrors {
+    /// Missing, malformed, unknown or revoked key.
+    #[response(status = 401, description = "Missing or invalid key")]
+    Unauthorized(ErrorBody),
+    /// Over the key's rate limit.
+    #[response(status = 429, description = "Rate limited; see Retry-After")]
+    TooManyRequests(ErrorBody),
+    /// The database cannot be reached.
+    #[response(status = 503, description = "Database unavailable")]
+    Unavailable(ErrorBody),
+}
+
 /// A 409 for a duplicate name: the error and the existing resource's id.
 #[derive(Debug, ToSchema)]
 pub struct ConflictBody {

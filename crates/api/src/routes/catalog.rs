@@ -103,9 +103,7 @@ fn project_id(raw: &str) -> Result<ProjectId, ApiError> {
     responses(
         (status = 201, description = "Created", body = ProjectResponse),
         (status = 400, description = "Invalid fields or another workspace's client", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn create_project(
@@ -136,9 +134,7 @@ pub async fn create_project(
     responses(
         (status = 200, description = "A page", body = ListResponse<ProjectResponse>),
         (status = 400, description = "Invalid limit or cursor", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn list_projects(
@@ -162,9 +158,7 @@ pub async fn list_projects(
         (status = 201, description = "Created", body = TaskResponse),
         (status = 400, description = "Invalid name", body = crate::openapi::ErrorBody),
         (status = 404, description = "Project not found", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn create_task(
@@ -190,9 +184,7 @@ pub async fn create_task(
     responses(
         (status = 200, description = "A page", body = ListResponse<TaskResponse>),
         (status = 404, description = "Project not found", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn list_tasks(
@@ -220,9 +212,7 @@ pub async fn list_tasks(
         (status = 201, description = "Created", body = TagResponse),
         (status = 400, description = "Invalid name", body = crate::openapi::ErrorBody),
         (status = 409, description = "A tag with this name exists", body = crate::openapi::ConflictBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn create_tag(
@@ -245,9 +235,7 @@ pub async fn create_tag(
     params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
     responses(
         (status = 200, description = "A page", body = ListResponse<TagResponse>),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn list_tags(

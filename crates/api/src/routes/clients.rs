@@ -113,9 +113,7 @@ fn parse_id(raw: &str) -> Result<ClientId, ApiError> {
         (status = 201, description = "Created", body = ClientResponse),
         (status = 400, description = "Invalid fields", body = crate::openapi::ErrorBody),
         (status = 409, description = "A client with this name exists", body = crate::openapi::ConflictBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn create(
@@ -157,9 +155,7 @@ pub async fn create(
     responses(
         (status = 200, description = "A page", body = ListResponse<ClientResponse>),
         (status = 400, description = "Invalid limit or cursor", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn list(
@@ -185,9 +181,7 @@ pub async fn list(
     responses(
         (status = 200, description = "The client", body = ClientResponse),
         (status = 404, description = "Client not found", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn get(
@@ -212,9 +206,7 @@ pub async fn get(
         (status = 400, description = "Invalid fields", body = crate::openapi::ErrorBody),
         (status = 404, description = "Client not found", body = crate::openapi::ErrorBody),
         (status = 409, description = "A client with this name exists", body = crate::openapi::ConflictBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn update(
@@ -259,9 +251,7 @@ pub async fn update(
         (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
         (status = 404, description = "Client not found", body = crate::openapi::ErrorBody),
         (status = 409, description = "Client is used by projects", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn delete(

@@ -25,9 +25,7 @@ fn one(element: impl Serialize) -> HttpResponse {
     responses(
         (status = 200, description = "Exactly one entry (action manual_entry)", body = Vec<timetrack_domain::payload::TimeEntryPayload>),
         (status = 500, description = "Failed to fetch time entries", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn manual_entry(
@@ -53,9 +51,7 @@ pub async fn manual_entry(
     responses(
         (status = 200, description = "Exactly one entry (action stop_timer)", body = Vec<timetrack_domain::payload::TimeEntryPayload>),
         (status = 500, description = "Failed to fetch time entries", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn stop(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
@@ -78,9 +74,7 @@ pub async fn stop(state: web::Data<AppState>, caller: Caller) -> Result<HttpResp
     responses(
         (status = 200, description = "Exactly one entry (action start_timer)", body = Vec<timetrack_domain::payload::TimeEntryPayload>),
         (status = 500, description = "Failed to fetch time entries", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn start(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
@@ -103,9 +97,7 @@ pub async fn start(state: web::Data<AppState>, caller: Caller) -> Result<HttpRes
     responses(
         (status = 200, description = "Exactly one client", body = Vec<timetrack_domain::payload::ClientPayload>),
         (status = 500, description = "Failed to fetch clients", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn clients(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {

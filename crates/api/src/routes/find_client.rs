@@ -34,9 +34,7 @@ pub struct FindClientBody {
         (status = 400, description = "Invalid request parameters", body = crate::openapi::ErrorBody),
         (status = 403, description = "Another workspace", body = crate::openapi::ErrorBody),
         (status = 500, description = "Internal server error", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn find(

@@ -57,9 +57,7 @@ impl From<Profile> for MeResponse {
 
     responses(
         (status = 200, description = "The caller", body = MeResponse),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn me(

@@ -141,9 +141,7 @@ fn entry_id(raw: &str) -> Result<TimeEntryId, ApiError> {
     responses(
         (status = 201, description = "The running entry", body = EntryResponse),
         (status = 400, description = "Invalid fields or references", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn start(
@@ -167,9 +165,7 @@ pub async fn start(
     responses(
         (status = 200, description = "The stopped entry", body = EntryResponse),
         (status = 409, description = "No running timer", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn stop(
@@ -189,9 +185,7 @@ pub async fn stop(
 
     responses(
         (status = 200, description = "The running entry or null", body = Option<EntryResponse>),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn current(
@@ -214,9 +208,7 @@ pub async fn current(
     responses(
         (status = 201, description = "Created", body = EntryResponse),
         (status = 400, description = "Invalid fields, end not after start, or foreign references", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn create(
@@ -245,9 +237,7 @@ pub async fn create(
     responses(
         (status = 200, description = "A page", body = ListResponse<EntryResponse>),
         (status = 400, description = "Invalid filter, limit or cursor", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn list(
@@ -292,9 +282,7 @@ pub async fn list(
     responses(
         (status = 200, description = "The entry", body = EntryResponse),
         (status = 404, description = "Time entry not found", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn get(
@@ -319,9 +307,7 @@ pub async fn get(
         (status = 200, description = "The changed entry", body = EntryResponse),
         (status = 400, description = "Invalid fields", body = crate::openapi::ErrorBody),
         (status = 404, description = "Time entry not found", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn update(
@@ -365,9 +351,7 @@ pub async fn update(
     responses(
         (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
         (status = 404, description = "Time entry not found", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn delete(

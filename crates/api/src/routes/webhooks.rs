@@ -74,9 +74,7 @@ fn event_names(subscription: &Subscription) -> Vec<&'static str> {
         (status = 400, description = "Invalid URL format, URL and events array are required, or Invalid event type", body = crate::openapi::ErrorBody),
         (status = 409, description = "Subscription limit reached", body = crate::openapi::ErrorBody),
         (status = 500, description = "Internal server error", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn subscribe(
@@ -112,9 +110,7 @@ pub async fn subscribe(
         (status = 200, description = "Deleted (or already deleted)", body = crate::openapi::SuccessBody),
         (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
         (status = 500, description = "Failed to delete webhook", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn delete(
@@ -160,9 +156,7 @@ pub struct WebhookListItem {
 
     responses(
         (status = 200, description = "Subscriptions, newest first, without secrets", body = crate::openapi::WebhookList),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
@@ -223,9 +217,7 @@ impl From<DeliveryRecord> for DeliveryItem {
     responses(
         (status = 200, description = "Deliveries, newest first", body = crate::openapi::DeliveryList),
         (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid key", body = crate::openapi::ErrorBody),
-        (status = 429, description = "Rate limited; see Retry-After", body = crate::openapi::ErrorBody),
-        (status = 503, description = "Database unavailable", body = crate::openapi::ErrorBody)
+        crate::openapi::AuthErrors
     )
 )]
 pub async fn deliveries(
