@@ -836,6 +836,8 @@ mod deliveries {
 
     #[tokio::test(flavor = "multi_thread")]
     async fn a_deleted_subscription_gets_nothing_and_delivery_is_prompt() {
+        // It measures latency: not beside the tests that load the machine.
+        let _heavy = HEAVY.lock().await;
         let s = Setup::new().await;
         let (id, _) = s.subscribe("/deleted", &["CLIENT_CREATED"]).await;
         let res = s
