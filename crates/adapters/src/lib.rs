@@ -18,4 +18,4 @@ pub use postgres::{PgPool, PoolSettings, build_pool, run_migrations};
 pub use ratelimit::{InMemoryRateLimitStore, PgRateLimitStore};
 pub use resolver::SystemResolver;
 pub use system::{OsRandom, SystemClock, UuidV7Ids};
-pub use worker::{WorkerSettings, run_listener, run_worker};
+pub use worker::{WorkerSettings, run_housekeeping, run_listener, run_worker};

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use timetrack_domain::ports::{Clock, Housekeeping};
 use timetrack_domain::services::DeliveryService;
 use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use tokio_postgres::{AsyncMessage, NoTls};
@@ -170,4 +171,24 @@ async fn listen(
     }
     drop(client);
     Ok(Listening::Lost)
+}
+
+/// Purges rows past their retention every `interval` (the first pass at once), until `shutdown`.
+pub async fn run_housekeeping(
+    store: Arc<dyn Housekeeping>,
+    clock: Arc<dyn Clock>,
+    retention: time::Duration,
+    interval: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        match store.purge(clock.now(), retention).await {
+            Ok(purged) => tracing::info!(?purged, "housekeeping done"),
+            Err(err) => tracing::warn!(error = %err, "housekeeping failed; next pass will retry"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {}
+            _ = shutdown.changed() => return,
+        }
+    }
 }

@@ -909,4 +909,66 @@ mod queue {
             "webhook.disabled"
         );
     }
+
+    #[tokio::test]
+    async fn housekeeping_removes_what_outlived_its_retention_and_keeps_the_rest() {
+        use timetrack_adapters::postgres::PgHousekeeping;
+        use timetrack_domain::ports::Housekeeping;
+        let (db, queue) = setup(3).await;
+        // Event 1: old and final; event 2: old but still pending; event 3: recent and final.
+        sql(&db, "UPDATE events SET created_at = now() - interval '8 days' WHERE id IN ('00000000-0000-0000-0000-000000000001', '00000000-0000-0000-0000-000000000002')").await;
+        sql(&db, "UPDATE events SET created_at = now() - interval '6 days' WHERE id = '00000000-0000-0000-0000-000000000003'").await;
+        sql(&db, "UPDATE deliveries SET status = 'DELIVERED' WHERE event_id IN ('00000000-0000-0000-0000-000000000001', '00000000-0000-0000-0000-000000000003')").await;
+        sql(&db, "UPDATE deliveries SET status = 'CANCELLED' WHERE event_id = '00000000-0000-0000-0000-000000000002' AND subscription_id LIKE 'wh_b%'").await;
+        let claimed = queue
+            .claim(T0, T0 + Duration::seconds(30), 100, 100)
+            .await
+            .unwrap();
+        assert_eq!(
+            claimed.len(),
+            1,
+            "only event 2's active delivery is pending"
+        );
+        sql(&db, "INSERT INTO idempotency_keys (api_key_id, key, fingerprint, created_at) VALUES \
+                  ('00000000-0000-0000-0000-0000000000c1', 'old', decode(repeat('00', 32), 'hex'), now() - interval '25 hours'), \
+                  ('00000000-0000-0000-0000-0000000000c1', 'new', decode(repeat('00', 32), 'hex'), now())").await;
+        sql(&db, "INSERT INTO rate_limit_hits (key, at) VALUES ('k', now() - interval '2 minutes'), ('k', now())").await;
+
+        let purged = PgHousekeeping::new(db.pool())
+            .purge(OffsetDateTime::now_utc(), Duration::days(7))
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                purged.events,
+                purged.idempotency_keys,
+                purged.rate_limit_hits
+            ),
+            (1, 1, 1)
+        );
+        assert_eq!(
+            text(
+                &db,
+                "SELECT string_agg(right(id::text, 1), ',' ORDER BY id) AS v FROM events"
+            )
+            .await,
+            "2,3"
+        );
+        assert_eq!(
+            text(&db, "SELECT count(*)::text AS v FROM deliveries").await,
+            "4"
+        );
+        assert_eq!(
+            text(
+                &db,
+                "SELECT string_agg(key, ',') AS v FROM idempotency_keys"
+            )
+            .await,
+            "new"
+        );
+        assert_eq!(
+            text(&db, "SELECT count(*)::text AS v FROM rate_limit_hits").await,
+            "1"
+        );
+    }
 }

@@ -7,10 +7,10 @@ use actix_web::HttpServer;
 use anyhow::{Context, Result};
 use std::time::Duration;
 
-use timetrack_adapters::postgres::PgDeliveryQueue;
+use timetrack_adapters::postgres::{PgDeliveryQueue, PgHousekeeping};
 use timetrack_adapters::{
     HyperWebhookSender, OsRandom, PoolSettings, SenderSettings, SystemClock, WorkerSettings,
-    build_pool, run_listener, run_worker,
+    build_pool, run_housekeeping, run_listener, run_worker,
 };
 use timetrack_domain::delivery::RetrySchedule;
 use timetrack_domain::ratelimit::RatePolicy;
@@ -100,12 +100,19 @@ async fn run_server(
         },
         stopped.clone(),
     ));
-    let listener = tokio::spawn(run_listener(db.url().to_owned(), wake, stopped));
+    let listener = tokio::spawn(run_listener(db.url().to_owned(), wake, stopped.clone()));
+    let housekeeping = tokio::spawn(run_housekeeping(
+        Arc::new(PgHousekeeping::new(pool.clone())),
+        Arc::new(SystemClock),
+        time::Duration::days(i64::from(settings.delivery_retention_days)),
+        Duration::from_secs(600),
+        stopped,
+    ));
 
     // actix stops gracefully on SIGINT and SIGTERM; the workers and the private cluster after it.
     let served = server.run().await.context("running the HTTP server");
     let _ = stop.send(true);
-    let _ = tokio::join!(worker, listener);
+    let _ = tokio::join!(worker, listener, housekeeping);
     tracing::info!("stopped");
     served
 }
