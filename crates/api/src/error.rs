@@ -70,8 +70,8 @@ impl ApiError {
                 DomainError::Validation(message) | DomainError::Conflict(message) => {
                     message.clone()
                 }
-                DomainError::AlreadyExists { what, .. } => already_exists_message(what),
-                DomainError::NotFound(what) => not_found_message(what),
+                DomainError::AlreadyExists { what, .. } => sentence(what, "already exists"),
+                DomainError::NotFound(what) => sentence(what, "not found"),
                 DomainError::Forbidden => "Forbidden".into(),
                 DomainError::Unauthorized => "Unauthorized".into(),
                 DomainError::Unavailable(_) => "Service unavailable".into(),
@@ -81,21 +81,17 @@ impl ApiError {
     }
 }
 
-/// `client` → `Client already exists`.
-fn already_exists_message(what: &str) -> String {
+/// `("webhook", "not found")` → `Webhook not found`.
+fn sentence(what: &str, rest: &str) -> String {
     let mut chars = what.chars();
     match chars.next() {
-        Some(first) => format!("{}{} already exists", first.to_uppercase(), chars.as_str()),
-        None => "Already exists".into(),
-    }
-}
-
-/// `webhook` → `Webhook not found`.
-fn not_found_message(what: &str) -> String {
-    let mut chars = what.chars();
-    match chars.next() {
-        Some(first) => format!("{}{} not found", first.to_uppercase(), chars.as_str()),
-        None => "Not found".into(),
+        Some(first) => format!("{}{} {rest}", first.to_uppercase(), chars.as_str()),
+        None => {
+            let mut chars = rest.chars();
+            chars.next().map_or_else(String::new, |f| {
+                format!("{}{}", f.to_uppercase(), chars.as_str())
+            })
+        }
     }
 }
 
@@ -151,8 +147,13 @@ mod tests {
 
     #[test]
     fn not_found_names_the_resource() {
-        assert_eq!(not_found_message("webhook"), "Webhook not found");
-        assert_eq!(not_found_message("api key"), "Api key not found");
+        assert_eq!(sentence("webhook", "not found"), "Webhook not found");
+        assert_eq!(sentence("api key", "not found"), "Api key not found");
+        assert_eq!(
+            sentence("client", "already exists"),
+            "Client already exists"
+        );
+        assert_eq!(sentence("", "not found"), "Not found");
     }
 
     #[test]

@@ -27,7 +27,7 @@ impl FromRequest for Caller {
     /// request's extensions, where the response middleware turns it into `X-RateLimit-*` headers.
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let state = req.app_data::<web::Data<AppState>>().cloned();
-        let key = bearer_token(req).map(str::to_owned);
+        let key = bearer_token(req.headers()).map(str::to_owned);
         // The socket's peer, never a forwarding header a client could forge.
         let peer = req
             .peer_addr()
@@ -82,8 +82,8 @@ impl FromRequest for Caller {
 }
 
 /// The token of an `Authorization: Bearer <token>` header (scheme matched case-insensitively).
-fn bearer_token(req: &HttpRequest) -> Option<&str> {
-    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+pub(crate) fn bearer_token(headers: &header::HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }

@@ -8,7 +8,7 @@
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::{Method, StatusCode, header};
+use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{HttpResponse, web};
 use sha2::{Digest, Sha256};
@@ -60,13 +60,7 @@ pub async fn idempotency(
         return Ok(next.call(req).await?.map_into_boxed_body());
     };
     // Only an authenticated caller has a scope; anything else takes the normal (401) path.
-    let token = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim().to_owned());
+    let token = crate::extract::bearer_token(req.headers()).map(str::to_owned);
     let principal = match token {
         Some(token) => state.auth.authenticate(&token).await.ok(),
         None => None,
