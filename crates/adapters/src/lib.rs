@@ -3,6 +3,7 @@
 
 pub mod http;
 pub mod local_postgres;
+pub mod metrics;
 pub mod postgres;
 pub mod ratelimit;
 pub mod resolver;
@@ -14,6 +15,7 @@ pub mod testing;
 
 pub use http::{HyperWebhookSender, SenderSettings};
 pub use local_postgres::{Durability, LocalPostgres};
+pub use metrics::Metrics;
 pub use postgres::{PgPool, PoolSettings, build_pool, run_migrations};
 pub use ratelimit::{InMemoryRateLimitStore, PgRateLimitStore};
 pub use resolver::SystemResolver;

@@ -11,6 +11,7 @@ use timetrack_domain::services::DeliveryService;
 use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use tokio_postgres::{AsyncMessage, NoTls};
 
+use crate::metrics::Metrics;
 use crate::postgres::DELIVERY_CHANNEL;
 
 /// Most deliveries claimed in one query.
@@ -38,6 +39,7 @@ impl Default for WorkerSettings {
 /// leases expire and another worker sends them again (at-least-once).
 pub async fn run_worker(
     service: DeliveryService,
+    metrics: Arc<Metrics>,
     wake: Arc<Notify>,
     settings: WorkerSettings,
     mut shutdown: watch::Receiver<bool>,
@@ -72,21 +74,28 @@ pub async fn run_worker(
                 return;
             };
             let service = service.clone();
+            let metrics = metrics.clone();
             let wake = wake.clone();
             tokio::spawn(async move {
                 match service.deliver(&delivery).await {
-                    Ok(next) => tracing::debug!(
-                        event_id = %delivery.event_id,
-                        webhook_id = %delivery.subscription_id,
-                        ?next,
-                        "delivery attempted"
-                    ),
-                    Err(err) => tracing::warn!(
+                    Ok(record) => {
+                        metrics.observe_attempt(&record);
+                        tracing::debug!(
+                            event_id = %delivery.event_id,
+                            webhook_id = %delivery.subscription_id,
+                            next = ?record.next,
+                            "delivery attempted"
+                        );
+                    }
+                    Err(err) => {
+                        metrics.observe_record_error();
+                        tracing::warn!(
                         event_id = %delivery.event_id,
                         webhook_id = %delivery.subscription_id,
                         error = %err,
                         "recording a delivery failed; its lease will expire and it will be retried"
-                    ),
+                        );
+                    }
                 }
                 drop(permit);
                 // A finished delivery frees a permit and, often, a slot of its subscription's

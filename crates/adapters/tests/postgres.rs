@@ -253,6 +253,21 @@ async fn revoking_a_key_disables_its_active_subscriptions_only() {
         .await
         .unwrap();
     }
+    // One event queued for both before the revocation.
+    for statement in [
+        "INSERT INTO events (id, workspace_id, event_type, body, created_at) \
+         VALUES ('00000000-0000-0000-0000-0000000000e1', $1, 'CLIENT_CREATED', '{}', now())",
+        "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, \
+         next_attempt_at, created_at, updated_at) \
+         SELECT '00000000-0000-0000-0000-0000000000e1', id, workspace_id, 'PENDING', now(), \
+         now(), now() FROM webhook_subscriptions WHERE workspace_id = $1",
+    ] {
+        diesel::sql_query(statement)
+            .bind::<diesel::sql_types::Uuid, _>(ws.id.0)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
     f.admin.revoke_api_key(revoked_key.id).await.unwrap();
 
     #[derive(diesel::QueryableByName, Debug, PartialEq)]
@@ -277,6 +292,26 @@ async fn revoking_a_key_disables_its_active_subscriptions_only() {
             Row {
                 id: "wh_bbbbbbbbbbbbbbbb".into(),
                 status: "ACTIVE".into()
+            },
+        ]
+    );
+    // What was queued for the revoked key's subscription is cancelled, not left pending.
+    let deliveries: Vec<Row> = diesel::sql_query(
+        "SELECT subscription_id AS id, status FROM deliveries ORDER BY subscription_id",
+    )
+    .load(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        deliveries,
+        vec![
+            Row {
+                id: "wh_aaaaaaaaaaaaaaaa".into(),
+                status: "CANCELLED".into()
+            },
+            Row {
+                id: "wh_bbbbbbbbbbbbbbbb".into(),
+                status: "PENDING".into()
             },
         ]
     );
@@ -611,7 +646,7 @@ mod queue {
     use timetrack_adapters::postgres::PgDeliveryQueue;
     use timetrack_adapters::testing::TestDatabase;
     use timetrack_domain::delivery::{
-        AttemptOutcome, AttemptRecord, AttemptReport, FailureReason, NextStep,
+        AttemptOutcome, AttemptRecord, AttemptReport, FailureReason, NextStep, QueueStats,
     };
     use timetrack_domain::ports::DeliveryQueue;
 
@@ -670,6 +705,66 @@ mod queue {
             next,
             disable_subscription: false,
         }
+    }
+
+    #[tokio::test]
+    async fn stats_count_pending_deliveries_of_active_subscriptions_by_state() {
+        let (_db, queue) = setup(3).await;
+        let stats = queue.stats(T0 + Duration::seconds(10)).await.unwrap();
+        assert_eq!(
+            stats,
+            QueueStats {
+                due: 3,
+                scheduled: 0,
+                in_flight: 0,
+                oldest_due_age: Duration::seconds(10),
+            },
+            "the disabled subscription's deliveries are not counted"
+        );
+        assert_eq!(
+            queue.stats(T0 - Duration::seconds(1)).await.unwrap(),
+            QueueStats {
+                scheduled: 3,
+                ..QueueStats::default()
+            }
+        );
+        let claimed = queue
+            .claim(T0, T0 + Duration::seconds(30), 2, 100)
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 2);
+        queue
+            .record(
+                &claimed[0],
+                &record(
+                    NextStep::RetryAt(T0 + Duration::hours(1)),
+                    AttemptOutcome::Rejected {
+                        status: 500,
+                        retry_after: None,
+                    },
+                ),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            queue.stats(T0 + Duration::seconds(5)).await.unwrap(),
+            QueueStats {
+                due: 1,
+                scheduled: 1,
+                in_flight: 1,
+                oldest_due_age: Duration::seconds(5),
+            }
+        );
+        // An expired lease makes its delivery due again.
+        assert_eq!(
+            queue.stats(T0 + Duration::seconds(40)).await.unwrap(),
+            QueueStats {
+                due: 2,
+                scheduled: 1,
+                in_flight: 0,
+                oldest_due_age: Duration::seconds(40),
+            }
+        );
     }
 
     #[tokio::test]

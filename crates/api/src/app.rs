@@ -8,12 +8,12 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpMessage, HttpResponse, web};
-use timetrack_adapters::PgPool;
 use timetrack_adapters::postgres::{
     PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgHealthProbe, PgIdempotencyStore,
     PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
 };
 use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore};
+use timetrack_adapters::{Metrics, PgPool};
 use timetrack_adapters::{OsRandom, SystemResolver, UuidV7Ids};
 use timetrack_domain::ports::{Clock, HealthProbe, IdempotencyStore, RateLimitStore};
 use timetrack_domain::ratelimit::{RateDecision, RatePolicy};
@@ -54,6 +54,8 @@ pub struct AppState {
     pub limits: RateLimits,
     /// Idempotency keys of POST requests.
     pub idempotency: Arc<dyn IdempotencyStore>,
+    /// This process's Prometheus metrics.
+    pub metrics: Arc<Metrics>,
 }
 
 /// The rate limits applied by the `Caller` extractor.
@@ -168,6 +170,7 @@ impl AppState {
             idempotency: Arc::new(PgIdempotencyStore::new(pool.clone())),
             health: Arc::new(PgHealthProbe::new(pool, settings.health_timeout)),
             clock,
+            metrics: Arc::new(Metrics::new()),
         }
     }
 }
@@ -241,7 +244,11 @@ async fn json_errors(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<EitherBody<BoxBody>>, actix_web::Error> {
+    let started = std::time::Instant::now();
     let request_id = req.extensions().get::<RequestId>().map(ToString::to_string);
+    let metrics = req
+        .app_data::<web::Data<AppState>>()
+        .map(|state| state.metrics.clone());
     let res = next.call(req).await?;
     let status = res.status();
     let is_json = res
@@ -281,6 +288,16 @@ async fn json_errors(
     if let Some(id) = request_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
         res.headers_mut()
             .insert(header::HeaderName::from_static("x-request-id"), id);
+    }
+    if let Some(metrics) = metrics {
+        let req = res.request();
+        let route = req.match_pattern();
+        metrics.observe_request(
+            req.method().as_str(),
+            route.as_deref().unwrap_or("unmatched"),
+            status.as_u16(),
+            started.elapsed(),
+        );
     }
     Ok(res)
 }

@@ -7,6 +7,7 @@
 //! | `--log` | `TIMETRACK_LOG` | `info` |
 //! | `--log-format` | `TIMETRACK_LOG_FORMAT` | `text` (or `json`) |
 //! | `serve --bind` | `TIMETRACK_BIND` | `127.0.0.1:8080` |
+//! | `serve --metrics-bind` | `TIMETRACK_METRICS_BIND` | `127.0.0.1:9464` (or `off`) |
 //! | `serve --db-pool-size` | `TIMETRACK_DB_POOL_SIZE` | `16` |
 //! | `serve --auth-cache-seconds` | `TIMETRACK_AUTH_CACHE_SECONDS` | `5` (0 to 30) |
 //! | `serve --webhook-allow-private-targets` | `TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS` | `false` |
@@ -88,6 +89,10 @@ pub struct ServeSettings {
     /// Address the API listens on.
     #[arg(long, env = "TIMETRACK_BIND", default_value = "127.0.0.1:8080")]
     pub bind: String,
+    /// Address of the Prometheus metrics listener (`GET /metrics`), or `off` for none. Kept apart
+    /// from the API's address so metrics are never public by accident.
+    #[arg(long, env = "TIMETRACK_METRICS_BIND", default_value = "127.0.0.1:9464")]
+    pub metrics_bind: String,
     /// Most database connections open at once.
     #[arg(long, env = "TIMETRACK_DB_POOL_SIZE", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub db_pool_size: u16,

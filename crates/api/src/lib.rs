@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
+pub mod metrics;
 pub mod openapi;
 pub mod routes;
 pub mod telemetry;

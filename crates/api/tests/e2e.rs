@@ -76,14 +76,19 @@ fn seed_account(url: &str, workspace_args: &[&str]) -> String {
 struct Server {
     child: Child,
     base: String,
+    /// The metrics listener's base URL.
+    metrics: String,
 }
 
 impl Server {
     fn start(mut cmd: Command) -> Self {
         let port = free_port();
+        let metrics_port = free_port();
         let child = cmd
             .arg("--bind")
             .arg(format!("127.0.0.1:{port}"))
+            .arg("--metrics-bind")
+            .arg(format!("127.0.0.1:{metrics_port}"))
             .env("TIMETRACK_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -92,6 +97,7 @@ impl Server {
         let server = Self {
             child,
             base: format!("http://127.0.0.1:{port}"),
+            metrics: format!("http://127.0.0.1:{metrics_port}"),
         };
         server.wait_until_healthy();
         server
@@ -490,7 +496,7 @@ mod deliveries {
     //! Webhook deliveries from the real binary to a local HTTPS receiver with its own CA.
 
     use std::process::Command;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     use base64::Engine;
     use base64::engine::general_purpose::STANDARD;
@@ -501,7 +507,7 @@ mod deliveries {
 
     use std::io::Write as _;
 
-    use super::{BIN, Server, seed_account};
+    use super::{BIN, Server, json_stdout, run, seed_account};
 
     /// Checks a Standard Webhooks signature with an HMAC computed here, not by the service's code.
     fn assert_signed(received: &Received, secret: &str) {
@@ -852,7 +858,7 @@ mod deliveries {
             .unwrap();
         assert_eq!(res.status(), 200);
         s.subscribe("/live", &["CLIENT_CREATED"]).await;
-        let before = std::time::Instant::now();
+        let before = Instant::now();
         s.post("/api/clients", json!({"name": "Prompt"})).await;
         assert!(s.receiver.wait_for(1, Duration::from_secs(5)).await);
         // Woken by NOTIFY, not by the poll: well under a second on an idle system.
@@ -869,6 +875,168 @@ mod deliveries {
                 .map(|r| r.path.as_str())
                 .collect::<Vec<_>>(),
             ["/live"]
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_revoked_keys_subscription_gets_nothing_more_not_even_retries() {
+        let s = Setup::new().await;
+        let me = s.get("/api/me").await;
+        let url = s._db.url().to_owned();
+        let (user, workspace) = (
+            me["user"]["id"].as_str().unwrap().to_owned(),
+            me["workspace"]["id"].as_str().unwrap().to_owned(),
+        );
+        let doomed = tokio::task::spawn_blocking(move || {
+            json_stdout(&run(
+                &[
+                    "admin",
+                    "create-api-key",
+                    "--user",
+                    &user,
+                    "--workspace",
+                    &workspace,
+                ],
+                &url,
+            ))
+        })
+        .await
+        .unwrap();
+        let original_key = s.key.clone();
+        let s = Setup {
+            key: doomed["key"].as_str().unwrap().to_owned(),
+            ..s
+        };
+        s.receiver
+            .respond("/revoked", Behaviour::Respond(500, vec![]));
+        s.subscribe("/revoked", &["CLIENT_CREATED"]).await;
+        s.post("/api/clients", json!({"name": "Before"})).await;
+        // The first attempt fails with 500; its retry is queued for a second later.
+        assert!(s.receiver.wait_for(1, Duration::from_secs(10)).await);
+        let url = s._db.url().to_owned();
+        let key_id = doomed["id"].as_str().unwrap().to_owned();
+        let revoked = tokio::task::spawn_blocking(move || {
+            json_stdout(&run(&["admin", "revoke-api-key", "--id", &key_id], &url))
+        })
+        .await
+        .unwrap();
+        assert!(revoked["revoked_at"].is_string(), "{revoked}");
+        let attempts_at_revocation = on(&s.receiver.received(), "/revoked").len();
+
+        // Events from another key of the workspace reach its own subscription only.
+        let s = Setup {
+            key: original_key,
+            ..s
+        };
+        s.subscribe("/witness", &["CLIENT_CREATED"]).await;
+        s.post("/api/clients", json!({"name": "After"})).await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while on(&s.receiver.received(), "/witness").is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(on(&s.receiver.received(), "/witness").len(), 1);
+        // Three retries a second apart would have come by now.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert_eq!(
+            on(&s.receiver.received(), "/revoked").len(),
+            attempts_at_revocation,
+            "nothing more reached the revoked key's subscription"
+        );
+    }
+
+    fn metric(text: &str, series: &str) -> f64 {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+            .parse()
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn metrics_are_served_on_their_own_listener() {
+        let s = Setup::new().await;
+        s.subscribe("/ok", &["CLIENT_CREATED"]).await;
+        for n in 0..3 {
+            s.post("/api/clients", json!({"name": format!("Client {n}")}))
+                .await;
+        }
+        assert!(s.receiver.wait_for(3, Duration::from_secs(10)).await);
+        s.receiver
+            .respond("/failing", Behaviour::Respond(500, vec![]));
+        s.subscribe("/failing", &["CLIENT_CREATED"]).await;
+        // Deliveries of the new client: one to /ok, one failing to /failing.
+        s.post("/api/clients", json!({"name": "Fourth"})).await;
+        assert!(s.receiver.wait_for(5, Duration::from_secs(10)).await);
+        // The outcome is recorded just after the response.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+
+        let res = s
+            .client
+            .get(format!("{}/metrics", s.server.metrics))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        assert!(
+            res.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("application/openmetrics-text")
+        );
+        let text = res.text().await.unwrap();
+        assert_eq!(
+            metric(
+                &text,
+                r#"timetrack_http_requests_total{method="POST",route="/api/clients",status="201"}"#
+            ),
+            4.0
+        );
+        assert_eq!(
+            metric(
+                &text,
+                r#"timetrack_webhook_attempts_total{outcome="delivered",detail="2xx"}"#
+            ),
+            4.0
+        );
+        assert!(
+            metric(
+                &text,
+                r#"timetrack_webhook_attempts_total{outcome="rejected",detail="5xx"}"#
+            ) >= 1.0
+        );
+        assert!(metric(&text, "timetrack_webhook_attempt_duration_seconds_count") >= 5.0);
+        assert_eq!(metric(&text, "timetrack_webhook_queue_readable"), 1.0);
+        // The failing delivery is pending, in exactly one state; nothing else is.
+        let pending: f64 = ["due", "scheduled", "in_flight"]
+            .iter()
+            .map(|state| {
+                metric(
+                    &text,
+                    &format!(r#"timetrack_webhook_queue_depth{{state="{state}"}}"#),
+                )
+            })
+            .sum();
+        assert_eq!(pending, 1.0, "{text}");
+        metric(&text, "timetrack_webhook_oldest_due_age_seconds");
+
+        // Not on the public port; anything else on the metrics port is JSON 404.
+        let public = s
+            .client
+            .get(format!("{}/metrics", s.server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(public.status(), 404);
+        let other = s
+            .client
+            .get(format!("{}/other", s.server.metrics))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(other.status(), 404);
+        assert_eq!(
+            other.json::<Value>().await.unwrap(),
+            json!({"error": "Not found"})
         );
     }
 
@@ -968,7 +1136,7 @@ mod deliveries {
                 .await;
             assert_eq!(status, 201, "{body}");
         }
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         loop {
             if on(&s.receiver.received(), "/healthy").len() == 20 {
                 break;
@@ -1092,10 +1260,10 @@ mod deliveries {
 
         let expected = count_events(&db).await;
         assert!(expected >= 1000, "{expected}");
-        let deadline = std::time::Instant::now() + Duration::from_secs(90);
+        let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             let (unique, _) = unique_ids(&receiver.received(), "/burst");
-            if unique >= expected || std::time::Instant::now() > deadline {
+            if unique >= expected || Instant::now() > deadline {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

@@ -121,6 +121,19 @@ pub struct AttemptRecord {
     pub disable_subscription: bool,
 }
 
+/// The state of the delivery queue at one moment, for monitoring.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Pending deliveries whose next attempt is due and that no worker holds.
+    pub due: u64,
+    /// Pending deliveries waiting for a later retry time.
+    pub scheduled: u64,
+    /// Pending deliveries leased by a worker right now.
+    pub in_flight: u64,
+    /// How long the oldest due delivery has waited past its attempt time (zero when none).
+    pub oldest_due_age: Duration,
+}
+
 /// Why an attempt got no HTTP response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureReason {

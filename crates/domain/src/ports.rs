@@ -411,6 +411,10 @@ pub trait DeliveryQueue: Send + Sync {
         claimed: &crate::delivery::ClaimedDelivery,
         attempt: &crate::delivery::AttemptRecord,
     ) -> DomainResult<()>;
+
+    /// How many pending deliveries there are as of `now`, and how long the oldest due one has
+    /// waited, for monitoring.
+    async fn stats(&self, now: OffsetDateTime) -> DomainResult<crate::delivery::QueueStats>;
 }
 
 /// What one housekeeping pass removed.

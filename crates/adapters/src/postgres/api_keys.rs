@@ -139,6 +139,17 @@ impl ApiKeyRepository for PgApiKeyRepository {
                 ))
                 .execute(conn)
                 .await?;
+                // Including what was already queued for them.
+                diesel::sql_query(
+                    "UPDATE deliveries SET status = 'CANCELLED', lease_expires_at = NULL, \
+                     updated_at = $2 \
+                     WHERE status = 'PENDING' AND subscription_id IN \
+                     (SELECT id FROM webhook_subscriptions WHERE api_key_id = $1)",
+                )
+                .bind::<diesel::sql_types::Uuid, _>(id.0)
+                .bind::<diesel::sql_types::Timestamptz, _>(at)
+                .execute(conn)
+                .await?;
                 api_keys::table
                     .find(id.0)
                     .select(ApiKeyRow::as_select())

@@ -6,7 +6,9 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
-use timetrack_domain::delivery::{AttemptOutcome, AttemptRecord, ClaimedDelivery, NextStep};
+use timetrack_domain::delivery::{
+    AttemptOutcome, AttemptRecord, ClaimedDelivery, NextStep, QueueStats,
+};
 use timetrack_domain::ids::{EventId, WorkspaceId};
 use timetrack_domain::model::{EventType, WebhookId};
 use timetrack_domain::ports::DeliveryQueue;
@@ -74,6 +76,31 @@ WHERE d.event_id = due.event_id AND d.subscription_id = due.subscription_id
   AND e.id = d.event_id AND s.id = d.subscription_id
 RETURNING d.event_id, d.subscription_id, d.workspace_id, e.event_type, e.body, s.url, s.secret,
           d.attempts, s.failing_since";
+
+#[derive(Debug, QueryableByName)]
+struct StatsRow {
+    #[diesel(sql_type = BigInt)]
+    due: i64,
+    #[diesel(sql_type = BigInt)]
+    scheduled: i64,
+    #[diesel(sql_type = BigInt)]
+    in_flight: i64,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    oldest_due: Option<OffsetDateTime>,
+}
+
+/// Pending deliveries of active subscriptions by state (those a claim would consider).
+const STATS: &str = "\
+SELECT count(*) FILTER (WHERE d.next_attempt_at <= $1
+                          AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)) AS due,
+       count(*) FILTER (WHERE d.next_attempt_at > $1
+                          AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)) AS scheduled,
+       count(*) FILTER (WHERE d.lease_expires_at > $1) AS in_flight,
+       min(d.next_attempt_at) FILTER (WHERE d.next_attempt_at <= $1
+                          AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)) AS oldest_due
+FROM deliveries d
+JOIN webhook_subscriptions s ON s.id = d.subscription_id AND s.status = 'ACTIVE'
+WHERE d.status = 'PENDING'";
 
 /// [`DeliveryQueue`] on PostgreSQL.
 #[derive(Clone)]
@@ -182,6 +209,24 @@ impl DeliveryQueue for PgDeliveryQueue {
             .await
             .map_err(|e| map_db_error(e, "claiming deliveries"))?;
         rows.into_iter().map(claimed).collect()
+    }
+
+    async fn stats(&self, now: OffsetDateTime) -> DomainResult<QueueStats> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let row: StatsRow = diesel::sql_query(STATS)
+            .bind::<Timestamptz, _>(now)
+            .get_result(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "reading queue statistics"))?;
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(QueueStats {
+            due: count(row.due),
+            scheduled: count(row.scheduled),
+            in_flight: count(row.in_flight),
+            oldest_due_age: row.oldest_due.map_or(time::Duration::ZERO, |at| {
+                (now - at).max(time::Duration::ZERO)
+            }),
+        })
     }
 
     async fn record(&self, claimed: &ClaimedDelivery, attempt: &AttemptRecord) -> DomainResult<()> {

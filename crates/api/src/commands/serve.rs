@@ -21,6 +21,7 @@ use tokio::sync::{Notify, watch};
 use super::{Database, demo};
 use crate::app::{AppState, RateLimitStoreKind, RateLimits, StateSettings, build_app};
 use crate::config::{GlobalSettings, RateLimitStoreArg, ServeSettings};
+use crate::metrics::{MetricsState, metrics_app};
 
 pub(super) async fn serve(global: &GlobalSettings, settings: &ServeSettings) -> Result<()> {
     let db = Database::open(global).await?;
@@ -73,6 +74,8 @@ async fn run_server(
             ..StateSettings::default()
         },
     );
+    let metrics = state.metrics.clone();
+    let metrics_server = metrics_server(settings, &pool, metrics.clone())?;
     let server = HttpServer::new(move || build_app(state.clone()))
         .bind(&settings.bind)
         .with_context(|| format!("binding {}", settings.bind))?
@@ -93,6 +96,7 @@ async fn run_server(
     let (stop, stopped) = watch::channel(false);
     let worker = tokio::spawn(run_worker(
         delivery,
+        metrics,
         wake.clone(),
         WorkerSettings {
             concurrency: settings.webhook_concurrency as usize,
@@ -110,11 +114,45 @@ async fn run_server(
     ));
 
     // actix stops gracefully on SIGINT and SIGTERM; the workers and the private cluster after it.
+    let metrics_handle = metrics_server.map(|server| {
+        let handle = server.handle();
+        tokio::spawn(server);
+        handle
+    });
     let served = server.run().await.context("running the HTTP server");
+    if let Some(handle) = metrics_handle {
+        handle.stop(true).await;
+    }
     let _ = stop.send(true);
     let _ = tokio::join!(worker, listener, housekeeping);
     tracing::info!("stopped");
     served
+}
+
+/// The metrics listener on `TIMETRACK_METRICS_BIND`, bound but not yet running; `None` when
+/// it is `off`.
+fn metrics_server(
+    settings: &ServeSettings,
+    pool: &timetrack_adapters::PgPool,
+    metrics: Arc<timetrack_adapters::Metrics>,
+) -> Result<Option<actix_web::dev::Server>> {
+    if settings.metrics_bind.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let state = MetricsState {
+        metrics,
+        queue: Arc::new(PgDeliveryQueue::new(pool.clone())),
+        clock: Arc::new(SystemClock),
+    };
+    let server = HttpServer::new(move || metrics_app(state.clone()))
+        .workers(1)
+        .disable_signals()
+        .bind(&settings.metrics_bind)
+        .with_context(|| format!("binding the metrics listener {}", settings.metrics_bind))?;
+    for addr in server.addrs() {
+        tracing::info!(metrics_url = %format!("http://{addr}/metrics"), "metrics listening");
+    }
+    Ok(Some(server.shutdown_timeout(2).run()))
 }
 
 /// The delivery service with the HTTPS sender, from the webhook settings.
@@ -150,4 +188,61 @@ fn delivery_service(
             max_in_flight_per_subscription: settings.webhook_max_in_flight,
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Cli, Command};
+
+    fn settings(args: &[&str]) -> ServeSettings {
+        let mut all = vec!["timetrack", "serve"];
+        all.extend_from_slice(args);
+        match Cli::parse_args(all).unwrap().command {
+            Some(Command::Serve(s)) => s,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn pool() -> timetrack_adapters::PgPool {
+        // Never connects: binding the listener does not touch the database.
+        build_pool(
+            "postgres://nobody@127.0.0.1:1/none",
+            PoolSettings::default(),
+        )
+        .unwrap()
+    }
+
+    #[actix_web::test]
+    async fn the_metrics_listener_is_on_by_default_and_off_means_none() {
+        assert_eq!(settings(&[]).metrics_bind, "127.0.0.1:9464");
+        let metrics = Arc::new(timetrack_adapters::Metrics::new());
+        for off in ["off", "OFF"] {
+            let none = metrics_server(
+                &settings(&["--metrics-bind", off]),
+                &pool(),
+                metrics.clone(),
+            );
+            assert!(none.unwrap().is_none());
+        }
+        let bound = metrics_server(
+            &settings(&["--metrics-bind", "127.0.0.1:0"]),
+            &pool(),
+            metrics.clone(),
+        )
+        .unwrap()
+        .expect("a listener");
+        let handle = bound.handle();
+        actix_web::rt::spawn(bound);
+        handle.stop(false).await;
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap().to_string();
+        let err = metrics_server(&settings(&["--metrics-bind", &addr]), &pool(), metrics)
+            .err()
+            .expect("an address in use is an error");
+        assert!(
+            err.to_string().contains("binding the metrics listener"),
+            "{err}"
+        );
+    }
 }

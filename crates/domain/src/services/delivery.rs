@@ -81,8 +81,9 @@ impl DeliveryService {
             .await
     }
 
-    /// Sends one claimed delivery and records the attempt and what follows.
-    pub async fn deliver(&self, claimed: &ClaimedDelivery) -> DomainResult<NextStep> {
+    /// Sends one claimed delivery and records the attempt and what follows; returns what was
+    /// recorded.
+    pub async fn deliver(&self, claimed: &ClaimedDelivery) -> DomainResult<AttemptRecord> {
         let started = self.clock.now();
         let request = build_request(
             &claimed.url,
@@ -104,17 +105,13 @@ impl DeliveryService {
         let failing = !matches!(next, NextStep::Done | NextStep::Unsubscribe);
         let disable_subscription =
             failing && should_disable(Some(claimed.failing_since.unwrap_or(started)), finished);
-        self.queue
-            .record(
-                claimed,
-                &AttemptRecord {
-                    started_at: started,
-                    report,
-                    next,
-                    disable_subscription,
-                },
-            )
-            .await?;
-        Ok(next)
+        let record = AttemptRecord {
+            started_at: started,
+            report,
+            next,
+            disable_subscription,
+        };
+        self.queue.record(claimed, &record).await?;
+        Ok(record)
     }
 }
