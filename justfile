@@ -57,3 +57,13 @@ db-down:
 db-schema:
     diesel migration run
     cargo fmt --all
+
+# Benchmarks against the machine's own limits; writes docs/benchmarks.md (about 10 minutes).
+bench *ARGS:
+    cargo build --release -p timetrack-api -p timetrack-bench
+    target/release/timetrack-bench {{ARGS}}
+
+# A seconds-long run of the benchmark tool on the debug build, as CI runs it.
+bench-smoke:
+    cargo build -p timetrack-api -p timetrack-bench
+    target/debug/timetrack-bench --smoke --server-bin target/debug/timetrack --report target/bench-smoke/benchmarks.md --data-dir target/bench-smoke

@@ -176,6 +176,20 @@ impl HttpsReceiver {
         lock(&self.state.received).clone()
     }
 
+    /// How many requests arrived so far.
+    pub fn count(&self) -> usize {
+        lock(&self.state.received).len()
+    }
+
+    /// The requests received after the first `start`, in arrival order.
+    pub fn received_from(&self, start: usize) -> Vec<Received> {
+        let received = lock(&self.state.received);
+        received
+            .get(start..)
+            .map(<[Received]>::to_vec)
+            .unwrap_or_default()
+    }
+
     /// TCP connections accepted so far.
     pub fn accepts(&self) -> usize {
         self.state.accepts.load(Ordering::SeqCst)

@@ -1,0 +1,267 @@
+//! Delivery workloads: a burst of events through the public API (throughput), and a steady rate
+//! (latency from the API's response to the event's arrival at the receiver).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use serde_json::{Value, json};
+use timetrack_adapters::testing::Received;
+
+use crate::setup::{Account, Environment, Server};
+use crate::stats::{Latencies, Repeated};
+use crate::{Sizes, progress};
+
+/// Subscription counts measured.
+pub const SUBSCRIPTIONS: [usize; 2] = [1, 10];
+
+/// The throughput figures of one subscription count.
+#[derive(Debug, Clone, Default)]
+pub struct Throughput {
+    pub subscriptions: usize,
+    /// Events accepted (201) per second, over the whole burst.
+    pub accepted_per_s: Repeated,
+    /// Unique deliveries per second, from the first request to the last arrival.
+    pub deliveries_per_s: Repeated,
+    /// Deliveries expected and never received, summed over the repetitions.
+    pub lost: usize,
+    /// Deliveries received more than once, summed over the repetitions.
+    pub duplicates: usize,
+    /// Requests not answered 201, summed over the repetitions.
+    pub refused: usize,
+}
+
+/// The latency figures of one subscription count.
+#[derive(Debug, Clone, Default)]
+pub struct Latency {
+    pub subscriptions: usize,
+    pub p50: Repeated,
+    pub p95: Repeated,
+    pub p99: Repeated,
+    /// Every sample of the median repetition (by p99), for the plot.
+    pub samples: Latencies,
+    pub lost: usize,
+}
+
+/// Workload 1 for each subscription count.
+pub async fn throughput(
+    env: &Environment,
+    server: &Server,
+    sizes: Sizes,
+) -> Result<Vec<Throughput>> {
+    let mut all = Vec::new();
+    for s in SUBSCRIPTIONS {
+        let mut figures = Throughput {
+            subscriptions: s,
+            ..Throughput::default()
+        };
+        for run in 0..sizes.runs {
+            let (account, tag) = subscribed(env, server, s, &format!("burst{s}-{run}")).await?;
+            let before = env.receiver.count();
+            let next = Arc::new(AtomicUsize::new(0));
+            let accepted = Arc::new(AtomicUsize::new(0));
+            let started = Instant::now();
+            let clients: Vec<_> = (0..sizes.burst_clients)
+                .map(|_| {
+                    let (next, accepted) = (next.clone(), accepted.clone());
+                    let (http, base, key) = (
+                        server.http.clone(),
+                        server.base.clone(),
+                        account.key.clone(),
+                    );
+                    let (tag, events) = (tag.clone(), sizes.burst_events);
+                    tokio::spawn(async move {
+                        loop {
+                            let n = next.fetch_add(1, Ordering::Relaxed);
+                            if n >= events {
+                                return;
+                            }
+                            let res = http
+                                .post(format!("{base}/api/clients"))
+                                .bearer_auth(&key)
+                                .json(&json!({"name": format!("{tag} client {n}")}))
+                                .send()
+                                .await;
+                            if res.is_ok_and(|r| r.status() == 201) {
+                                accepted.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for client in clients {
+                client.await?;
+            }
+            let accept_time = started.elapsed();
+            let accepted = accepted.load(Ordering::Relaxed);
+            let expected = accepted * s;
+            let received = wait_for(env, before, expected).await;
+            let mine: Vec<&Received> = received
+                .iter()
+                .filter(|r| r.path.starts_with(&format!("/{tag}/")))
+                .collect();
+            let unique: HashSet<(&str, &str)> = mine
+                .iter()
+                .map(|r| (r.path.as_str(), r.header("webhook-id").unwrap_or_default()))
+                .collect();
+            let last = mine.iter().map(|r| r.at).max().unwrap_or(started);
+            let span = last.saturating_duration_since(started).as_secs_f64();
+            figures
+                .accepted_per_s
+                .push(accepted as f64 / accept_time.as_secs_f64());
+            figures
+                .deliveries_per_s
+                .push(unique.len() as f64 / span.max(1e-9));
+            figures.lost += expected.saturating_sub(unique.len());
+            figures.duplicates += mine.len() - unique.len();
+            figures.refused += sizes.burst_events - accepted;
+            progress(&format!(
+                "throughput S={s} run {}: {:.0} accepted/s, {:.0} deliveries/s, lost {}, duplicates {}",
+                run + 1,
+                accepted as f64 / accept_time.as_secs_f64(),
+                unique.len() as f64 / span.max(1e-9),
+                expected.saturating_sub(unique.len()),
+                mine.len() - unique.len()
+            ));
+        }
+        all.push(figures);
+    }
+    Ok(all)
+}
+
+/// Workload 2 for each subscription count.
+pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result<Vec<Latency>> {
+    let mut all = Vec::new();
+    for s in SUBSCRIPTIONS {
+        let mut figures = Latency {
+            subscriptions: s,
+            ..Latency::default()
+        };
+        let mut runs = Vec::new();
+        for run in 0..sizes.runs {
+            let (account, tag) = subscribed(env, server, s, &format!("steady{s}-{run}")).await?;
+            let before = env.receiver.count();
+            let answered: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+            let total = u64::from(sizes.latency_rate) * sizes.latency_seconds;
+            let mut ticker =
+                tokio::time::interval(Duration::from_secs(1) / sizes.latency_rate.max(1));
+            let mut requests = Vec::new();
+            for n in 0..total {
+                ticker.tick().await;
+                let answered = answered.clone();
+                let (http, base, key) = (
+                    server.http.clone(),
+                    server.base.clone(),
+                    account.key.clone(),
+                );
+                let name = format!("{tag} client {n}");
+                requests.push(tokio::spawn(async move {
+                    let res = http
+                        .post(format!("{base}/api/clients"))
+                        .bearer_auth(&key)
+                        .json(&json!({ "name": name }))
+                        .send()
+                        .await;
+                    let Ok(res) = res else { return };
+                    if res.status() != 201 {
+                        return;
+                    }
+                    let at = Instant::now();
+                    if let Ok(body) = res.json::<Value>().await
+                        && let Some(id) = body["id"].as_str()
+                    {
+                        answered
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(id.to_owned(), at);
+                    }
+                }));
+            }
+            for request in requests {
+                request.await?;
+            }
+            let answered =
+                std::mem::take(&mut *answered.lock().unwrap_or_else(PoisonError::into_inner));
+            let expected = answered.len() * s;
+            let received = wait_for(env, before, expected).await;
+            let mut samples = Latencies::default();
+            let mut seen = HashSet::new();
+            for r in received
+                .iter()
+                .filter(|r| r.path.starts_with(&format!("/{tag}/")))
+            {
+                let Ok(body) = serde_json::from_slice::<Value>(&r.body) else {
+                    continue;
+                };
+                let Some(id) = body["id"].as_str() else {
+                    continue;
+                };
+                if let Some(answered_at) = answered.get(id)
+                    && seen.insert((r.path.clone(), id.to_owned()))
+                {
+                    // A delivery can beat the response to the client: that is 0, not negative.
+                    samples.push(r.at.saturating_duration_since(*answered_at));
+                }
+            }
+            figures.lost += expected.saturating_sub(seen.len());
+            figures.p50.push(samples.percentile(50.0));
+            figures.p95.push(samples.percentile(95.0));
+            figures.p99.push(samples.percentile(99.0));
+            progress(&format!(
+                "latency S={s} run {}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} samples)",
+                run + 1,
+                samples.percentile(50.0),
+                samples.percentile(95.0),
+                samples.percentile(99.0),
+                samples.0.len()
+            ));
+            runs.push(samples);
+        }
+        runs.sort_by(|a, b| a.percentile(99.0).total_cmp(&b.percentile(99.0)));
+        figures.samples = runs.swap_remove(runs.len() / 2);
+        all.push(figures);
+    }
+    Ok(all)
+}
+
+/// A new workspace with `s` subscriptions on the receiver under `/<tag>/`.
+async fn subscribed(
+    env: &Environment,
+    server: &Server,
+    s: usize,
+    name: &str,
+) -> Result<(Account, String)> {
+    let tag = format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let account = env.account(&format!("Bench {tag}")).await?;
+    for i in 0..s {
+        server
+            .subscribe(&account.key, &env.receiver.url(&format!("/{tag}/{i}")))
+            .await?;
+    }
+    Ok((account, tag))
+}
+
+/// Waits until `expected` more requests arrived after the first `before` (or nothing arrived
+/// for 30 s), then returns those that did.
+async fn wait_for(env: &Environment, before: usize, expected: usize) -> Vec<Received> {
+    let mut last_count = env.receiver.count();
+    let mut last_progress = Instant::now();
+    while !env
+        .receiver
+        .wait_for(before + expected, Duration::from_secs(1))
+        .await
+    {
+        let count = env.receiver.count();
+        if count != last_count {
+            last_count = count;
+            last_progress = Instant::now();
+        } else if last_progress.elapsed() > Duration::from_secs(30) {
+            break;
+        }
+    }
+    // Duplicates, if any, arrive after the expected count: give them a moment.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    env.receiver.received_from(before)
+}

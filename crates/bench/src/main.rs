@@ -1,0 +1,166 @@
+//! `timetrack-bench`: measures timetrack on loopback against the machine's own limits and writes
+//! a report. It starts everything itself: its PostgreSQL (a private durable cluster, or a
+//! database on `DATABASE_URL`'s server), the release `timetrack` binary, and an HTTPS receiver
+//! with its own CA.
+//!
+//! Workloads: delivery throughput (S = 1 and 10), delivery latency at a fixed rate, client
+//! search on a large dataset beside the same query run directly through a pool, the machine's
+//! HTTPS and commit rates, and the server's peak memory. See `docs/benchmarks.md`.
+
+mod delivery;
+mod limits;
+mod report;
+mod search;
+mod setup;
+mod stats;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Parser;
+
+/// Command-line options.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "timetrack-bench", version, about)]
+pub struct Options {
+    /// Small sizes and one repetition, in seconds: proves the tool works (CI), measures nothing.
+    #[arg(long)]
+    pub smoke: bool,
+    /// The `timetrack` binary to measure (build it with `cargo build --release`).
+    #[arg(long, default_value = "target/release/timetrack")]
+    pub server_bin: PathBuf,
+    /// Where the report goes.
+    #[arg(long, default_value = "docs/benchmarks.md")]
+    pub report: PathBuf,
+    /// Where the private PostgreSQL cluster lives (when `DATABASE_URL` is unset).
+    #[arg(long, default_value = "target/timetrack-bench")]
+    pub data_dir: PathBuf,
+    /// Repetitions of each workload (the report gives the median and the spread).
+    #[arg(long)]
+    pub runs: Option<usize>,
+}
+
+/// The sizes of one run of the tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    pub runs: usize,
+    /// Events of the throughput workload.
+    pub burst_events: usize,
+    /// Concurrent API clients of the throughput workload.
+    pub burst_clients: usize,
+    /// Rate and duration of the latency workload.
+    pub latency_rate: u32,
+    pub latency_seconds: u64,
+    /// The search dataset: workspaces × clients, plus one big workspace.
+    pub small_workspaces: usize,
+    pub clients_per_workspace: usize,
+    pub big_workspace_clients: usize,
+    /// How long each search measurement lasts.
+    pub search_window: Duration,
+    /// How long each machine-limit measurement lasts.
+    pub limit_window: Duration,
+}
+
+impl Sizes {
+    fn full() -> Self {
+        Self {
+            runs: 3,
+            burst_events: 5_000,
+            burst_clients: 16,
+            latency_rate: 200,
+            latency_seconds: 20,
+            small_workspaces: 1_000,
+            clients_per_workspace: 1_000,
+            big_workspace_clients: 200_000,
+            search_window: Duration::from_millis(1_500),
+            limit_window: Duration::from_secs(3),
+        }
+    }
+
+    fn smoke() -> Self {
+        Self {
+            runs: 1,
+            burst_events: 200,
+            burst_clients: 4,
+            latency_rate: 50,
+            latency_seconds: 2,
+            small_workspaces: 5,
+            clients_per_workspace: 50,
+            big_workspace_clients: 2_000,
+            search_window: Duration::from_millis(100),
+            limit_window: Duration::from_millis(300),
+        }
+    }
+}
+
+fn main() -> Result<()> {
+    let options = Options::parse();
+    let mut sizes = if options.smoke {
+        Sizes::smoke()
+    } else {
+        Sizes::full()
+    };
+    if let Some(runs) = options.runs {
+        sizes.runs = runs.max(1);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(run(options, sizes))
+}
+
+async fn run(options: Options, sizes: Sizes) -> Result<()> {
+    let started = time::OffsetDateTime::now_utc();
+    let env = setup::Environment::start(&options).await?;
+    progress(&format!("database {}", env.database_label));
+
+    let limits = limits::measure(&env, sizes).await?;
+    progress(&format!(
+        "machine: {:.0} HTTPS POST/s, {:.0} commits/s",
+        limits.https_posts.median(),
+        limits.commits.median()
+    ));
+
+    let server = env.start_server(&options).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle_rss = server.memory()?;
+    progress(&format!("idle RSS {:.1} MB", idle_rss.rss_mb()));
+
+    let throughput = delivery::throughput(&env, &server, sizes).await?;
+    let load_rss = server.memory()?;
+    progress(&format!("peak RSS under load {:.1} MB", load_rss.peak_mb()));
+    let latency = delivery::latency(&env, &server, sizes).await?;
+    let search = search::measure(&env, &server, sizes).await?;
+    drop(server);
+
+    let report = report::Report {
+        started,
+        smoke: options.smoke,
+        sizes,
+        environment: env.describe(),
+        limits,
+        idle_rss,
+        load_rss,
+        throughput,
+        latency,
+        search,
+    };
+    report.write(&options.report)?;
+    progress(&format!("report written to {}", options.report.display()));
+    let failures = report.correctness_failures();
+    env.stop();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!("{}", failures.join("; "))
+    }
+}
+
+/// One line of progress on stderr.
+pub fn progress(line: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "[bench] {line}");
+}

@@ -1,0 +1,430 @@
+//! The report: `docs/benchmarks.md` (figures, targets, machine, date, commands) and an SVG plot of
+//! the delivery latencies beside it.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::Sizes;
+use crate::delivery::{Latency, Throughput};
+use crate::limits::{COMMIT_CONNECTIONS, HTTPS_CONCURRENCY, HTTPS_WIDE_CONCURRENCY, Limits};
+use crate::search::Search;
+use crate::setup::Memory;
+
+/// Everything one run of the tool measured.
+pub struct Report {
+    pub started: time::OffsetDateTime,
+    pub smoke: bool,
+    pub sizes: Sizes,
+    pub environment: String,
+    pub limits: Limits,
+    pub idle_rss: Memory,
+    pub load_rss: Memory,
+    pub throughput: Vec<Throughput>,
+    pub latency: Vec<Latency>,
+    pub search: Search,
+}
+
+/// A target and whether it was met.
+struct Target {
+    what: String,
+    goal: String,
+    measured: String,
+    met: bool,
+}
+
+impl Report {
+    /// Lost deliveries, refused requests and failed searches: these fail the run whatever the
+    /// sizes (the smoke run included).
+    pub fn correctness_failures(&self) -> Vec<String> {
+        let mut failures = Vec::new();
+        for t in &self.throughput {
+            if t.lost > 0 {
+                failures.push(format!("S={}: {} deliveries lost", t.subscriptions, t.lost));
+            }
+            if t.refused > 0 {
+                failures.push(format!(
+                    "S={}: {} event requests refused",
+                    t.subscriptions, t.refused
+                ));
+            }
+        }
+        for l in &self.latency {
+            if l.lost > 0 {
+                failures.push(format!(
+                    "latency S={}: {} deliveries lost",
+                    l.subscriptions, l.lost
+                ));
+            }
+        }
+        for c in &self.search.cases {
+            if c.errors > 0 {
+                failures.push(format!(
+                    "find {:?} c={}: {} failed requests",
+                    c.query, c.concurrency, c.errors
+                ));
+            }
+        }
+        failures
+    }
+
+    fn targets(&self) -> Vec<Target> {
+        let mut targets = Vec::new();
+        for t in &self.throughput {
+            let goal = if t.subscriptions == 1 {
+                1_600.0
+            } else {
+                4_400.0
+            };
+            targets.push(Target {
+                what: format!("deliveries/s, S = {}", t.subscriptions),
+                goal: format!("≥ {goal:.0}"),
+                measured: format!("{:.0}", t.deliveries_per_s.median()),
+                met: t.deliveries_per_s.median() >= goal,
+            });
+        }
+        for l in &self.latency {
+            if l.subscriptions == 1 {
+                targets.push(Target {
+                    what: "delivery latency p50, S = 1".into(),
+                    goal: "≤ 2 ms".into(),
+                    measured: format!("{:.2} ms", l.p50.median()),
+                    met: l.p50.median() <= 2.0,
+                });
+                targets.push(Target {
+                    what: "delivery latency p99, S = 1".into(),
+                    goal: "≤ 5 ms".into(),
+                    measured: format!("{:.2} ms", l.p99.median()),
+                    met: l.p99.median() <= 5.0,
+                });
+            } else {
+                targets.push(Target {
+                    what: format!("delivery latency p99, S = {}", l.subscriptions),
+                    goal: "≤ 10 ms".into(),
+                    measured: format!("{:.2} ms", l.p99.median()),
+                    met: l.p99.median() <= 10.0,
+                });
+            }
+        }
+        for c in self
+            .search
+            .cases
+            .iter()
+            .filter(|c| c.chars >= 3 && c.concurrency == 8)
+        {
+            targets.push(Target {
+                what: format!("find {:?} p99, c = 8", c.query),
+                goal: "≤ 10 ms".into(),
+                measured: format!("{:.2} ms", c.service_p99.median()),
+                met: c.service_p99.median() <= 10.0,
+            });
+            targets.push(Target {
+                what: format!("find {:?} service / direct SQL, c = 8", c.query),
+                goal: "≥ 0.80".into(),
+                measured: format!("{:.2}", c.ratio()),
+                met: c.ratio() >= 0.8,
+            });
+        }
+        targets.push(Target {
+            what: "RSS idle".into(),
+            goal: "≤ 50 MB".into(),
+            measured: format!("{:.1} MB", self.idle_rss.rss_mb()),
+            met: self.idle_rss.rss_mb() <= 50.0,
+        });
+        targets.push(Target {
+            what: "peak RSS, workload 1".into(),
+            goal: "≤ 200 MB".into(),
+            measured: format!("{:.1} MB", self.load_rss.peak_mb()),
+            met: self.load_rss.peak_mb() <= 200.0,
+        });
+        targets
+    }
+
+    /// Writes the Markdown report at `path` and the plot beside it.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir)?;
+        }
+        let svg_name = "benchmarks-latency.svg";
+        let svg_path = path.with_file_name(svg_name);
+        std::fs::write(&svg_path, self.svg())?;
+        std::fs::write(path, self.markdown(svg_name))?;
+        Ok(())
+    }
+
+    fn markdown(&self, svg_name: &str) -> String {
+        let mut md = String::new();
+        let date = self
+            .started
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        let s = self.sizes;
+        let _ = writeln!(md, "# Benchmarks\n");
+        if self.smoke {
+            let _ = writeln!(
+                md,
+                "> **Smoke run** (tiny sizes, one repetition): proves the tool works; the figures \
+                 mean nothing.\n"
+            );
+        }
+        let _ = writeln!(
+            md,
+            "Written by `timetrack-bench` (`just bench`) on {date}.\n\n\
+             - Machine: {}.\n\
+             - Everything on loopback in one run: the release `timetrack serve` (default settings, \
+             rate limits lifted, metrics off), its PostgreSQL, and the tool itself with an HTTPS \
+             receiver (its own CA; it records every request) and the load generators. They share \
+             the machine's cores, as they would the reference's.\n\
+             - Each workload is repeated {} time(s); figures are medians, with the spread \
+             (min–max) in brackets.\n\
+             - Rerun: `just bench` (or `cargo build --release -p timetrack-api -p timetrack-bench \
+             && target/release/timetrack-bench`). `DATABASE_URL` set: a `timetrack_bench` \
+             database on that server; unset: a private durable cluster under \
+             `target/timetrack-bench/`. The search dataset is seeded once and kept.\n",
+            self.environment, s.runs
+        );
+
+        let _ = writeln!(md, "## Targets\n");
+        let _ = writeln!(md, "| target | goal | measured | met |\n|---|---|---|---|");
+        for t in self.targets() {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} |",
+                t.what,
+                t.goal,
+                t.measured,
+                if t.met { "yes" } else { "**no**" }
+            );
+        }
+
+        let l = &self.limits;
+        let _ = writeln!(
+            md,
+            "\n## Machine limits (same run)\n\n\
+             | measure | per second |\n|---|---|\n\
+             | HTTPS POSTs to the receiver, kept-alive, {HTTPS_CONCURRENCY} at a time (the \
+             service's sender, no queue) | {} |\n\
+             | same, {HTTPS_WIDE_CONCURRENCY} at a time | {} |\n\
+             | one-row INSERT commits, {COMMIT_CONNECTIONS} connections | {} |\n\
+             | one-row INSERT commits, 1 connection | {} |\n",
+            l.https_posts.show(0),
+            l.https_posts_wide.show(0),
+            l.commits.show(0),
+            l.commits_serial.show(0)
+        );
+
+        let _ = writeln!(
+            md,
+            "## 1. Delivery throughput\n\n\
+             {} events created by `POST /api/clients` from {} concurrent clients, as fast as they \
+             are accepted; every event goes to S subscriptions of one workspace. Deliveries/s run \
+             from the first request to the last arrival; each delivery is durable in PostgreSQL \
+             (claimed, sent, recorded).\n",
+            s.burst_events, s.burst_clients
+        );
+        let _ = writeln!(
+            md,
+            "| S | events accepted/s | deliveries/s | of HTTPS limit | lost | duplicates |\n\
+             |---|---|---|---|---|---|"
+        );
+        for t in &self.throughput {
+            let limit = if t.subscriptions == 1 {
+                l.https_posts.median()
+            } else {
+                l.https_posts_wide.median()
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {:.0} % | {} | {} |",
+                t.subscriptions,
+                t.accepted_per_s.show(0),
+                t.deliveries_per_s.show(0),
+                100.0 * t.deliveries_per_s.median() / limit.max(1e-9),
+                t.lost,
+                t.duplicates
+            );
+        }
+        let _ = writeln!(
+            md,
+            "\nEvents accepted/s as a fraction of the {COMMIT_CONNECTIONS}-connection commit \
+             rate: {}.\n",
+            self.throughput
+                .iter()
+                .map(|t| format!(
+                    "S = {}: {:.0} %",
+                    t.subscriptions,
+                    100.0 * t.accepted_per_s.median() / l.commits.median().max(1e-9)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+
+        let _ = writeln!(
+            md,
+            "## 2. Delivery latency\n\n\
+             {} events/s for {} s; latency from the API's response to the event's arrival at the \
+             receiver (a delivery that beats the response counts as 0).\n\n\
+             | S | p50 | p95 | p99 | lost |\n|---|---|---|---|---|",
+            s.latency_rate, s.latency_seconds
+        );
+        for l in &self.latency {
+            let _ = writeln!(
+                md,
+                "| {} | {} ms | {} ms | {} ms | {} |",
+                l.subscriptions,
+                l.p50.show(2),
+                l.p95.show(2),
+                l.p99.show(2),
+                l.lost
+            );
+        }
+        let _ = writeln!(md, "\n![Delivery latency by percentile]({svg_name})\n");
+
+        let _ = writeln!(
+            md,
+            "## 3. Find client\n\n\
+             Dataset: {}. `POST /api/integrations/automation/triggers/clients/find` on the big \
+             workspace, rate limit lifted; \"direct\" is the same repository query through a pool \
+             of the same size in the tool's process. Each measurement lasts {:.1} s.\n",
+            self.search.dataset,
+            s.search_window.as_secs_f64()
+        );
+        let _ = writeln!(
+            md,
+            "| query | chars | hit | rows | c | req/s | p50 ms | p99 ms | direct req/s | direct p99 ms | ratio |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|"
+        );
+        for c in &self.search.cases {
+            let _ = writeln!(
+                md,
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} |",
+                c.query,
+                c.chars,
+                if c.hit { "yes" } else { "no" },
+                c.rows,
+                c.concurrency,
+                c.service_rps.show(0),
+                c.service_p50.show(2),
+                c.service_p99.show(2),
+                c.direct_rps.show(0),
+                c.direct_p99.show(2),
+                c.ratio()
+            );
+        }
+        let _ = writeln!(
+            md,
+            "\nOne- and two-character queries cannot use the trigram index (a trigram needs three \
+             characters): hits are served by the newest-first index and stop at 100 rows, misses \
+             scan the workspace's rows. The target applies to 3+ characters.\n"
+        );
+        for (query, plan) in &self.search.plans {
+            let _ = writeln!(
+                md,
+                "`EXPLAIN (ANALYZE, BUFFERS)` for `{query}` on the big workspace:\n\n```\n{}```\n",
+                plan
+            );
+        }
+
+        let _ = writeln!(
+            md,
+            "## 5. Memory\n\n\
+             | server state | resident memory |\n|---|---|\n\
+             | idle, after start-up | {:.1} MB |\n\
+             | peak during workload 1 | {:.1} MB |\n",
+            self.idle_rss.rss_mb(),
+            self.load_rss.peak_mb()
+        );
+        md
+    }
+
+    /// Latency by percentile (log scale), one line per subscription count.
+    fn svg(&self) -> String {
+        const W: f64 = 640.0;
+        const H: f64 = 360.0;
+        const LEFT: f64 = 60.0;
+        const RIGHT: f64 = 20.0;
+        const TOP: f64 = 30.0;
+        const BOTTOM: f64 = 50.0;
+        let colours = ["#1f77b4", "#d62728", "#2ca02c"];
+        let max_ms = self
+            .latency
+            .iter()
+            .flat_map(|l| l.samples.0.iter().copied())
+            .fold(1.0_f64, f64::max);
+        let (lo, hi) = (0.1_f64.log10(), (max_ms * 1.2).log10().max(1.0));
+        let y =
+            |ms: f64| TOP + (H - TOP - BOTTOM) * (1.0 - ((ms.max(0.1).log10() - lo) / (hi - lo)));
+        let x = |p: f64| LEFT + (W - LEFT - RIGHT) * p / 100.0;
+        let mut svg = format!(
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">
+<rect width="{W}" height="{H}" fill="white"/>
+<text x="{}" y="18" text-anchor="middle" font-size="14">Delivery latency at {} events/s (median run)</text>
+"#,
+            W / 2.0,
+            self.sizes.latency_rate
+        );
+        let mut tick = 0.1;
+        while tick <= 10f64.powf(hi) {
+            let ty = y(tick);
+            let _ = writeln!(
+                svg,
+                r##"<line x1="{LEFT}" y1="{ty:.1}" x2="{}" y2="{ty:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{tick} ms</text>"##,
+                W - RIGHT,
+                LEFT - 6.0,
+                ty + 4.0
+            );
+            tick *= 10.0;
+        }
+        for p in [0.0, 25.0, 50.0, 75.0, 90.0, 99.0, 100.0] {
+            let _ = writeln!(
+                svg,
+                r#"<text x="{:.1}" y="{}" text-anchor="middle">p{p}</text>"#,
+                x(p),
+                H - BOTTOM + 16.0
+            );
+        }
+        let _ = writeln!(
+            svg,
+            r#"<text x="{}" y="{}" text-anchor="middle">percentile</text>"#,
+            W / 2.0,
+            H - 12.0
+        );
+        for (i, l) in self.latency.iter().enumerate() {
+            let mut sorted = l.samples.0.clone();
+            sorted.sort_by(f64::total_cmp);
+            if sorted.is_empty() {
+                continue;
+            }
+            let n = sorted.len();
+            let step = (n / 400).max(1);
+            let points: Vec<String> = (0..n)
+                .step_by(step)
+                .chain(std::iter::once(n - 1))
+                .map(|k| {
+                    let p = 100.0 * (k + 1) as f64 / n as f64;
+                    format!("{:.1},{:.1}", x(p), y(sorted[k]))
+                })
+                .collect();
+            let colour = colours[i % colours.len()];
+            let _ = writeln!(
+                svg,
+                r#"<polyline fill="none" stroke="{colour}" stroke-width="2" points="{}"/>"#,
+                points.join(" ")
+            );
+            let _ = writeln!(
+                svg,
+                r#"<text x="{}" y="{}" fill="{colour}">S = {} (p50 {:.2} ms, p99 {:.2} ms)</text>"#,
+                LEFT + 10.0,
+                TOP + 16.0 + 16.0 * i as f64,
+                l.subscriptions,
+                l.samples.percentile(50.0),
+                l.samples.percentile(99.0)
+            );
+        }
+        svg.push_str("</svg>\n");
+        svg
+    }
+}
