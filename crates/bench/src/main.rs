@@ -39,6 +39,9 @@ pub struct Options {
     /// Repetitions of each workload (the report gives the median and the spread).
     #[arg(long)]
     pub runs: Option<usize>,
+    /// Skip the client-search workload (quicker runs while working on delivery).
+    #[arg(long)]
+    pub skip_search: bool,
 }
 
 /// The sizes of one run of the tool.
@@ -132,7 +135,11 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
     let load_rss = server.memory()?;
     progress(&format!("peak RSS under load {:.1} MB", load_rss.peak_mb()));
     let latency = delivery::latency(&env, &server, sizes).await?;
-    let search = search::measure(&env, &server, sizes).await?;
+    let search = if options.skip_search {
+        search::Search::default()
+    } else {
+        search::measure(&env, &server, sizes).await?
+    };
     drop(server);
 
     let report = report::Report {

@@ -2,26 +2,60 @@
 //! delivery per active subscription of its workspace that lists its type.
 
 use diesel::prelude::*;
-use diesel::sql_types::{Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Array, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::model::Event;
 use uuid::Uuid;
 
-use super::schema::events;
+/// The columns of events, for [`OUTBOX`]'s arrays.
+pub(crate) struct EventColumns<'a> {
+    pub ids: Vec<Uuid>,
+    pub workspaces: Vec<Uuid>,
+    pub types: Vec<&'a str>,
+    pub bodies: Vec<&'a str>,
+    pub times: Vec<OffsetDateTime>,
+}
 
-#[derive(Debug, Insertable)]
-#[diesel(table_name = events)]
-struct EventRow<'a> {
-    id: Uuid,
-    workspace_id: Uuid,
-    event_type: &'a str,
-    body: &'a str,
-    created_at: OffsetDateTime,
+impl<'a> EventColumns<'a> {
+    pub fn of(events: &'a [Event]) -> Self {
+        Self {
+            ids: events.iter().map(|e| e.id.0).collect(),
+            workspaces: events.iter().map(|e| e.workspace_id.0).collect(),
+            types: events.iter().map(|e| e.event_type.as_str()).collect(),
+            bodies: events.iter().map(|e| e.body.as_str()).collect(),
+            times: events.iter().map(|e| e.created_at).collect(),
+        }
+    }
+}
+
+/// The outbox as the tail of one statement, on parameters `$1` to `$5` (the [`EventColumns`]
+/// arrays) of a query whose other CTEs come first: the events, one pending delivery per active
+/// subscription of their workspace listing their type, and, when there is any delivery, a
+/// notification that wakes the delivery workers on commit.
+pub(crate) fn outbox_statement(leading_ctes: &str) -> String {
+    format!(
+        "WITH {leading_ctes} e AS ( \
+             INSERT INTO events (id, workspace_id, event_type, body, created_at) \
+             SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], \
+                                  $5::timestamptz[]) \
+             RETURNING id, workspace_id, event_type, created_at \
+         ), d AS ( \
+             INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, \
+                                     next_attempt_at, created_at, updated_at) \
+             SELECT e.id, s.id, s.workspace_id, 'PENDING', e.created_at, e.created_at, \
+                    e.created_at \
+             FROM e JOIN webhook_subscriptions s \
+               ON s.workspace_id = e.workspace_id AND s.status = 'ACTIVE' \
+              AND e.event_type = ANY (s.events) \
+             RETURNING 1 \
+         ) \
+         SELECT pg_notify('{DELIVERY_CHANNEL}', '') FROM (SELECT 1 FROM d LIMIT 1) AS any_delivery"
+    )
 }
 
 /// Writes `events` and their deliveries on `conn`, which MUST be inside the transaction of the
-/// change that caused them: both commit together or not at all.
+/// change that caused them: both commit together or not at all (see [`outbox_statement`]).
 pub(crate) async fn record_events(
     conn: &mut AsyncPgConnection,
     events: &[Event],
@@ -29,28 +63,13 @@ pub(crate) async fn record_events(
     if events.is_empty() {
         return Ok(());
     }
-    let rows: Vec<EventRow<'_>> = events.iter().map(row).collect();
-    diesel::insert_into(events::table)
-        .values(&rows)
-        .execute(conn)
-        .await?;
-    for event in events {
-        diesel::sql_query(
-            "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, \
-             next_attempt_at, created_at, updated_at) \
-             SELECT $1, s.id, s.workspace_id, 'PENDING', $2, $2, $2 \
-             FROM webhook_subscriptions s \
-             WHERE s.workspace_id = $3 AND s.status = 'ACTIVE' AND $4 = ANY (s.events)",
-        )
-        .bind::<SqlUuid, _>(event.id.0)
-        .bind::<Timestamptz, _>(event.created_at)
-        .bind::<SqlUuid, _>(event.workspace_id.0)
-        .bind::<Text, _>(event.event_type.as_str())
-        .execute(conn)
-        .await?;
-    }
-    // Delivered on commit only, once per transaction: wakes the delivery workers at once.
-    diesel::sql_query(format!("NOTIFY {DELIVERY_CHANNEL}"))
+    let columns = EventColumns::of(events);
+    diesel::sql_query(outbox_statement(""))
+        .bind::<Array<SqlUuid>, _>(&columns.ids)
+        .bind::<Array<SqlUuid>, _>(&columns.workspaces)
+        .bind::<Array<Text>, _>(&columns.types)
+        .bind::<Array<Text>, _>(&columns.bodies)
+        .bind::<Array<Timestamptz>, _>(&columns.times)
         .execute(conn)
         .await?;
     Ok(())
@@ -58,13 +77,3 @@ pub(crate) async fn record_events(
 
 /// The channel on which committed deliveries are announced.
 pub const DELIVERY_CHANNEL: &str = "timetrack_deliveries";
-
-fn row(event: &Event) -> EventRow<'_> {
-    EventRow {
-        id: event.id.0,
-        workspace_id: event.workspace_id.0,
-        event_type: event.event_type.as_str(),
-        body: &event.body,
-        created_at: event.created_at,
-    }
-}

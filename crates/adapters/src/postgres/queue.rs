@@ -1,9 +1,13 @@
 //! The delivery queue in PostgreSQL: leased claims with `FOR UPDATE SKIP LOCKED`, and outcomes
-//! recorded in one transaction each.
+//! recorded atomically, many to a statement under load.
+
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{
+    Array, BigInt, Bool, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::delivery::{
@@ -13,6 +17,7 @@ use timetrack_domain::ids::{EventId, WorkspaceId};
 use timetrack_domain::model::{EventType, WebhookId};
 use timetrack_domain::ports::DeliveryQueue;
 use timetrack_domain::{DomainError, DomainResult};
+use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
@@ -40,32 +45,40 @@ struct ClaimRow {
 }
 
 const CLAIM: &str = "\
-WITH in_flight AS (
-    SELECT subscription_id, count(*) AS n
-    FROM deliveries
-    WHERE status = 'PENDING' AND lease_expires_at > $1
-    GROUP BY subscription_id
-), candidates AS (
-    SELECT d.event_id, d.subscription_id,
-           row_number() OVER (PARTITION BY d.subscription_id ORDER BY d.next_attempt_at) AS rank,
-           coalesce(f.n, 0) AS busy
-    FROM deliveries d
-    JOIN webhook_subscriptions s ON s.id = d.subscription_id
-    LEFT JOIN in_flight f ON f.subscription_id = d.subscription_id
-    WHERE d.status = 'PENDING'
-      AND d.next_attempt_at <= $1
-      AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)
-      AND s.status = 'ACTIVE'
+WITH RECURSIVE subs(id) AS (
+    -- The subscriptions with due deliveries, one index probe each (a skip scan).
+    (SELECT subscription_id FROM deliveries
+     WHERE status = 'PENDING' AND next_attempt_at <= $1
+     ORDER BY subscription_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT d.subscription_id FROM deliveries d
+            WHERE d.status = 'PENDING' AND d.next_attempt_at <= $1 AND d.subscription_id > subs.id
+            ORDER BY d.subscription_id LIMIT 1)
+    FROM subs WHERE subs.id IS NOT NULL
+), picked AS (
+    -- Each active one's oldest due deliveries, up to its free in-flight slots.
+    SELECT x.event_id, x.subscription_id, x.next_attempt_at
+    FROM subs
+    JOIN webhook_subscriptions s ON s.id = subs.id AND s.status = 'ACTIVE'
+    CROSS JOIN LATERAL (
+        SELECT d.event_id, d.subscription_id, d.next_attempt_at
+        FROM deliveries d
+        WHERE d.subscription_id = subs.id AND d.status = 'PENDING' AND d.next_attempt_at <= $1
+          AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)
+        ORDER BY d.subscription_id, d.next_attempt_at
+        LIMIT greatest(0, $4 - (SELECT count(*) FROM deliveries f
+                                WHERE f.subscription_id = subs.id AND f.status = 'PENDING'
+                                  AND f.lease_expires_at IS NOT NULL AND f.lease_expires_at > $1))
+    ) x
 ), due AS (
     SELECT d.event_id, d.subscription_id
     FROM deliveries d
-    JOIN candidates c ON c.event_id = d.event_id AND c.subscription_id = d.subscription_id
-    WHERE c.rank + c.busy <= $4
-      -- Repeated here so that they are re-checked on a row another worker just leased: the
-      -- CTE above was evaluated on the statement's snapshot.
-      AND d.status = 'PENDING'
+    JOIN picked p ON p.event_id = d.event_id AND p.subscription_id = d.subscription_id
+    -- Repeated here so that they are re-checked on a row another worker just leased: the
+    -- CTEs above were evaluated on the statement's snapshot.
+    WHERE d.status = 'PENDING'
       AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)
-    ORDER BY d.next_attempt_at
+    ORDER BY p.next_attempt_at
     LIMIT $3
     FOR UPDATE OF d SKIP LOCKED
 )
@@ -102,10 +115,92 @@ FROM deliveries d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id AND s.status = 'ACTIVE'
 WHERE d.status = 'PENDING'";
 
+/// Most attempts written by one statement of the recorder.
+const MAX_RECORD_BATCH: usize = 256;
+
+/// The attempts of a batch, one array per column, for [`RECORD_BATCH`].
+#[derive(Default)]
+struct RecordBatch {
+    event_ids: Vec<Uuid>,
+    subscription_ids: Vec<String>,
+    attempts: Vec<i32>,
+    started: Vec<OffsetDateTime>,
+    latency_ms: Vec<i32>,
+    codes: Vec<Option<i32>>,
+    errors: Vec<Option<String>>,
+    excerpts: Vec<Option<String>>,
+    statuses: Vec<&'static str>,
+    next_at: Vec<OffsetDateTime>,
+    finished: Vec<OffsetDateTime>,
+    done: Vec<bool>,
+}
+
+/// An attempt waiting for the recorder, and who to tell once it is written.
+struct PendingRecord {
+    row: RecordRow,
+    written: oneshot::Sender<Result<(), String>>,
+}
+
+/// One attempt's columns.
+struct RecordRow {
+    event_id: Uuid,
+    subscription_id: String,
+    attempt: i32,
+    started: OffsetDateTime,
+    latency_ms: i32,
+    code: Option<i32>,
+    error: Option<String>,
+    excerpt: Option<String>,
+    status: &'static str,
+    next_at: OffsetDateTime,
+    finished: OffsetDateTime,
+    done: bool,
+}
+
+/// Attempts that neither end nor disable their subscription, many per statement: the attempt
+/// rows, the deliveries' new states (unless cancelled meanwhile), and each subscription's
+/// failure clock, decided by its latest attempt of the batch (cleared by a success, started by a
+/// failure).
+const RECORD_BATCH: &str = "\
+WITH r AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::timestamptz[], $5::int[],
+                         $6::int[], $7::text[], $8::text[], $9::text[], $10::timestamptz[],
+                         $11::timestamptz[], $12::bool[])
+        AS r(event_id, subscription_id, attempt, started_at, latency_ms, status_code, error,
+             excerpt, status, next_at, finished, done)
+), attempt AS (
+    INSERT INTO delivery_attempts (event_id, subscription_id, attempt, started_at, latency_ms,
+                                   status_code, error, response_excerpt)
+    SELECT event_id, subscription_id, attempt, started_at, latency_ms, status_code, error, excerpt
+    FROM r
+    ON CONFLICT (event_id, subscription_id, attempt) DO NOTHING
+), delivery AS (
+    UPDATE deliveries d
+    SET status = r.status, attempts = r.attempt, next_attempt_at = r.next_at,
+        lease_expires_at = NULL, last_status_code = r.status_code, last_error = r.error,
+        updated_at = r.finished
+    FROM r
+    WHERE d.event_id = r.event_id AND d.subscription_id = r.subscription_id
+      AND d.status = 'PENDING'
+), latest AS (
+    SELECT DISTINCT ON (subscription_id) subscription_id, done, started_at
+    FROM r ORDER BY subscription_id, finished DESC
+)
+UPDATE webhook_subscriptions s
+SET failing_since = CASE WHEN latest.done THEN NULL ELSE latest.started_at END
+FROM latest
+WHERE s.id = latest.subscription_id
+  AND CASE WHEN latest.done THEN s.failing_since IS NOT NULL ELSE s.failing_since IS NULL END";
+
 /// [`DeliveryQueue`] on PostgreSQL.
+///
+/// Attempts are written by a recorder task (started on first use) that groups those arriving
+/// together into one statement: under load, hundreds of outcomes share a round trip and a commit;
+/// alone, an outcome is written at once.
 #[derive(Clone)]
 pub struct PgDeliveryQueue {
     pool: PgPool,
+    recorder: Arc<OnceLock<mpsc::Sender<PendingRecord>>>,
 }
 
 opaque_debug!(PgDeliveryQueue);
@@ -113,8 +208,69 @@ opaque_debug!(PgDeliveryQueue);
 impl PgDeliveryQueue {
     /// The queue on `pool`.
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            recorder: Arc::default(),
+        }
     }
+
+    fn recorder(&self) -> &mpsc::Sender<PendingRecord> {
+        self.recorder.get_or_init(|| {
+            let (tx, rx) = mpsc::channel(4 * MAX_RECORD_BATCH);
+            tokio::spawn(record_batches(self.pool.clone(), rx));
+            tx
+        })
+    }
+}
+
+/// The recorder: writes whatever attempts are waiting, up to [`MAX_RECORD_BATCH`] a statement,
+/// until every queue handle is gone.
+async fn record_batches(pool: PgPool, mut rx: mpsc::Receiver<PendingRecord>) {
+    let mut waiting = Vec::with_capacity(MAX_RECORD_BATCH);
+    while rx.recv_many(&mut waiting, MAX_RECORD_BATCH).await > 0 {
+        let mut batch = RecordBatch::default();
+        let mut tell = Vec::with_capacity(waiting.len());
+        for PendingRecord { row, written } in waiting.drain(..) {
+            batch.event_ids.push(row.event_id);
+            batch.subscription_ids.push(row.subscription_id);
+            batch.attempts.push(row.attempt);
+            batch.started.push(row.started);
+            batch.latency_ms.push(row.latency_ms);
+            batch.codes.push(row.code);
+            batch.errors.push(row.error);
+            batch.excerpts.push(row.excerpt);
+            batch.statuses.push(row.status);
+            batch.next_at.push(row.next_at);
+            batch.finished.push(row.finished);
+            batch.done.push(row.done);
+            tell.push(written);
+        }
+        let result = write_batch(&pool, &batch).await;
+        for written in tell {
+            let _ = written.send(result.clone());
+        }
+    }
+}
+
+async fn write_batch(pool: &PgPool, batch: &RecordBatch) -> Result<(), String> {
+    let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+    diesel::sql_query(RECORD_BATCH)
+        .bind::<Array<SqlUuid>, _>(&batch.event_ids)
+        .bind::<Array<Text>, _>(&batch.subscription_ids)
+        .bind::<Array<Integer>, _>(&batch.attempts)
+        .bind::<Array<Timestamptz>, _>(&batch.started)
+        .bind::<Array<Integer>, _>(&batch.latency_ms)
+        .bind::<Array<Nullable<Integer>>, _>(&batch.codes)
+        .bind::<Array<Nullable<Text>>, _>(&batch.errors)
+        .bind::<Array<Nullable<Text>>, _>(&batch.excerpts)
+        .bind::<Array<Text>, _>(&batch.statuses)
+        .bind::<Array<Timestamptz>, _>(&batch.next_at)
+        .bind::<Array<Timestamptz>, _>(&batch.finished)
+        .bind::<Array<Bool>, _>(&batch.done)
+        .execute(&mut conn)
+        .await
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 fn claimed(row: ClaimRow) -> DomainResult<ClaimedDelivery> {
@@ -230,7 +386,6 @@ impl DeliveryQueue for PgDeliveryQueue {
     }
 
     async fn record(&self, claimed: &ClaimedDelivery, attempt: &AttemptRecord) -> DomainResult<()> {
-        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let finished = attempt.started_at + attempt.report.latency;
         let (code, error) = last_result(&attempt.report.outcome);
         let number = i32::try_from(claimed.attempts).unwrap_or(i32::MAX - 1) + 1;
@@ -241,6 +396,37 @@ impl DeliveryQueue for PgDeliveryQueue {
             NextStep::RetryAt(at) => ("PENDING", at),
             NextStep::GiveUp | NextStep::Unsubscribe => ("FAILED", finished),
         };
+        if attempt.next != NextStep::Unsubscribe && !attempt.disable_subscription {
+            let (written, outcome) = oneshot::channel();
+            let row = RecordRow {
+                event_id: claimed.event_id.0,
+                subscription_id: claimed.subscription_id.as_str().to_owned(),
+                attempt: number,
+                started: attempt.started_at,
+                latency_ms,
+                code,
+                error,
+                excerpt: attempt.report.response_excerpt.clone(),
+                status,
+                next_at,
+                finished,
+                done: attempt.next == NextStep::Done,
+            };
+            self.recorder()
+                .send(PendingRecord { row, written })
+                .await
+                .map_err(|_| DomainError::Unavailable("the attempt recorder stopped".into()))?;
+            return match outcome.await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(err)) => Err(DomainError::Unavailable(format!(
+                    "recording delivery attempts: {err}"
+                ))),
+                Err(_) => Err(DomainError::Unavailable(
+                    "the attempt recorder stopped".into(),
+                )),
+            };
+        }
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         conn.transaction::<_, diesel::result::Error, _>(async |conn| {
             diesel::sql_query(
                 "INSERT INTO delivery_attempts (event_id, subscription_id, attempt, started_at, \

@@ -1,0 +1,2 @@
+DROP INDEX deliveries_leased_subscription_idx;
+DROP INDEX deliveries_pending_subscription_idx;
