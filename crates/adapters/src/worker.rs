@@ -24,6 +24,9 @@ pub struct WorkerSettings {
     pub concurrency: usize,
     /// Longest sleep between claims when nothing wakes the worker.
     pub poll_interval: Duration,
+    /// Longest time one attempt (send and record) may take; past it the attempt is abandoned and
+    /// its lease left to expire. At most the lease.
+    pub attempt_deadline: Duration,
 }
 
 impl Default for WorkerSettings {
@@ -31,6 +34,7 @@ impl Default for WorkerSettings {
         Self {
             concurrency: 64,
             poll_interval: Duration::from_millis(500),
+            attempt_deadline: Duration::from_secs(30),
         }
     }
 }
@@ -45,6 +49,7 @@ pub async fn run_worker(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let permits = Arc::new(Semaphore::new(settings.concurrency.max(1)));
+    let deadline = settings.attempt_deadline;
     loop {
         if *shutdown.borrow() {
             return;
@@ -77,7 +82,13 @@ pub async fn run_worker(
             let metrics = metrics.clone();
             let wake = wake.clone();
             tokio::spawn(async move {
-                match service.deliver(&delivery).await {
+                let attempt = tokio::time::timeout(deadline, service.deliver(&delivery));
+                let outcome = attempt.await.unwrap_or_else(|_| {
+                    Err(timetrack_domain::DomainError::Unavailable(
+                        "the attempt did not finish before its deadline".into(),
+                    ))
+                });
+                match outcome {
                     Ok(record) => {
                         metrics.observe_attempt(&record);
                         tracing::debug!(

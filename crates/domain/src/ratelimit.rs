@@ -36,14 +36,11 @@ pub struct RateDecision {
 /// Decides on a request at `now`, given the times of the requests counted in the last 60 s
 /// (oldest first). On admission the caller MUST record `now`.
 pub fn decide(recent: &[OffsetDateTime], now: OffsetDateTime, policy: RatePolicy) -> RateDecision {
-    let in_minute: Vec<OffsetDateTime> = recent
-        .iter()
-        .copied()
-        .filter(|t| *t > now - MINUTE)
-        .collect();
-    let in_second = in_minute.iter().filter(|t| **t > now - SECOND).count();
+    // Binary searches on the sorted times: the cost does not grow with the window's size.
+    let in_minute = &recent[recent.partition_point(|t| *t <= now - MINUTE)..];
+    let in_second = &in_minute[in_minute.partition_point(|t| *t <= now - SECOND)..];
     let minute_full = in_minute.len() >= policy.per_minute as usize;
-    let second_full = in_second >= policy.per_second as usize;
+    let second_full = in_second.len() >= policy.per_second as usize;
     let allowed = !minute_full && !second_full;
     let counted = in_minute.len() + usize::from(allowed);
     let oldest = in_minute.first().copied().unwrap_or(now);
@@ -56,10 +53,8 @@ pub fn decide(recent: &[OffsetDateTime], now: OffsetDateTime, policy: RatePolicy
             wait = wait.max(in_minute[idx.saturating_sub(1)] + MINUTE - now);
         }
         if second_full {
-            let in_second: Vec<&OffsetDateTime> =
-                in_minute.iter().filter(|t| **t > now - SECOND).collect();
             let idx = in_second.len() + 1 - policy.per_second.max(1) as usize;
-            wait = wait.max(*in_second[idx.saturating_sub(1)] + SECOND - now);
+            wait = wait.max(in_second[idx.saturating_sub(1)] + SECOND - now);
         }
         let secs = wait.as_seconds_f64().ceil();
         (secs as u64).max(1)

@@ -100,6 +100,9 @@ async fn run_server(
         wake.clone(),
         WorkerSettings {
             concurrency: settings.webhook_concurrency as usize,
+            // Within the lease (four times the request time-out), so an abandoned attempt is
+            // never still running when its delivery is claimed again.
+            attempt_deadline: Duration::from_secs(settings.webhook_timeout * 2 + 5),
             ..WorkerSettings::default()
         },
         stopped.clone(),
