@@ -222,10 +222,25 @@ impl ClientRepository for PgClientRepository {
         limit: u32,
     ) -> DomainResult<Vec<Client>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        // Sent as text, never as a cached prepared statement: the best plan depends on the
-        // pattern (the trigram index for rare ones, the newest-first index for common ones), and
-        // a cached statement falls back to one generic plan for every pattern, which scans the
-        // whole workspace on a miss. Planning this query costs a fraction of a millisecond.
+        if needle.chars().count() < 3 {
+            // No trigram to look up: the newest-first index is the plan for every such pattern,
+            // and the cached prepared statement keeps it.
+            let rows = clients::table
+                .filter(clients::workspace_id.eq(workspace.0))
+                .filter(clients::name_lower.like(contains_pattern(needle)))
+                .order((clients::created_at.desc(), clients::id.desc()))
+                .limit(i64::from(limit))
+                .select(ClientRow::as_select())
+                .load(&mut conn)
+                .await
+                .map_err(|e| map_db_error(e, "searching clients"))?;
+            return to_clients(rows);
+        }
+        // Three characters or more: sent as text, never as a cached prepared statement. The best
+        // plan depends on the pattern (the trigram index for rare ones, the newest-first index
+        // for common ones), and a cached statement falls back to one generic plan for every
+        // pattern, which scans the whole workspace on a miss. Planning costs a fraction of a
+        // millisecond.
         let rows: Vec<ClientRow> = diesel::sql_query(
             "SELECT id, workspace_id, name, name_lower, type, type AS type_, status, email, \
              phone, address, note, currency, created_at, updated_at \
