@@ -96,6 +96,42 @@ struct RecordBatch {
     done: Vec<bool>,
 }
 
+impl RecordBatch {
+    fn push(&mut self, row: RecordRow) {
+        self.event_ids.push(row.event_id);
+        self.subscription_ids.push(row.subscription_id);
+        self.attempts.push(row.attempt);
+        self.started.push(row.started);
+        self.latency_ms.push(row.latency_ms);
+        self.codes.push(row.code);
+        self.errors.push(row.error);
+        self.excerpts.push(row.excerpt);
+        self.statuses.push(row.status);
+        self.next_at.push(row.next_at);
+        self.finished.push(row.finished);
+        self.done.push(row.done);
+    }
+
+    /// Writes the batch with [`RECORD_BATCH`] on `conn`.
+    async fn write(&self, conn: &mut AsyncPgConnection) -> QueryResult<usize> {
+        diesel::sql_query(RECORD_BATCH)
+            .bind::<Array<SqlUuid>, _>(&self.event_ids)
+            .bind::<Array<Text>, _>(&self.subscription_ids)
+            .bind::<Array<Integer>, _>(&self.attempts)
+            .bind::<Array<Timestamptz>, _>(&self.started)
+            .bind::<Array<Integer>, _>(&self.latency_ms)
+            .bind::<Array<Nullable<Integer>>, _>(&self.codes)
+            .bind::<Array<Nullable<Text>>, _>(&self.errors)
+            .bind::<Array<Nullable<Text>>, _>(&self.excerpts)
+            .bind::<Array<Text>, _>(&self.statuses)
+            .bind::<Array<Timestamptz>, _>(&self.next_at)
+            .bind::<Array<Timestamptz>, _>(&self.finished)
+            .bind::<Array<Bool>, _>(&self.done)
+            .execute(conn)
+            .await
+    }
+}
+
 /// An attempt waiting for the recorder, and who to tell once it is written.
 struct PendingRecord {
     row: RecordRow,
@@ -165,18 +201,7 @@ async fn record_batches(pool: PgPool, mut rx: mpsc::Receiver<PendingRecord>) {
         let mut batch = RecordBatch::default();
         let mut tell = Vec::with_capacity(waiting.len());
         for PendingRecord { row, written } in waiting.drain(..) {
-            batch.event_ids.push(row.event_id);
-            batch.subscription_ids.push(row.subscription_id);
-            batch.attempts.push(row.attempt);
-            batch.started.push(row.started);
-            batch.latency_ms.push(row.latency_ms);
-            batch.codes.push(row.code);
-            batch.errors.push(row.error);
-            batch.excerpts.push(row.excerpt);
-            batch.statuses.push(row.status);
-            batch.next_at.push(row.next_at);
-            batch.finished.push(row.finished);
-            batch.done.push(row.done);
+            batch.push(row);
             tell.push(written);
         }
         // Bounded, so that a stalled database shows as errors (and expiring leases), not as
@@ -195,20 +220,8 @@ async fn record_batches(pool: PgPool, mut rx: mpsc::Receiver<PendingRecord>) {
 
 async fn write_batch(pool: &PgPool, batch: &RecordBatch) -> Result<(), String> {
     let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-    diesel::sql_query(RECORD_BATCH)
-        .bind::<Array<SqlUuid>, _>(&batch.event_ids)
-        .bind::<Array<Text>, _>(&batch.subscription_ids)
-        .bind::<Array<Integer>, _>(&batch.attempts)
-        .bind::<Array<Timestamptz>, _>(&batch.started)
-        .bind::<Array<Integer>, _>(&batch.latency_ms)
-        .bind::<Array<Nullable<Integer>>, _>(&batch.codes)
-        .bind::<Array<Nullable<Text>>, _>(&batch.errors)
-        .bind::<Array<Nullable<Text>>, _>(&batch.excerpts)
-        .bind::<Array<Text>, _>(&batch.statuses)
-        .bind::<Array<Timestamptz>, _>(&batch.next_at)
-        .bind::<Array<Timestamptz>, _>(&batch.finished)
-        .bind::<Array<Bool>, _>(&batch.done)
-        .execute(&mut conn)
+    batch
+        .write(&mut conn)
         .await
         .map(drop)
         .map_err(|e| e.to_string())
@@ -337,22 +350,22 @@ impl DeliveryQueue for PgDeliveryQueue {
             NextStep::RetryAt(at) => ("PENDING", at),
             NextStep::GiveUp | NextStep::Unsubscribe => ("FAILED", finished),
         };
+        let row = RecordRow {
+            event_id: claimed.event_id.0,
+            subscription_id: claimed.subscription_id.as_str().to_owned(),
+            attempt: number,
+            started: attempt.started_at,
+            latency_ms,
+            code,
+            error,
+            excerpt: attempt.report.response_excerpt.clone(),
+            status,
+            next_at,
+            finished,
+            done: attempt.next == NextStep::Done,
+        };
         if attempt.next != NextStep::Unsubscribe && !attempt.disable_subscription {
             let (written, outcome) = oneshot::channel();
-            let row = RecordRow {
-                event_id: claimed.event_id.0,
-                subscription_id: claimed.subscription_id.as_str().to_owned(),
-                attempt: number,
-                started: attempt.started_at,
-                latency_ms,
-                code,
-                error,
-                excerpt: attempt.report.response_excerpt.clone(),
-                status,
-                next_at,
-                finished,
-                done: attempt.next == NextStep::Done,
-            };
             self.recorder()
                 .send(PendingRecord { row, written })
                 .await
@@ -368,57 +381,11 @@ impl DeliveryQueue for PgDeliveryQueue {
             };
         }
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        // The same writes as the recorder's, then the subscription's end, in one transaction.
+        let mut batch = RecordBatch::default();
+        batch.push(row);
         conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            diesel::sql_query(
-                "INSERT INTO delivery_attempts (event_id, subscription_id, attempt, started_at, \
-                 latency_ms, status_code, error, response_excerpt) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                 ON CONFLICT (event_id, subscription_id, attempt) DO NOTHING",
-            )
-            .bind::<SqlUuid, _>(claimed.event_id.0)
-            .bind::<Text, _>(claimed.subscription_id.as_str())
-            .bind::<Integer, _>(number)
-            .bind::<Timestamptz, _>(attempt.started_at)
-            .bind::<Integer, _>(latency_ms)
-            .bind::<Nullable<Integer>, _>(code)
-            .bind::<Nullable<Text>, _>(error.as_deref())
-            .bind::<Nullable<Text>, _>(attempt.report.response_excerpt.as_deref())
-            .execute(conn)
-            .await?;
-            diesel::sql_query(
-                "UPDATE deliveries SET status = $3, attempts = $4, next_attempt_at = $5, \
-                 lease_expires_at = NULL, last_status_code = $6, last_error = $7, updated_at = $8 \
-                 WHERE event_id = $1 AND subscription_id = $2 AND status = 'PENDING'",
-            )
-            .bind::<SqlUuid, _>(claimed.event_id.0)
-            .bind::<Text, _>(claimed.subscription_id.as_str())
-            .bind::<Text, _>(status)
-            .bind::<Integer, _>(number)
-            .bind::<Timestamptz, _>(next_at)
-            .bind::<Nullable<Integer>, _>(code)
-            .bind::<Nullable<Text>, _>(error.as_deref())
-            .bind::<Timestamptz, _>(finished)
-            .execute(conn)
-            .await?;
-            // The failure clock: cleared by a success, started by the first failure.
-            if attempt.next == NextStep::Done {
-                diesel::sql_query(
-                    "UPDATE webhook_subscriptions SET failing_since = NULL \
-                     WHERE id = $1 AND failing_since IS NOT NULL",
-                )
-                .bind::<Text, _>(claimed.subscription_id.as_str())
-                .execute(conn)
-                .await?;
-            } else {
-                diesel::sql_query(
-                    "UPDATE webhook_subscriptions SET failing_since = $2 \
-                     WHERE id = $1 AND failing_since IS NULL",
-                )
-                .bind::<Text, _>(claimed.subscription_id.as_str())
-                .bind::<Timestamptz, _>(attempt.started_at)
-                .execute(conn)
-                .await?;
-            }
+            batch.write(conn).await?;
             if attempt.next == NextStep::Unsubscribe {
                 end_subscription(
                     conn,
