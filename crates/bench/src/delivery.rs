@@ -237,7 +237,11 @@ async fn subscribed(
     let account = env.account(&format!("Bench {tag}")).await?;
     for i in 0..s {
         server
-            .subscribe(&account.key, &env.receiver.url(&format!("/{tag}/{i}")))
+            .subscribe(
+                &account.key,
+                &env.receiver.url(&format!("/{tag}/{i}")),
+                &["CLIENT_CREATED"],
+            )
             .await?;
     }
     Ok((account, tag))

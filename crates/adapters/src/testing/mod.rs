@@ -5,8 +5,10 @@
 //! The template's name carries a hash of the migrations, so a changed migration gets a new
 //! template, and concurrent test processes on one server build it once, under an advisory lock.
 
+mod process;
 mod receiver;
 
+pub use process::{Account, Admin, Memory, ServeCommand, ServerProcess, field, free_port};
 pub use receiver::{Behaviour, HttpsReceiver, Received};
 
 use std::path::PathBuf;
