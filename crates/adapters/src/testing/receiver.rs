@@ -32,7 +32,21 @@ pub enum Behaviour {
     Endless,
     /// The statuses in turn, one per request; the last repeats.
     Sequence(Vec<u16>),
+    /// No answer: the connection is dropped once the request is read.
+    Reset,
 }
+
+/// The error that makes hyper drop a connection without answering ([`Behaviour::Reset`]).
+#[derive(Debug)]
+struct Dropped;
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection dropped on purpose")
+    }
+}
+
+impl std::error::Error for Dropped {}
 
 /// One request as received.
 #[derive(Debug, Clone)]
@@ -232,7 +246,7 @@ fn full(text: &'static str) -> BoxBody<Bytes, Infallible> {
 async fn handle(
     state: Arc<State>,
     req: Request<Incoming>,
-) -> Result<Response<BoxBody<Bytes, Infallible>>, Infallible> {
+) -> Result<Response<BoxBody<Bytes, Infallible>>, Dropped> {
     let path = req.uri().path().to_owned();
     let full_path = req
         .uri()
@@ -284,6 +298,7 @@ async fn handle(
             Response::builder().status(status).body(full("late"))
         }
         Behaviour::Endless => Response::builder().status(200).body(EndlessBody.boxed()),
+        Behaviour::Reset => return Err(Dropped),
         Behaviour::Sequence(_) => unreachable!("resolved above"),
     };
     Ok(response.unwrap_or_else(|_| Response::new(full("bad response"))))
