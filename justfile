@@ -67,3 +67,14 @@ bench *ARGS:
 bench-smoke:
     cargo build -p timetrack-api -p timetrack-bench
     target/debug/timetrack-bench --smoke --server-bin target/debug/timetrack --report target/bench-smoke/benchmarks.md --data-dir target/bench-smoke
+
+# The fault and abuse suite at full size on the release build; writes its figures into
+# docs/reliability.md (about 15 minutes).
+chaos *ARGS:
+    cargo build --release -p timetrack-api -p timetrack-chaos
+    target/release/timetrack-chaos --report docs/reliability.md {{ARGS}}
+
+# The quick scenarios of the fault suite on the debug build, as CI runs them (a few minutes).
+chaos-quick *ARGS:
+    cargo build -p timetrack-api -p timetrack-chaos
+    target/debug/timetrack-chaos --quick --server-bin target/debug/timetrack --data-dir target/chaos-quick {{ARGS}}

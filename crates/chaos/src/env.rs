@@ -1,0 +1,266 @@
+//! What the scenarios run against: the suite's own PostgreSQL cluster (it stops and starts it),
+//! a fresh database per scenario, the real binary, and a load generator.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+use timetrack_adapters::testing::{Admin, HttpsReceiver, Received, ServeCommand};
+use timetrack_adapters::{Durability, LocalPostgres, run_migrations};
+
+/// The suite's surroundings.
+pub struct Env {
+    /// The `timetrack` binary under test.
+    pub bin: PathBuf,
+    /// Where the cluster and the server logs live.
+    pub dir: PathBuf,
+    /// Short sizes, for CI.
+    pub quick: bool,
+    local: Option<LocalPostgres>,
+}
+
+impl Env {
+    /// Starts (or reuses) the suite's private, durable cluster under `dir`.
+    pub async fn start(bin: &Path, dir: &Path, quick: bool) -> Result<Self> {
+        if !bin.is_file() {
+            bail!(
+                "{} not found: build it first (`cargo build -p timetrack-api`)",
+                bin.display()
+            );
+        }
+        std::fs::create_dir_all(dir)?;
+        let dir = std::path::absolute(dir)?;
+        let mut env = Self {
+            bin: std::path::absolute(bin)?,
+            dir,
+            quick,
+            local: None,
+        };
+        env.start_database().await?;
+        Ok(env)
+    }
+
+    /// A new, migrated, empty database named `chaos_<name>` (an older one of that name is
+    /// dropped); its URL.
+    pub async fn database(&self, name: &str) -> Result<String> {
+        let local = self.local.as_ref().context("the database is stopped")?;
+        let database = format!("chaos_{name}");
+        let (client, connection) =
+            tokio_postgres::connect(&local.url("postgres"), tokio_postgres::NoTls).await?;
+        let driver = tokio::spawn(connection);
+        // Two calls: a batch of statements runs as one transaction, which DROP DATABASE refuses.
+        for sql in [
+            format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"),
+            format!("CREATE DATABASE {database}"),
+        ] {
+            client
+                .batch_execute(&sql)
+                .await
+                .with_context(|| format!("creating {database}"))?;
+        }
+        drop(client);
+        let _ = driver.await;
+        let url = local.url(&database);
+        run_migrations(&url).await.context("migrating")?;
+        Ok(url)
+    }
+
+    /// The admin commands on `database_url`.
+    pub fn admin(&self, database_url: &str) -> Admin {
+        Admin::new(&self.bin, database_url)
+    }
+
+    /// A new workspace with a user and key, made with the admin commands.
+    pub async fn account(
+        &self,
+        database_url: &str,
+        name: &str,
+    ) -> Result<timetrack_adapters::testing::Account> {
+        let admin = self.admin(database_url);
+        let name = name.to_owned();
+        tokio::task::spawn_blocking(move || admin.account(&name)).await?
+    }
+
+    /// A second user with a key in `workspace_id`.
+    pub async fn member(
+        &self,
+        database_url: &str,
+        workspace_id: &str,
+    ) -> Result<timetrack_adapters::testing::Account> {
+        let admin = self.admin(database_url);
+        let workspace_id = workspace_id.to_owned();
+        tokio::task::spawn_blocking(move || admin.member(&workspace_id)).await?
+    }
+
+    /// `timetrack serve` on `database_url` for delivery to `receiver`: its CA trusted, private
+    /// targets allowed, rate limits lifted, retries after 1 s, 1 s and 2 s, a 3 s time-out, and
+    /// its log appended to `<dir>/<log>.log`.
+    pub fn serve(
+        &self,
+        database_url: &str,
+        receiver: &HttpsReceiver,
+        log: &str,
+    ) -> Result<ServeCommand> {
+        Ok(self
+            .plain_serve(database_url, log)?
+            .trusting_receiver(&receiver.ca_pem_path())
+            .unlimited()
+            .env("TIMETRACK_WEBHOOK_RETRY_SCHEDULE", "1s,1s,2s")
+            .env("TIMETRACK_WEBHOOK_TIMEOUT", "3"))
+    }
+
+    /// `timetrack serve` on `database_url` with the default settings, its log in `<dir>/<log>.log`.
+    pub fn plain_serve(&self, database_url: &str, log: &str) -> Result<ServeCommand> {
+        Ok(ServeCommand::new(&self.bin, database_url)?
+            .env("TIMETRACK_LOG", "warn")
+            .log_to(&self.log_path(log)))
+    }
+
+    /// The log file of `name`.
+    pub fn log_path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.log"))
+    }
+
+    /// Stops the cluster (PostgreSQL's fast shutdown).
+    pub async fn stop_database(&mut self) {
+        if let Some(mut local) = self.local.take() {
+            let _ = tokio::task::spawn_blocking(move || local.stop()).await;
+        }
+    }
+
+    /// Starts the cluster again (same directory, same port while it is free).
+    pub async fn start_database(&mut self) -> Result<()> {
+        let root = self.dir.join("postgres");
+        std::fs::create_dir_all(&root)?;
+        let local =
+            tokio::task::spawn_blocking(move || LocalPostgres::start(&root, Durability::Durable))
+                .await??;
+        if !local.owns_server() {
+            bail!(
+                "another process runs the suite's cluster under {}; stop it first",
+                local.root().display()
+            );
+        }
+        self.local = Some(local);
+        Ok(())
+    }
+
+    /// Stops the cluster for good.
+    pub async fn stop(mut self) {
+        self.stop_database().await;
+    }
+}
+
+/// A plain connection for the suite's own queries.
+pub struct Db {
+    client: tokio_postgres::Client,
+}
+
+impl Db {
+    /// Connects to `url`.
+    pub async fn connect(url: &str) -> Result<Self> {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .context("connecting to the suite's database")?;
+        tokio::spawn(connection);
+        Ok(Self { client })
+    }
+
+    /// The single number `sql` returns.
+    pub async fn count(&self, sql: &str) -> Result<i64> {
+        Ok(self.client.query_one(sql, &[]).await?.get(0))
+    }
+
+    /// Runs statements.
+    pub async fn execute(&self, sql: &str) -> Result<()> {
+        Ok(self.client.batch_execute(sql).await?)
+    }
+}
+
+/// Creates `count` clients (one event each) through the servers at `bases`, from `workers`
+/// concurrent callers that take the servers in turn and move to the next one when a request
+/// fails to connect or gets a 5xx; returns how many were answered 201 or 409 (already made by an
+/// earlier try whose answer was lost).
+pub async fn create_clients(
+    bases: Arc<std::sync::Mutex<Vec<String>>>,
+    key: &str,
+    prefix: &str,
+    count: usize,
+    workers: usize,
+) -> usize {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap_or_default();
+    let created = Arc::new(AtomicUsize::new(0));
+    let next = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..workers)
+        .map(|w| {
+            let (http, created, next, bases) =
+                (http.clone(), created.clone(), next.clone(), bases.clone());
+            let (key, prefix) = (key.to_owned(), prefix.to_owned());
+            tokio::spawn(async move {
+                let mut turn = w;
+                loop {
+                    let n = next.fetch_add(1, Ordering::SeqCst);
+                    if n >= count {
+                        return;
+                    }
+                    for _ in 0..100 {
+                        let base = {
+                            let bases = bases.lock().unwrap_or_else(|e| e.into_inner());
+                            bases[turn % bases.len()].clone()
+                        };
+                        turn += 1;
+                        let res = http
+                            .post(format!("{base}/api/clients"))
+                            .bearer_auth(&key)
+                            .json(&json!({"name": format!("{prefix} {n}")}))
+                            .send()
+                            .await;
+                        match res.map(|r| r.status().as_u16()) {
+                            Ok(201 | 409) => {
+                                created.fetch_add(1, Ordering::SeqCst);
+                                break;
+                            }
+                            Ok(s) if s < 500 => break,
+                            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        let _ = t.await;
+    }
+    created.load(Ordering::SeqCst)
+}
+
+/// Per receiver path: distinct `webhook-id`s and the requests beyond the first of each.
+pub fn arrivals_by_path(received: &[Received]) -> HashMap<String, (usize, usize)> {
+    let mut seen: HashMap<&str, HashSet<&str>> = HashMap::new();
+    let mut total: HashMap<&str, usize> = HashMap::new();
+    for r in received {
+        let id = r.header("webhook-id").unwrap_or("");
+        seen.entry(r.path.as_str()).or_default().insert(id);
+        *total.entry(r.path.as_str()).or_default() += 1;
+    }
+    seen.into_iter()
+        .map(|(path, ids)| {
+            let unique = ids.len();
+            (path.to_owned(), (unique, total[path] - unique))
+        })
+        .collect()
+}
+
+/// Distinct (path, `webhook-id`) pairs and requests beyond the first of each, over every path.
+pub fn arrivals(received: &[Received]) -> (usize, usize) {
+    arrivals_by_path(received)
+        .values()
+        .fold((0, 0), |(u, d), (pu, pd)| (u + pu, d + pd))
+}

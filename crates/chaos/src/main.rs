@@ -1,0 +1,155 @@
+//! `timetrack-chaos`: the fault and abuse suite. It runs the real `timetrack` binary against its
+//! own PostgreSQL cluster and local HTTPS receivers, breaks things on purpose (kills, a database
+//! outage, hostile receivers, SSRF attempts, fuzzed and malformed input, another tenant's ids,
+//! load on shared rate limits), checks what the service promises, and reports figures.
+//!
+//! `--quick` runs the short scenarios at small sizes (CI); without it, everything at full size
+//! (`just chaos`). It ends with `N passed, N failed` and exits 1 on any failure. See
+//! `docs/reliability.md`.
+
+mod env;
+mod faults;
+mod fuzz;
+mod isolation;
+mod limits;
+mod receivers;
+mod report;
+mod scenario;
+mod ssrf;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+use clap::Parser;
+
+use crate::env::Env;
+use crate::scenario::{Scenario, say};
+
+/// Command-line options.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "timetrack-chaos", version, about)]
+struct Options {
+    /// The short scenarios at small sizes, in a few minutes (what CI runs).
+    #[arg(long)]
+    quick: bool,
+    /// Run only these scenarios (comma-separated): faults, outage, receivers, ssrf, raw, fuzz,
+    /// isolation, limits.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// The `timetrack` binary under test.
+    #[arg(long, default_value = "target/release/timetrack")]
+    server_bin: PathBuf,
+    /// Write the figures into this Markdown file, between its `chaos:begin` and `chaos:end`
+    /// markers.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Where the suite's PostgreSQL cluster, the fuzzer's environment and the server logs live.
+    #[arg(long, default_value = "target/timetrack-chaos")]
+    data_dir: PathBuf,
+}
+
+/// Every scenario: name, report heading, and whether `--quick` runs it.
+const SCENARIOS: &[(&str, &str, bool)] = &[
+    ("isolation", "6. Tenant isolation", true),
+    ("ssrf", "4. SSRF", true),
+    ("receivers", "3. Hostile receivers", true),
+    ("raw", "5b. Malformed and abusive requests", true),
+    (
+        "faults",
+        "1. Process faults (kill -9, a second process)",
+        true,
+    ),
+    ("outage", "2. Database outage", true),
+    ("limits", "7. Rate limits under load, three instances", true),
+    (
+        "fuzz",
+        "5a. Fuzzing from the OpenAPI description (schemathesis)",
+        false,
+    ),
+];
+
+fn main() -> Result<()> {
+    let options = Options::parse();
+    for name in &options.only {
+        if !SCENARIOS.iter().any(|(n, _, _)| n == name) {
+            anyhow::bail!("unknown scenario {name:?}");
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let passed = runtime.block_on(run(&options))?;
+    if passed {
+        Ok(())
+    } else {
+        std::process::exit(1)
+    }
+}
+
+async fn run(options: &Options) -> Result<bool> {
+    let started = time::OffsetDateTime::now_utc();
+    let clock = Instant::now();
+    let mut env = Env::start(&options.server_bin, &options.data_dir, options.quick).await?;
+    let mut outcomes = Vec::new();
+    for &(name, title, quick) in SCENARIOS {
+        let chosen = if options.only.is_empty() {
+            quick || !options.quick
+        } else {
+            options.only.iter().any(|n| n == name)
+        };
+        if !chosen {
+            continue;
+        }
+        say(&format!("== {title}"));
+        let mut scenario = Scenario::new(name, title);
+        let at = Instant::now();
+        let result = match name {
+            "faults" => faults::process_faults(&mut env, &mut scenario).await,
+            "outage" => faults::database_outage(&mut env, &mut scenario).await,
+            "receivers" => receivers::run(&env, &mut scenario).await,
+            "ssrf" => ssrf::run(&env, &mut scenario).await,
+            "raw" => fuzz::raw(&env, &mut scenario).await,
+            "fuzz" => fuzz::schemathesis(&env, &mut scenario).await,
+            "isolation" => isolation::run(&env, &mut scenario).await,
+            "limits" => limits::run(&env, &mut scenario).await,
+            _ => unreachable!("names are checked against SCENARIOS"),
+        };
+        if let Err(err) = result {
+            say(&format!("  [FAIL] stopped early: {err:#}"));
+            scenario.aborted = Some(format!("{err:#}"));
+        }
+        scenario.figure(
+            "scenario time",
+            format!("{:.1} s", at.elapsed().as_secs_f64()),
+        );
+        outcomes.push(scenario);
+    }
+    env.stop().await;
+
+    let (passed, failed) = outcomes.iter().fold((0, 0), |(p, f), s| {
+        let (sp, sf) = s.tally();
+        (p + sp, f + sf)
+    });
+    if let Some(path) = &options.report {
+        report::write(
+            path,
+            &report::Run {
+                started,
+                quick: options.quick,
+                seconds: clock.elapsed().as_secs_f64(),
+                server_bin: options.server_bin.clone(),
+                scenarios: &outcomes,
+            },
+        )?;
+        say(&format!("figures written to {}", path.display()));
+    }
+    for s in &outcomes {
+        let (p, f) = s.tally();
+        say(&format!("{:<10} {p} passed, {f} failed", s.name));
+    }
+    // The closing line CI reads.
+    say(&format!("{passed} passed, {failed} failed"));
+    Ok(failed == 0)
+}
