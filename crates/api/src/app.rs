@@ -233,9 +233,14 @@ fn unix_seconds_up(at: time::OffsetDateTime) -> i64 {
     if at.nanosecond() > 0 { secs + 1 } else { secs }
 }
 
-/// 405 with a JSON body, for resources hit with a method they do not serve.
-pub async fn method_not_allowed() -> HttpResponse {
-    json_error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed")
+/// 405 with a JSON body and the methods the resource serves in `Allow`, for resources hit with a
+/// method they do not serve.
+pub async fn method_not_allowed(allow: String) -> HttpResponse {
+    let mut response = json_error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed");
+    if let Ok(value) = HeaderValue::from_str(&allow) {
+        response.headers_mut().insert(header::ALLOW, value);
+    }
+    response
 }
 
 /// The safety net: any error response that is not JSON yet (actix's own payload, routing and

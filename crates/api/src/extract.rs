@@ -3,16 +3,42 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::time::Duration;
 
 use actix_web::dev::Payload;
-use actix_web::http::header;
+use actix_web::http::{StatusCode, header};
 use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
 use serde::de::DeserializeOwned;
 use timetrack_domain::DomainError;
 use timetrack_domain::model::Principal;
 
 use crate::app::AppState;
-use crate::error::ApiError;
+use crate::error::{ApiError, json_error};
+
+/// How long a request body may take to arrive. actix bounds the request head alone (its client
+/// request time-out, 5 s); without this, a client sending a body a byte at a time would hold a
+/// connection and a worker's task for as long as it liked.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The whole body, or 408 `Request body not received in time` (and the connection closed: the
+/// rest of the body would be read as the next request) once [`BODY_TIMEOUT`] has passed.
+pub async fn body_within_timeout(
+    body: impl Future<Output = Result<web::Bytes, actix_web::Error>>,
+) -> Result<web::Bytes, actix_web::Error> {
+    match tokio::time::timeout(BODY_TIMEOUT, body).await {
+        Ok(read) => read,
+        Err(_) => {
+            let mut response = json_error(
+                StatusCode::REQUEST_TIMEOUT,
+                "Request body not received in time",
+            );
+            response
+                .head_mut()
+                .set_connection_type(actix_web::http::ConnectionType::Close);
+            Err(actix_web::error::InternalError::from_response("body time-out", response).into())
+        }
+    }
+}
 
 /// The caller, authenticated by `Authorization: Bearer <key>`; 401 `Unauthorized` otherwise.
 #[derive(Debug, Clone, Copy)]
@@ -148,7 +174,7 @@ impl<T: DeserializeOwned + 'static, R: BodyRejection + 'static> FromRequest for 
         Box::pin(async move {
             // Payload errors (too large, broken stream) keep actix's status; the app's error
             // middleware turns them into JSON.
-            let bytes = bytes.await?;
+            let bytes = body_within_timeout(bytes).await?;
             serde_json::from_slice::<T>(&bytes)
                 .map(|value| JsonBody(value, PhantomData))
                 .map_err(|_| R::rejection().into())
@@ -168,7 +194,7 @@ impl<T: DeserializeOwned + Default + 'static> FromRequest for JsonOrEmpty<T> {
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let bytes = web::Bytes::from_request(req, payload);
         Box::pin(async move {
-            let bytes = bytes.await?;
+            let bytes = body_within_timeout(bytes).await?;
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 return Ok(JsonOrEmpty(T::default()));
             }
@@ -176,5 +202,43 @@ impl<T: DeserializeOwned + Default + 'static> FromRequest for JsonOrEmpty<T> {
                 .map(JsonOrEmpty)
                 .map_err(|_| InvalidJson::rejection().into())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_does_not_arrive_in_time_is_408_json_and_closes_the_connection() {
+        let started = tokio::time::Instant::now();
+        let err = body_within_timeout(std::future::pending())
+            .await
+            .expect_err("a body that never arrives");
+        assert_eq!(started.elapsed(), BODY_TIMEOUT);
+        let response = err.error_response();
+        assert_eq!(response.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(
+            response.head().connection_type(),
+            actix_web::http::ConnectionType::Close
+        );
+        let body = actix_web::body::to_bytes(response.into_body())
+            .await
+            .unwrap();
+        assert_eq!(
+            &body[..],
+            br#"{"error":"Request body not received in time"}"#
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_arrives_in_time_is_passed_on() {
+        let body = body_within_timeout(async {
+            tokio::time::sleep(BODY_TIMEOUT / 2).await;
+            Ok(web::Bytes::from_static(b"{}"))
+        })
+        .await
+        .unwrap();
+        assert_eq!(&body[..], b"{}");
     }
 }

@@ -69,7 +69,7 @@ pub async fn idempotency(
         return Ok(next.call(req).await?.map_into_boxed_body());
     };
 
-    let body = match req.extract::<web::Bytes>().await {
+    let body = match crate::extract::body_within_timeout(req.extract::<web::Bytes>()).await {
         Ok(body) => body,
         Err(err) => return Ok(req.error_response(err)),
     };

@@ -9,6 +9,7 @@ pub(crate) mod me;
 pub(crate) mod time_entries;
 pub(crate) mod webhooks;
 
+use actix_web::http::Method;
 use actix_web::{Route, web};
 use serde::Serialize;
 use timetrack_domain::model::Page;
@@ -35,119 +36,130 @@ impl<T> ListResponse<T> {
     }
 }
 
-/// A resource at `path` serving `routes`, and 405 JSON for any other method.
-fn resource(path: &str, routes: Vec<Route>) -> actix_web::Resource {
+/// A resource at `path` serving each route for its method, and 405 JSON with `Allow` for any
+/// other method.
+fn resource(path: &str, routes: Vec<(Method, Route)>) -> actix_web::Resource {
+    let allow = routes
+        .iter()
+        .map(|(method, _)| method.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
     routes
         .into_iter()
-        .fold(web::resource(path), |resource, route| resource.route(route))
-        .default_service(web::to(method_not_allowed))
+        .fold(web::resource(path), |resource, (method, route)| {
+            resource.route(route.method(method))
+        })
+        .default_service(web::to(move || method_not_allowed(allow.clone())))
 }
 
 /// Registers every route of the API.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/api/health", vec![web::get().to(health::health)]))
-        .service(resource(
-            "/api/openapi.json",
-            vec![web::get().to(crate::openapi::openapi_json)],
-        ))
-        .service(resource("/api/me", vec![web::get().to(me::me)]))
-        .service(resource(
-            "/api/clients",
-            vec![
-                web::post().to(clients::create),
-                web::get().to(clients::list),
-            ],
-        ))
-        .service(resource(
-            "/api/clients/{id}",
-            vec![
-                web::get().to(clients::get),
-                web::patch().to(clients::update),
-                web::delete().to(clients::delete),
-            ],
-        ))
-        .service(resource(
-            "/api/projects",
-            vec![
-                web::post().to(catalog::create_project),
-                web::get().to(catalog::list_projects),
-            ],
-        ))
-        .service(resource(
-            "/api/projects/{id}/tasks",
-            vec![
-                web::post().to(catalog::create_task),
-                web::get().to(catalog::list_tasks),
-            ],
-        ))
-        .service(resource(
-            "/api/tags",
-            vec![
-                web::post().to(catalog::create_tag),
-                web::get().to(catalog::list_tags),
-            ],
-        ))
-        .service(resource(
-            "/api/time-entries/start",
-            vec![web::post().to(time_entries::start)],
-        ))
-        .service(resource(
-            "/api/time-entries/stop",
-            vec![web::post().to(time_entries::stop)],
-        ))
-        .service(resource(
-            "/api/time-entries/current",
-            vec![web::get().to(time_entries::current)],
-        ))
-        .service(resource(
-            "/api/time-entries",
-            vec![
-                web::post().to(time_entries::create),
-                web::get().to(time_entries::list),
-            ],
-        ))
-        .service(resource(
-            "/api/time-entries/{id}",
-            vec![
-                web::get().to(time_entries::get),
-                web::patch().to(time_entries::update),
-                web::delete().to(time_entries::delete),
-            ],
-        ))
-        .service(resource(
-            &format!("{INTEGRATION}/triggers/time-entries/manual_entry/fallback"),
-            vec![web::get().to(fallbacks::manual_entry)],
-        ))
-        .service(resource(
-            &format!("{INTEGRATION}/triggers/time-entries/stop/fallback"),
-            vec![web::get().to(fallbacks::stop)],
-        ))
-        .service(resource(
-            &format!("{INTEGRATION}/triggers/time-entries/start/fallback"),
-            vec![web::get().to(fallbacks::start)],
-        ))
-        .service(resource(
-            &format!("{INTEGRATION}/triggers/clients/fallback"),
-            vec![web::get().to(fallbacks::clients)],
-        ))
-        .service(resource(
-            &format!("{INTEGRATION}/triggers/clients/find"),
-            vec![web::post().to(find_client::find)],
-        ))
-        .service(resource(
-            &format!("{INTEGRATION}/webhooks/subscribe"),
-            vec![web::post().to(webhooks::subscribe)],
-        ))
-        .service(resource(
-            &format!("{INTEGRATION}/webhooks"),
-            vec![web::get().to(webhooks::list)],
-        ))
-        .service(resource(
-            &format!("{INTEGRATION}/webhooks/{{id}}"),
-            vec![web::delete().to(webhooks::delete)],
-        ))
-        .service(resource(
-            &format!("{INTEGRATION}/webhooks/{{id}}/deliveries"),
-            vec![web::get().to(webhooks::deliveries)],
-        ));
+    cfg.service(resource(
+        "/api/health",
+        vec![(Method::GET, web::to(health::health))],
+    ))
+    .service(resource(
+        "/api/openapi.json",
+        vec![(Method::GET, web::to(crate::openapi::openapi_json))],
+    ))
+    .service(resource("/api/me", vec![(Method::GET, web::to(me::me))]))
+    .service(resource(
+        "/api/clients",
+        vec![
+            (Method::POST, web::to(clients::create)),
+            (Method::GET, web::to(clients::list)),
+        ],
+    ))
+    .service(resource(
+        "/api/clients/{id}",
+        vec![
+            (Method::GET, web::to(clients::get)),
+            (Method::PATCH, web::to(clients::update)),
+            (Method::DELETE, web::to(clients::delete)),
+        ],
+    ))
+    .service(resource(
+        "/api/projects",
+        vec![
+            (Method::POST, web::to(catalog::create_project)),
+            (Method::GET, web::to(catalog::list_projects)),
+        ],
+    ))
+    .service(resource(
+        "/api/projects/{id}/tasks",
+        vec![
+            (Method::POST, web::to(catalog::create_task)),
+            (Method::GET, web::to(catalog::list_tasks)),
+        ],
+    ))
+    .service(resource(
+        "/api/tags",
+        vec![
+            (Method::POST, web::to(catalog::create_tag)),
+            (Method::GET, web::to(catalog::list_tags)),
+        ],
+    ))
+    .service(resource(
+        "/api/time-entries/start",
+        vec![(Method::POST, web::to(time_entries::start))],
+    ))
+    .service(resource(
+        "/api/time-entries/stop",
+        vec![(Method::POST, web::to(time_entries::stop))],
+    ))
+    .service(resource(
+        "/api/time-entries/current",
+        vec![(Method::GET, web::to(time_entries::current))],
+    ))
+    .service(resource(
+        "/api/time-entries",
+        vec![
+            (Method::POST, web::to(time_entries::create)),
+            (Method::GET, web::to(time_entries::list)),
+        ],
+    ))
+    .service(resource(
+        "/api/time-entries/{id}",
+        vec![
+            (Method::GET, web::to(time_entries::get)),
+            (Method::PATCH, web::to(time_entries::update)),
+            (Method::DELETE, web::to(time_entries::delete)),
+        ],
+    ))
+    .service(resource(
+        &format!("{INTEGRATION}/triggers/time-entries/manual_entry/fallback"),
+        vec![(Method::GET, web::to(fallbacks::manual_entry))],
+    ))
+    .service(resource(
+        &format!("{INTEGRATION}/triggers/time-entries/stop/fallback"),
+        vec![(Method::GET, web::to(fallbacks::stop))],
+    ))
+    .service(resource(
+        &format!("{INTEGRATION}/triggers/time-entries/start/fallback"),
+        vec![(Method::GET, web::to(fallbacks::start))],
+    ))
+    .service(resource(
+        &format!("{INTEGRATION}/triggers/clients/fallback"),
+        vec![(Method::GET, web::to(fallbacks::clients))],
+    ))
+    .service(resource(
+        &format!("{INTEGRATION}/triggers/clients/find"),
+        vec![(Method::POST, web::to(find_client::find))],
+    ))
+    .service(resource(
+        &format!("{INTEGRATION}/webhooks/subscribe"),
+        vec![(Method::POST, web::to(webhooks::subscribe))],
+    ))
+    .service(resource(
+        &format!("{INTEGRATION}/webhooks"),
+        vec![(Method::GET, web::to(webhooks::list))],
+    ))
+    .service(resource(
+        &format!("{INTEGRATION}/webhooks/{{id}}"),
+        vec![(Method::DELETE, web::to(webhooks::delete))],
+    ))
+    .service(resource(
+        &format!("{INTEGRATION}/webhooks/{{id}}/deliveries"),
+        vec![(Method::GET, web::to(webhooks::deliveries))],
+    ));
 }

@@ -26,23 +26,44 @@ async fn unknown_routes_are_json_404() {
 }
 
 #[actix_web::test]
-async fn wrong_methods_are_json_405() {
+async fn wrong_methods_are_json_405_naming_the_allowed_ones() {
     let t = TestApp::new().await;
     let app = t.service().await;
-    for (method, uri) in [
-        ("POST", "/api/health"),
-        ("DELETE", "/api/health"),
-        ("PUT", "/api/me"),
-        ("PATCH", "/api/me"),
+    for (method, uri, allow) in [
+        ("POST", "/api/health", "GET"),
+        ("DELETE", "/api/health", "GET"),
+        ("PUT", "/api/me", "GET"),
+        ("PATCH", "/api/me", "GET"),
+        ("PUT", "/api/clients", "POST, GET"),
+        (
+            "POST",
+            "/api/clients/00000000-0000-4000-8000-000000000000",
+            "GET, PATCH, DELETE",
+        ),
+        (
+            "GET",
+            "/api/integrations/automation/webhooks/subscribe",
+            "POST",
+        ),
+        ("TRACE", "/api/time-entries", "POST, GET"),
     ] {
         let req = test::TestRequest::default()
             .method(method.parse().unwrap())
             .uri(uri)
             .insert_header(t.bearer())
             .to_request();
-        let (status, content_type, body) = call(&app, req).await;
-        assert_eq!(status, 405, "{method} {uri}");
-        assert_eq!(content_type, "application/json");
+        let res = test::call_service(&app, req).await;
+        assert_eq!(res.status(), 405, "{method} {uri}");
+        assert_eq!(
+            res.headers().get("allow").and_then(|v| v.to_str().ok()),
+            Some(allow),
+            "{method} {uri}"
+        );
+        assert_eq!(
+            res.headers().get("content-type").unwrap(),
+            "application/json"
+        );
+        let body: serde_json::Value = test::read_body_json(res).await;
         assert_eq!(body, json!({"error": "Method not allowed"}));
     }
 }
