@@ -12,6 +12,7 @@ mod faults;
 mod fuzz;
 mod isolation;
 mod limits;
+mod raw;
 mod receivers;
 mod report;
 mod scenario;
@@ -110,8 +111,8 @@ async fn run(options: &Options) -> Result<bool> {
             "outage" => faults::database_outage(&mut env, &mut scenario).await,
             "receivers" => receivers::run(&env, &mut scenario).await,
             "ssrf" => ssrf::run(&env, &mut scenario).await,
-            "raw" => fuzz::raw(&env, &mut scenario).await,
-            "fuzz" => fuzz::schemathesis(&env, &mut scenario).await,
+            "raw" => raw::run(&env, &mut scenario).await,
+            "fuzz" => fuzz::run(&env, &mut scenario).await,
             "isolation" => isolation::run(&env, &mut scenario).await,
             "limits" => limits::run(&env, &mut scenario).await,
             _ => unreachable!("names are checked against SCENARIOS"),

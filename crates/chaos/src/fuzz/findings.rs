@@ -1,0 +1,199 @@
+//! What a Schemathesis run's NDJSON event stream shows: requests, responses by status, server
+//! errors, error bodies that are not JSON, and each check's passes and failures.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::Value;
+
+use crate::scenario::shorten;
+
+/// What the run's NDJSON event stream shows: every request, response and check result.
+#[derive(Debug, Default)]
+pub struct Findings {
+    /// Requests sent.
+    pub requests: u64,
+    /// Requests that got no response (connection errors, time-outs).
+    pub unanswered: u64,
+    /// Responses by status.
+    pub statuses: BTreeMap<u16, u64>,
+    /// 5xx responses, with up to a few examples.
+    pub server_errors: (u64, Vec<String>),
+    /// Error responses (4xx, 5xx).
+    pub error_responses: u64,
+    /// Error responses that are not `{"error": string}` with a JSON content type, with examples.
+    pub non_json_errors: (u64, Vec<String>),
+    /// Per check: runs that passed, runs that failed.
+    pub runs: BTreeMap<String, (u64, u64)>,
+    /// Per check: how many error responses it ran on.
+    pub on_errors: BTreeMap<String, u64>,
+    /// Per check, per operation: one failure, described.
+    pub examples: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl Findings {
+    pub fn read(events: &str) -> Result<Self> {
+        let mut found = Self::default();
+        for line in events.lines().filter(|l| !l.trim().is_empty()) {
+            let event: Value = serde_json::from_str(line).context("an NDJSON event")?;
+            if let Some(recorder) = event.pointer("/ScenarioFinished/recorder") {
+                found.scenario(recorder);
+            }
+        }
+        Ok(found)
+    }
+
+    /// One finished scenario: its interactions (by case id) and the check results on them.
+    fn scenario(&mut self, recorder: &Value) {
+        let empty = serde_json::Map::new();
+        let interactions = recorder["interactions"].as_object().unwrap_or(&empty);
+        for interaction in interactions.values() {
+            self.interaction(interaction);
+        }
+        for (case, results) in recorder["checks"].as_object().unwrap_or(&empty) {
+            let interaction = interactions.get(case);
+            let is_error = interaction
+                .and_then(|i| i.pointer("/response/status_code"))
+                .and_then(Value::as_u64)
+                .is_some_and(|s| s >= 400);
+            for result in results.as_array().into_iter().flatten() {
+                let name = result["name"].as_str().unwrap_or("?").to_owned();
+                let runs = self.runs.entry(name.clone()).or_default();
+                match result["status"].as_str() {
+                    Some("success") => runs.0 += 1,
+                    Some("failure") => {
+                        runs.1 += 1;
+                        let failure = &result["failure_info"]["failure"];
+                        let operation = failure["operation"]
+                            .as_str()
+                            .or_else(|| recorder["label"].as_str())
+                            .unwrap_or("?")
+                            .to_owned();
+                        self.examples
+                            .entry(name.clone())
+                            .or_default()
+                            .entry(operation)
+                            .or_insert_with(|| describe_failure(failure, interaction));
+                    }
+                    _ => continue,
+                }
+                if is_error {
+                    *self.on_errors.entry(name).or_default() += 1;
+                }
+            }
+        }
+    }
+
+    fn interaction(&mut self, interaction: &Value) {
+        self.requests += 1;
+        let response = &interaction["response"];
+        let Some(status) = response["status_code"].as_u64() else {
+            self.unanswered += 1;
+            return;
+        };
+        let status = u16::try_from(status).unwrap_or(u16::MAX);
+        *self.statuses.entry(status).or_default() += 1;
+        if status < 400 {
+            return;
+        }
+        self.error_responses += 1;
+        let body = decode_body(&response["content"]);
+        if status >= 500 {
+            push_example(&mut self.server_errors, describe_interaction(interaction));
+        }
+        let json_type = response["headers"]
+            .as_object()
+            .and_then(|h| {
+                h.iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            })
+            .and_then(|(_, v)| v[0].as_str())
+            .is_some_and(|v| v.starts_with("application/json"));
+        let is_error_body = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .is_some_and(|b| b["error"].is_string());
+        if !(json_type && is_error_body) {
+            push_example(&mut self.non_json_errors, describe_interaction(interaction));
+        }
+    }
+}
+
+/// Counts one more and keeps the first three examples.
+fn push_example(into: &mut (u64, Vec<String>), example: String) {
+    into.0 += 1;
+    if into.1.len() < 3 {
+        into.1.push(example);
+    }
+}
+
+/// `CODE title: message; METHOD uri body -> status body`.
+fn describe_failure(failure: &Value, interaction: Option<&Value>) -> String {
+    let message = failure["message"].as_str().unwrap_or("").replace('\n', " ");
+    format!(
+        "{} {}: {}; {}",
+        failure["code"].as_str().unwrap_or("?"),
+        failure["title"].as_str().unwrap_or("?"),
+        shorten(message.trim(), 200),
+        interaction.map_or_else(
+            || "(no interaction recorded)".to_owned(),
+            describe_interaction
+        )
+    )
+}
+
+/// `METHOD uri body -> status body`, bodies shortened.
+fn describe_interaction(interaction: &Value) -> String {
+    let request = &interaction["request"];
+    let body = decode_body(&request["body"]);
+    let response = &interaction["response"];
+    format!(
+        "{} {}{} -> {}",
+        request["method"].as_str().unwrap_or("?"),
+        request["uri"].as_str().unwrap_or("?"),
+        if body.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", shorten(&String::from_utf8_lossy(&body), 200))
+        },
+        match response["status_code"].as_u64() {
+            Some(status) => format!(
+                "{status} {}",
+                shorten(
+                    &String::from_utf8_lossy(&decode_body(&response["content"])),
+                    200
+                )
+            ),
+            None => "no response".to_owned(),
+        }
+    )
+}
+
+/// A recorded body (`{"$base64": ...}` in the NDJSON events); empty when there is none or it is
+/// not base64.
+fn decode_body(content: &Value) -> Vec<u8> {
+    match content {
+        Value::Object(map) => map
+            .get("$base64")
+            .and_then(Value::as_str)
+            .and_then(|text| STANDARD.decode(text).ok())
+            .unwrap_or_default(),
+        Value::String(text) => text.as_bytes().to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorded_bodies_are_decoded_from_base64_or_taken_as_text() {
+        let encoded = serde_json::json!({"$base64": "eyJlcnJvciI6IngifQ=="});
+        assert_eq!(decode_body(&encoded), br#"{"error":"x"}"#);
+        assert_eq!(decode_body(&serde_json::json!({"$base64": ""})), b"");
+        assert_eq!(decode_body(&serde_json::json!("plain")), b"plain");
+        assert_eq!(decode_body(&Value::Null), b"");
+    }
+}
