@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use super::errors::violated_constraint;
 use super::outbox::{EventColumns, outbox_statement};
+use super::prepared::Prepared;
 use super::schema::clients;
 use super::{PgPool, keyset_before, map_db_error, map_pool_error, opaque_debug};
 
@@ -144,31 +145,33 @@ impl ClientRepository for PgClientRepository {
         let columns = EventColumns::of(events);
         // The client and its events in one statement: atomic, and one round trip (the hot path
         // of event creation).
-        let result = diesel::sql_query(outbox_statement(
-            "c AS ( \
+        let result = Prepared(
+            diesel::sql_query(outbox_statement(
+                "c AS ( \
                  INSERT INTO clients (id, workspace_id, name, name_lower, type, status, email, \
                                       phone, address, note, currency, created_at, updated_at) \
                  VALUES ($6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
              ),",
-        ))
-        .bind::<Array<SqlUuid>, _>(&columns.ids)
-        .bind::<Array<SqlUuid>, _>(&columns.workspaces)
-        .bind::<Array<Text>, _>(&columns.types)
-        .bind::<Array<Text>, _>(&columns.bodies)
-        .bind::<Array<Timestamptz>, _>(&columns.times)
-        .bind::<SqlUuid, _>(row.id)
-        .bind::<SqlUuid, _>(row.workspace_id)
-        .bind::<Text, _>(&row.name)
-        .bind::<Text, _>(&row.name_lower)
-        .bind::<Text, _>(&row.client_type)
-        .bind::<Text, _>(&row.status)
-        .bind::<Nullable<Text>, _>(row.email.as_deref())
-        .bind::<Nullable<Text>, _>(row.phone.as_deref())
-        .bind::<Nullable<Text>, _>(row.address.as_deref())
-        .bind::<Nullable<Text>, _>(row.note.as_deref())
-        .bind::<Text, _>(&row.currency)
-        .bind::<Timestamptz, _>(row.created_at)
-        .bind::<Timestamptz, _>(row.updated_at)
+            ))
+            .bind::<Array<SqlUuid>, _>(&columns.ids)
+            .bind::<Array<SqlUuid>, _>(&columns.workspaces)
+            .bind::<Array<Text>, _>(&columns.types)
+            .bind::<Array<Text>, _>(&columns.bodies)
+            .bind::<Array<Timestamptz>, _>(&columns.times)
+            .bind::<SqlUuid, _>(row.id)
+            .bind::<SqlUuid, _>(row.workspace_id)
+            .bind::<Text, _>(&row.name)
+            .bind::<Text, _>(&row.name_lower)
+            .bind::<Text, _>(&row.client_type)
+            .bind::<Text, _>(&row.status)
+            .bind::<Nullable<Text>, _>(row.email.as_deref())
+            .bind::<Nullable<Text>, _>(row.phone.as_deref())
+            .bind::<Nullable<Text>, _>(row.address.as_deref())
+            .bind::<Nullable<Text>, _>(row.note.as_deref())
+            .bind::<Text, _>(&row.currency)
+            .bind::<Timestamptz, _>(row.created_at)
+            .bind::<Timestamptz, _>(row.updated_at),
+        )
         .execute(&mut conn)
         .await
         .map(drop);

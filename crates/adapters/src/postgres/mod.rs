@@ -8,6 +8,7 @@ mod health;
 mod housekeeping;
 mod idempotency;
 mod outbox;
+mod prepared;
 mod queue;
 pub mod schema;
 mod subscriptions;

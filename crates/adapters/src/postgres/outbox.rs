@@ -8,6 +8,8 @@ use time::OffsetDateTime;
 use timetrack_domain::model::Event;
 use uuid::Uuid;
 
+use super::prepared::Prepared;
+
 /// The columns of events, for [`OUTBOX`]'s arrays.
 pub(crate) struct EventColumns<'a> {
     pub ids: Vec<Uuid>,
@@ -64,14 +66,16 @@ pub(crate) async fn record_events(
         return Ok(());
     }
     let columns = EventColumns::of(events);
-    diesel::sql_query(outbox_statement(""))
-        .bind::<Array<SqlUuid>, _>(&columns.ids)
-        .bind::<Array<SqlUuid>, _>(&columns.workspaces)
-        .bind::<Array<Text>, _>(&columns.types)
-        .bind::<Array<Text>, _>(&columns.bodies)
-        .bind::<Array<Timestamptz>, _>(&columns.times)
-        .execute(conn)
-        .await?;
+    Prepared(
+        diesel::sql_query(outbox_statement(""))
+            .bind::<Array<SqlUuid>, _>(&columns.ids)
+            .bind::<Array<SqlUuid>, _>(&columns.workspaces)
+            .bind::<Array<Text>, _>(&columns.types)
+            .bind::<Array<Text>, _>(&columns.bodies)
+            .bind::<Array<Timestamptz>, _>(&columns.times),
+    )
+    .execute(conn)
+    .await?;
     Ok(())
 }
 

@@ -20,6 +20,7 @@ use timetrack_domain::{DomainError, DomainResult};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
+use super::prepared::Prepared;
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 
 #[derive(Debug, QueryableByName)]
@@ -114,21 +115,23 @@ impl RecordBatch {
 
     /// Writes the batch with [`RECORD_BATCH`] on `conn`.
     async fn write(&self, conn: &mut AsyncPgConnection) -> QueryResult<usize> {
-        diesel::sql_query(RECORD_BATCH)
-            .bind::<Array<SqlUuid>, _>(&self.event_ids)
-            .bind::<Array<Text>, _>(&self.subscription_ids)
-            .bind::<Array<Integer>, _>(&self.attempts)
-            .bind::<Array<Timestamptz>, _>(&self.started)
-            .bind::<Array<Integer>, _>(&self.latency_ms)
-            .bind::<Array<Nullable<Integer>>, _>(&self.codes)
-            .bind::<Array<Nullable<Text>>, _>(&self.errors)
-            .bind::<Array<Nullable<Text>>, _>(&self.excerpts)
-            .bind::<Array<Text>, _>(&self.statuses)
-            .bind::<Array<Timestamptz>, _>(&self.next_at)
-            .bind::<Array<Timestamptz>, _>(&self.finished)
-            .bind::<Array<Bool>, _>(&self.done)
-            .execute(conn)
-            .await
+        Prepared(
+            diesel::sql_query(RECORD_BATCH)
+                .bind::<Array<SqlUuid>, _>(&self.event_ids)
+                .bind::<Array<Text>, _>(&self.subscription_ids)
+                .bind::<Array<Integer>, _>(&self.attempts)
+                .bind::<Array<Timestamptz>, _>(&self.started)
+                .bind::<Array<Integer>, _>(&self.latency_ms)
+                .bind::<Array<Nullable<Integer>>, _>(&self.codes)
+                .bind::<Array<Nullable<Text>>, _>(&self.errors)
+                .bind::<Array<Nullable<Text>>, _>(&self.excerpts)
+                .bind::<Array<Text>, _>(&self.statuses)
+                .bind::<Array<Timestamptz>, _>(&self.next_at)
+                .bind::<Array<Timestamptz>, _>(&self.finished)
+                .bind::<Array<Bool>, _>(&self.done),
+        )
+        .execute(conn)
+        .await
     }
 }
 
@@ -310,14 +313,16 @@ impl DeliveryQueue for PgDeliveryQueue {
         per_subscription: u32,
     ) -> DomainResult<Vec<ClaimedDelivery>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let rows: Vec<ClaimRow> = diesel::sql_query(CLAIM)
-            .bind::<Timestamptz, _>(now)
-            .bind::<Timestamptz, _>(lease_until)
-            .bind::<BigInt, _>(i64::from(limit))
-            .bind::<BigInt, _>(i64::from(per_subscription))
-            .load(&mut conn)
-            .await
-            .map_err(|e| map_db_error(e, "claiming deliveries"))?;
+        let rows: Vec<ClaimRow> = Prepared(
+            diesel::sql_query(CLAIM)
+                .bind::<Timestamptz, _>(now)
+                .bind::<Timestamptz, _>(lease_until)
+                .bind::<BigInt, _>(i64::from(limit))
+                .bind::<BigInt, _>(i64::from(per_subscription)),
+        )
+        .load(&mut conn)
+        .await
+        .map_err(|e| map_db_error(e, "claiming deliveries"))?;
         rows.into_iter().map(claimed).collect()
     }
 
