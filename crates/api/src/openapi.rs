@@ -7,6 +7,8 @@ use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::routes;
 
+pub mod fields;
+
 /// `{error: string}`: every error body.
 #[derive(Debug, ToSchema)]
 pub struct ErrorBody {
@@ -48,10 +50,13 @@ pub struct SuccessBody {
 #[derive(Debug, ToSchema)]
 pub struct SubscribeBody {
     /// HTTPS destination of deliveries.
+    #[schema(schema_with = fields::webhook_url)]
     pub url: String,
     /// `TIMER_STARTED`, `TIMER_STOPPED`, `TIME_ENTRY_CREATED`, `CLIENT_CREATED`; duplicates collapse.
+    #[schema(schema_with = fields::events)]
     pub events: Vec<String>,
     /// Optional label, at most 255 characters.
+    #[schema(schema_with = fields::webhook_description)]
     pub description: Option<String>,
 }
 
@@ -109,6 +114,27 @@ impl Modify for BearerAuth {
     }
 }
 
+/// `POST /api/time-entries/start` takes no body as well as an object: its body is optional.
+///
+/// utoipa marks a body required unless its type is `Option<...>`, and an `Option` would document
+/// `null` too, which the endpoint refuses; so the body is declared as the object and made optional
+/// here.
+struct OptionalBodies;
+
+impl Modify for OptionalBodies {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let body = openapi
+            .paths
+            .paths
+            .get_mut("/api/time-entries/start")
+            .and_then(|item| item.post.as_mut())
+            .and_then(|op| op.request_body.as_mut());
+        if let Some(body) = body {
+            body.required = Some(utoipa::openapi::Required::False);
+        }
+    }
+}
+
 /// The description of the whole API.
 #[derive(Debug, OpenApi)]
 #[openapi(
@@ -153,7 +179,7 @@ impl Modify for BearerAuth {
         routes::fallbacks::clients,
     ),
     components(schemas(ErrorBody, ConflictBody, SuccessBody)),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &OptionalBodies),
     tags(
         (name = "Health"), (name = "Account"), (name = "Clients"), (name = "Projects"),
         (name = "Tags"), (name = "Time entries"), (name = "Webhooks"), (name = "Triggers"),

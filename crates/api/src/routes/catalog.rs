@@ -12,6 +12,7 @@ use uuid::Uuid;
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody};
+use crate::openapi::fields;
 use crate::routes::ListResponse;
 use crate::routes::clients::ListQuery;
 
@@ -77,13 +78,16 @@ impl From<Tag> for TagResponse {
 /// Body of `POST /api/projects`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct CreateProjectBody {
+    #[schema(schema_with = fields::name, required = true)]
     name: Option<String>,
+    #[schema(schema_with = fields::client_ref)]
     client_id: Option<Uuid>,
 }
 
 /// Body of `POST /api/projects/{id}/tasks` and `POST /api/tags`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct NameBody {
+    #[schema(schema_with = fields::name, required = true)]
     name: Option<String>,
 }
 
@@ -130,7 +134,7 @@ pub async fn create_project(
     tag = "Projects",
     summary = "List projects, newest first",
     security(("bearer_auth" = [])),
-    params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
+    params(ListQuery),
     responses(
         (status = 200, description = "A page", body = ListResponse<ProjectResponse>),
         (status = 400, description = "Invalid limit or cursor", body = crate::openapi::ErrorBody),
@@ -153,7 +157,7 @@ pub async fn list_projects(
     tag = "Projects",
     summary = "Create a task of a project",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, description = "Project id")), request_body = NameBody,
+    params(("id" = Uuid, Path, description = "Project id (a malformed one is 404, like an unknown one)")), request_body = NameBody,
     responses(
         (status = 201, description = "Created", body = TaskResponse),
         (status = 400, description = "Invalid name", body = crate::openapi::ErrorBody),
@@ -180,9 +184,10 @@ pub async fn create_task(
     tag = "Projects",
     summary = "List a project's tasks",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, description = "Project id"), ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
+    params(("id" = Uuid, Path, description = "Project id (a malformed one is 404, like an unknown one)"), ListQuery),
     responses(
         (status = 200, description = "A page", body = ListResponse<TaskResponse>),
+        (status = 400, description = "Invalid limit or cursor", body = crate::openapi::ErrorBody),
         (status = 404, description = "Project not found", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
@@ -232,9 +237,10 @@ pub async fn create_tag(
     tag = "Tags",
     summary = "List tags, newest first",
     security(("bearer_auth" = [])),
-    params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
+    params(ListQuery),
     responses(
         (status = 200, description = "A page", body = ListResponse<TagResponse>),
+        (status = 400, description = "Invalid limit or cursor", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]

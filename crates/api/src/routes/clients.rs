@@ -13,6 +13,7 @@ use timetrack_domain::timefmt::rfc3339;
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody, nullable};
+use crate::openapi::fields;
 use crate::routes::ListResponse;
 
 /// A client as the API shows it (snake_case; every field present, null when unset).
@@ -53,39 +54,58 @@ impl From<Client> for ClientResponse {
 /// Body of `POST /api/clients`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct CreateClientBody {
+    #[schema(schema_with = fields::name, required = true)]
     name: Option<String>,
     #[serde(rename = "type")]
+    #[schema(schema_with = fields::client_type)]
     client_type: Option<String>,
+    #[schema(schema_with = fields::client_status)]
     status: Option<String>,
+    #[schema(schema_with = fields::email)]
     email: Option<String>,
+    #[schema(schema_with = fields::phone)]
     phone: Option<String>,
+    #[schema(schema_with = fields::address)]
     address: Option<String>,
+    #[schema(schema_with = fields::note)]
     note: Option<String>,
+    #[schema(schema_with = fields::currency)]
     currency: Option<String>,
 }
 
 /// Body of `PATCH /api/clients/{id}`: absent fields stay, null clears an optional one.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct UpdateClientBody {
+    #[schema(schema_with = fields::optional_name)]
     name: Option<String>,
     #[serde(rename = "type")]
+    #[schema(schema_with = fields::client_type)]
     client_type: Option<String>,
+    #[schema(schema_with = fields::client_status)]
     status: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = fields::email)]
     email: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = fields::phone)]
     phone: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = fields::address)]
     address: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = fields::note)]
     note: Option<Option<String>>,
+    #[schema(schema_with = fields::currency)]
     currency: Option<String>,
 }
 
 /// `?limit=&cursor=` of list endpoints.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
+    #[param(schema_with = fields::page_limit)]
     limit: Option<u32>,
+    #[param(schema_with = fields::page_cursor)]
     cursor: Option<String>,
 }
 
@@ -151,7 +171,7 @@ pub async fn create(
     tag = "Clients",
     summary = "List clients, newest first",
     security(("bearer_auth" = [])),
-    params(("limit" = Option<u32>, Query, description = "1-200, default 50"), ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
+    params(ListQuery),
     responses(
         (status = 200, description = "A page", body = ListResponse<ClientResponse>),
         (status = 400, description = "Invalid limit or cursor", body = crate::openapi::ErrorBody),
@@ -177,7 +197,7 @@ pub async fn list(
     tag = "Clients",
     summary = "Get a client",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, description = "Client id")),
+    params(("id" = Uuid, Path, description = "Client id (a malformed one is 404, like an unknown one)")),
     responses(
         (status = 200, description = "The client", body = ClientResponse),
         (status = 404, description = "Client not found", body = crate::openapi::ErrorBody),
@@ -200,7 +220,7 @@ pub async fn get(
     tag = "Clients",
     summary = "Change a client (null clears an optional field)",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, description = "Client id")), request_body = UpdateClientBody,
+    params(("id" = Uuid, Path, description = "Client id (a malformed one is 404, like an unknown one)")), request_body = UpdateClientBody,
     responses(
         (status = 200, description = "The changed client", body = ClientResponse),
         (status = 400, description = "Invalid fields", body = crate::openapi::ErrorBody),
@@ -246,7 +266,7 @@ pub async fn update(
     tag = "Clients",
     summary = "Delete a client",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, description = "Client id")),
+    params(("id" = Uuid, Path, description = "Client id (a malformed one is 404, like an unknown one)")),
     responses(
         (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
         (status = 404, description = "Client not found", body = crate::openapi::ErrorBody),

@@ -10,13 +10,17 @@ use uuid::Uuid;
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::extract::{Caller, InvalidParams, JsonBody};
+use crate::openapi::fields;
 use crate::routes::clients::ClientResponse;
 
 /// Body of the find request.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct FindClientBody {
+    #[schema(schema_with = fields::search_workspace)]
     workspace_id: Uuid,
+    #[schema(schema_with = fields::search_name)]
     name: String,
+    #[schema(schema_with = fields::search_limit)]
     limit: Option<u32>,
 }
 

@@ -16,6 +16,7 @@ use uuid::Uuid;
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody, JsonOrEmpty, nullable};
+use crate::openapi::fields;
 use crate::routes::ListResponse;
 
 /// A time entry as the core API shows it.
@@ -61,11 +62,16 @@ impl From<TimeEntry> for EntryResponse {
 /// The fields every entry body may carry.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 pub struct EntryFields {
+    #[schema(schema_with = fields::entry_description)]
     description: Option<String>,
+    #[schema(schema_with = fields::project_ref)]
     project_id: Option<Uuid>,
+    #[schema(schema_with = fields::task_ref)]
     task_id: Option<Uuid>,
     #[serde(default)]
+    #[schema(schema_with = fields::tag_ids)]
     tag_ids: Vec<Uuid>,
+    #[schema(schema_with = fields::optional_bool)]
     billable: Option<bool>,
 }
 
@@ -84,7 +90,9 @@ impl From<EntryFields> for EntryDraft {
 /// Body of `POST /api/time-entries` (manual).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ManualBody {
+    #[schema(schema_with = fields::manual_start, required = true)]
     start: Option<String>,
+    #[schema(schema_with = fields::manual_end, required = true)]
     end: Option<String>,
     #[serde(flatten)]
     fields: EntryFields,
@@ -93,24 +101,37 @@ pub struct ManualBody {
 /// Body of `PATCH /api/time-entries/{id}`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct PatchBody {
+    #[schema(schema_with = fields::entry_description)]
     description: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = fields::project_ref)]
     project_id: Option<Option<Uuid>>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = fields::task_ref)]
     task_id: Option<Option<Uuid>>,
+    #[schema(schema_with = fields::optional_tag_ids)]
     tag_ids: Option<Vec<Uuid>>,
+    #[schema(schema_with = fields::optional_bool)]
     billable: Option<bool>,
+    #[schema(schema_with = fields::new_start)]
     start: Option<String>,
+    #[schema(schema_with = fields::new_end)]
     end: Option<String>,
 }
 
 /// `?from=&to=&user_id=&limit=&cursor=`.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EntryQuery {
+    #[param(schema_with = fields::range_from)]
     from: Option<String>,
+    #[param(schema_with = fields::range_to)]
     to: Option<String>,
+    #[param(schema_with = fields::member)]
     user_id: Option<String>,
+    #[param(schema_with = fields::page_limit)]
     limit: Option<u32>,
+    #[param(schema_with = fields::page_cursor)]
     cursor: Option<String>,
 }
 
@@ -137,7 +158,7 @@ fn entry_id(raw: &str) -> Result<TimeEntryId, ApiError> {
     tag = "Time entries",
     summary = "Start a timer (stops a running one first; emits TIMER_STOPPED, TIMER_STARTED)",
     security(("bearer_auth" = [])),
-    request_body(content = Option<EntryFields>, description = "All fields optional; the body may be empty"),
+    request_body(content = EntryFields, description = "Optional: a JSON object whose every field is optional, or no body at all (not `null`)"),
     responses(
         (status = 201, description = "The running entry", body = EntryResponse),
         (status = 400, description = "Invalid fields or references", body = crate::openapi::ErrorBody),
@@ -233,7 +254,7 @@ pub async fn create(
     tag = "Time entries",
     summary = "List entries, latest start first",
     security(("bearer_auth" = [])),
-    params(("from" = Option<String>, Query, description = "RFC 3339, inclusive"), ("to" = Option<String>, Query, description = "RFC 3339, exclusive"), ("user_id" = Option<String>, Query), ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
+    params(EntryQuery),
     responses(
         (status = 200, description = "A page", body = ListResponse<EntryResponse>),
         (status = 400, description = "Invalid filter, limit or cursor", body = crate::openapi::ErrorBody),
@@ -278,7 +299,7 @@ pub async fn list(
     tag = "Time entries",
     summary = "Get an entry",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path)),
+    params(("id" = Uuid, Path, description = "Time entry id (a malformed one is 404, like an unknown one)")),
     responses(
         (status = 200, description = "The entry", body = EntryResponse),
         (status = 404, description = "Time entry not found", body = crate::openapi::ErrorBody),
@@ -302,7 +323,7 @@ pub async fn get(
     tag = "Time entries",
     summary = "Change an entry",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path)), request_body = PatchBody,
+    params(("id" = Uuid, Path, description = "Time entry id (a malformed one is 404, like an unknown one)")), request_body = PatchBody,
     responses(
         (status = 200, description = "The changed entry", body = EntryResponse),
         (status = 400, description = "Invalid fields", body = crate::openapi::ErrorBody),
@@ -347,7 +368,7 @@ pub async fn update(
     tag = "Time entries",
     summary = "Delete an entry",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path)),
+    params(("id" = Uuid, Path, description = "Time entry id (a malformed one is 404, like an unknown one)")),
     responses(
         (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
         (status = 404, description = "Time entry not found", body = crate::openapi::ErrorBody),

@@ -105,7 +105,7 @@ pub async fn subscribe(
     tag = "Webhooks",
     summary = "Delete one's subscription (idempotent)",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, description = "wh_...")),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
     responses(
         (status = 200, description = "Deleted (or already deleted)", body = crate::openapi::SuccessBody),
         (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
@@ -213,7 +213,7 @@ impl From<DeliveryRecord> for DeliveryItem {
     tag = "Webhooks",
     summary = "The last 7 days of a subscription's deliveries",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, description = "wh_...")),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
     responses(
         (status = 200, description = "Deliveries, newest first", body = crate::openapi::DeliveryList),
         (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),

@@ -165,3 +165,354 @@ async fn authenticated_operations_declare_security_and_their_errors() {
         }
     }
 }
+
+/// Every operation of the document: (method, path, operation).
+fn operations(doc: &Value) -> Vec<(String, String, Value)> {
+    doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, ops)| {
+            ops.as_object()
+                .unwrap()
+                .iter()
+                .map(move |(method, op)| (method.clone(), path.clone(), op.clone()))
+        })
+        .collect()
+}
+
+/// `schema` with a `$ref` followed, and a nullable `oneOf: [X, {type: null}]` unwrapped to `X`.
+fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+    if let Some(reference) = schema["$ref"].as_str() {
+        let name = reference.trim_start_matches("#/components/schemas/");
+        return resolve(doc, &doc["components"]["schemas"][name]);
+    }
+    if let Some([first, second]) = schema["oneOf"].as_array().map(Vec::as_slice) {
+        if second["type"] == "null" {
+            return resolve(doc, first);
+        }
+        if first["type"] == "null" {
+            return resolve(doc, second);
+        }
+    }
+    schema
+}
+
+/// The properties of a request body schema, `allOf` parts included: (name, schema, required).
+fn properties<'a>(doc: &'a Value, schema: &'a Value) -> Vec<(String, &'a Value, bool)> {
+    let schema = resolve(doc, schema);
+    let mut found: Vec<(String, &Value, bool)> = schema["allOf"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|part| properties(doc, part))
+        .collect();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+        found.push((
+            name.clone(),
+            resolve(doc, property),
+            required.contains(&name.as_str()),
+        ));
+    }
+    found
+}
+
+/// The schema of property `field` of the JSON body of `method path`.
+fn body_field<'a>(doc: &'a Value, method: &str, path: &str, field: &str) -> &'a Value {
+    let body = &doc["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"];
+    properties(doc, body)
+        .into_iter()
+        .find(|(name, _, _)| name == field)
+        .unwrap_or_else(|| panic!("{method} {path} has no body field {field}"))
+        .1
+}
+
+/// The `type` of a schema, as a list.
+fn types(schema: &Value) -> Vec<&str> {
+    match &schema["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[actix_web::test]
+async fn every_operation_reading_a_body_or_a_query_declares_400_with_the_error_body() {
+    let t = TestApp::new().await;
+    let doc = document(&t).await;
+    for (method, path, op) in operations(&doc) {
+        let reads_query = op["parameters"]
+            .as_array()
+            .is_some_and(|ps| ps.iter().any(|p| p["in"] == "query"));
+        if !reads_query && op.get("requestBody").is_none() {
+            continue;
+        }
+        let schema = &op["responses"]["400"]["content"]["application/json"]["schema"]["$ref"];
+        assert!(
+            schema.as_str().is_some_and(|s| s.ends_with("/ErrorBody")),
+            "{method} {path} reads a body or query but declares no 400 {{error}}"
+        );
+    }
+}
+
+#[actix_web::test]
+async fn list_limits_are_documented_with_the_bounds_the_service_enforces() {
+    let t = TestApp::new().await;
+    let doc = document(&t).await;
+    let app = t.service().await;
+    let (status, _, project) = call(
+        &app,
+        test::TestRequest::post()
+            .uri("/api/projects")
+            .insert_header(t.bearer())
+            .set_json(json!({"name": "Paged"}))
+            .to_request(),
+    )
+    .await;
+    assert_eq!(status, 201, "{project}");
+    let mut lists = 0;
+    for (method, path, op) in operations(&doc) {
+        let params = op["parameters"].as_array().cloned().unwrap_or_default();
+        let Some(limit) = params.iter().find(|p| p["name"] == "limit") else {
+            continue;
+        };
+        lists += 1;
+        let schema = &limit["schema"];
+        assert_eq!(types(schema), ["integer"], "{method} {path} limit");
+        let (min, max) = (schema["minimum"].as_i64(), schema["maximum"].as_i64());
+        assert_eq!((min, max), (Some(1), Some(200)), "{method} {path} limit");
+        let cursor = params.iter().find(|p| p["name"] == "cursor");
+        let cursor = cursor.unwrap_or_else(|| panic!("{method} {path} has no cursor"));
+        assert_eq!(
+            types(&cursor["schema"]),
+            ["string"],
+            "{method} {path} cursor"
+        );
+
+        // The documented bounds are the enforced ones: in range is a page, out of range 400.
+        let uri = path.replace("{id}", project["id"].as_str().unwrap());
+        for (value, expected) in [(1, 200), (200, 200), (0, 400), (201, 400), (-1, 400)] {
+            let req = test::TestRequest::get()
+                .uri(&format!("{uri}?limit={value}"))
+                .insert_header(t.bearer())
+                .to_request();
+            let (status, _, body) = call(&app, req).await;
+            assert_eq!(status, expected, "{method} {uri}?limit={value}: {body}");
+        }
+    }
+    assert_eq!(lists, 5, "the paginated lists");
+}
+
+#[actix_web::test]
+async fn request_fields_say_what_the_validation_accepts() {
+    let t = TestApp::new().await;
+    let doc = document(&t).await;
+    for (method, path, op) in operations(&doc) {
+        for param in op["parameters"].as_array().into_iter().flatten() {
+            let schema = &param["schema"];
+            if param["in"] == "path" {
+                assert!(
+                    schema["format"] == "uuid" || schema["pattern"].is_string(),
+                    "{method} {path}: path parameter {} is any string",
+                    param["name"]
+                );
+            }
+        }
+        let body = &op["requestBody"]["content"]["application/json"]["schema"];
+        if body.is_null() {
+            continue;
+        }
+        let fields = properties(&doc, body);
+        assert!(!fields.is_empty(), "{method} {path}: body without fields");
+        for (name, schema, _) in fields {
+            let what = format!("{method} {path}: body field {name}");
+            if name.ends_with("_id") {
+                assert_eq!(schema["format"], "uuid", "{what}");
+            }
+            if name.ends_with("_ids") {
+                assert_eq!(schema["items"]["format"], "uuid", "{what}");
+            }
+            if types(schema).contains(&"string") {
+                let constrained = ["format", "pattern", "enum", "maxLength"]
+                    .iter()
+                    .any(|k| schema.get(*k).is_some());
+                assert!(constrained, "{what} is any string: {schema}");
+            }
+        }
+    }
+}
+
+#[actix_web::test]
+async fn required_fields_and_enums_match_the_validation() {
+    let t = TestApp::new().await;
+    let doc = document(&t).await;
+    let required = |method: &str, path: &str| -> Vec<String> {
+        let body =
+            &doc["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"];
+        properties(&doc, body)
+            .into_iter()
+            .filter(|(_, _, required)| *required)
+            .map(|(name, _, _)| name)
+            .collect()
+    };
+    let find = format!("{I}/triggers/clients/find");
+    let subscribe = format!("{I}/webhooks/subscribe");
+    assert_eq!(required("post", "/api/clients"), ["name"]);
+    assert_eq!(required("post", "/api/projects"), ["name"]);
+    assert_eq!(required("post", "/api/projects/{id}/tasks"), ["name"]);
+    assert_eq!(required("post", "/api/tags"), ["name"]);
+    assert_eq!(required("post", "/api/time-entries"), ["start", "end"]);
+    assert_eq!(required("post", &find), ["workspace_id", "name"]);
+    assert_eq!(required("post", &subscribe), ["url", "events"]);
+    for path in [
+        "/api/time-entries/start",
+        "/api/clients/{id}",
+        "/api/time-entries/{id}",
+    ] {
+        let method = if path.ends_with("start") {
+            "post"
+        } else {
+            "patch"
+        };
+        assert!(required(method, path).is_empty(), "{method} {path}");
+    }
+    // The start body is optional (no body at all is fine), but when present it is an object.
+    let start = &doc["paths"]["/api/time-entries/start"]["post"]["requestBody"];
+    assert_eq!(start["required"], false);
+    assert_eq!(
+        resolve(&doc, &start["content"]["application/json"]["schema"])["type"],
+        "object"
+    );
+
+    for method in ["post", "patch"] {
+        let path = if method == "post" {
+            "/api/clients"
+        } else {
+            "/api/clients/{id}"
+        };
+        let field = |name| body_field(&doc, method, path, name)["enum"].clone();
+        assert_eq!(field("type"), json!(["company", "individual", null]));
+        assert_eq!(field("status"), json!(["active", "inactive", null]));
+        let currencies = field("currency");
+        assert!(currencies.as_array().unwrap().contains(&json!("EUR")));
+        assert!(!currencies.as_array().unwrap().contains(&json!("XYZ")));
+    }
+    let events = body_field(&doc, "post", &subscribe, "events");
+    assert_eq!(events["minItems"], 1);
+    assert_eq!(
+        events["items"]["enum"],
+        json!([
+            "TIMER_STARTED",
+            "TIMER_STOPPED",
+            "TIME_ENTRY_CREATED",
+            "CLIENT_CREATED"
+        ])
+    );
+}
+
+/// A request body built around one field's value.
+type BodyWith = Box<dyn Fn(&str) -> Value>;
+
+/// A text of exactly `len` characters that starts with `tag` (to keep names unique).
+fn text_of(tag: &str, len: usize) -> String {
+    format!("{tag}{}", "a".repeat(len - tag.len()))
+}
+
+#[actix_web::test]
+async fn documented_maximum_lengths_are_the_enforced_ones() {
+    let t = TestApp::new().await;
+    let doc = document(&t).await;
+    let app = t.service().await;
+    let find = format!("{I}/triggers/clients/find");
+    let subscribe = format!("{I}/webhooks/subscribe");
+    let workspace = t.workspace.id.to_string();
+    // (path, field, body with the field set to `value`)
+    let cases: Vec<(&str, &str, BodyWith)> = vec![
+        ("/api/clients", "name", Box::new(|v| json!({"name": v}))),
+        (
+            "/api/clients",
+            "phone",
+            Box::new(|v| json!({"name": format!("p{}", v.len()), "phone": v})),
+        ),
+        (
+            "/api/clients",
+            "address",
+            Box::new(|v| json!({"name": format!("a{}", v.len()), "address": v})),
+        ),
+        (
+            "/api/clients",
+            "note",
+            Box::new(|v| json!({"name": format!("n{}", v.len()), "note": v})),
+        ),
+        ("/api/projects", "name", Box::new(|v| json!({"name": v}))),
+        ("/api/tags", "name", Box::new(|v| json!({"name": v}))),
+        (
+            "/api/time-entries/start",
+            "description",
+            Box::new(|v| json!({"description": v})),
+        ),
+        (
+            &find,
+            "name",
+            Box::new(move |v| json!({"workspace_id": workspace, "name": v})),
+        ),
+        (
+            &subscribe,
+            "description",
+            Box::new(|v| {
+                json!({
+                    "url": "https://hooks.example.com/h", "events": ["CLIENT_CREATED"], "description": v
+                })
+            }),
+        ),
+    ];
+    for (path, field, body) in cases {
+        let max = body_field(&doc, "post", path, field)["maxLength"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("POST {path} {field} has no maxLength"))
+            as usize;
+        for (len, accepted) in [(max, true), (max + 1, false)] {
+            let value = text_of(&format!("{field}{len}-"), len);
+            let req = test::TestRequest::post()
+                .uri(path)
+                .insert_header(t.bearer())
+                .set_json(body(&value))
+                .to_request();
+            let (status, _, answer) = call(&app, req).await;
+            assert_eq!(
+                (200..300).contains(&status),
+                accepted,
+                "POST {path} with {field} of {len} characters (maxLength {max}): {status} {answer}"
+            );
+            if !accepted {
+                assert_eq!(status, 400, "POST {path} {field} {len}: {answer}");
+            }
+        }
+    }
+
+    // The longest e-mail address the document admits (254 characters) is accepted; one more is not.
+    let email = body_field(&doc, "post", "/api/clients", "email");
+    assert_eq!(email["maxLength"], 254);
+    let domain = format!("{}.{}.{}", "d".repeat(63), "e".repeat(63), "f".repeat(61));
+    for (local, accepted) in [("l".repeat(64), true), ("l".repeat(65), false)] {
+        let address = format!("{local}@{domain}");
+        let req = test::TestRequest::post()
+            .uri("/api/clients")
+            .insert_header(t.bearer())
+            .set_json(json!({"name": format!("mail{}", address.len()), "email": address}))
+            .to_request();
+        let (status, _, answer) = call(&app, req).await;
+        assert_eq!(
+            status,
+            if accepted { 201 } else { 400 },
+            "{} characters: {answer}",
+            address.len()
+        );
+    }
+}

@@ -1,0 +1,406 @@
+//! Schemas of request fields that say exactly what the validation accepts: lengths, formats,
+//! patterns and enums taken from the rules the domain applies, for `#[schema(schema_with = ...)]`.
+//!
+//! The patterns read the same in ECMA-262 (what JSON Schema names) and in the other engines tools
+//! generate and check values with (Python's `re` among them): `\uXXXX` escapes, classes, groups
+//! and lookaheads only, no `\s` or `\w`, whose meaning differs between engines.
+
+use std::sync::LazyLock;
+
+use serde_json::Value;
+use timetrack_domain::model::EventType;
+use timetrack_domain::model::client::{MAX_ADDRESS_CHARS, MAX_NOTE_CHARS, MAX_PHONE_CHARS};
+use timetrack_domain::model::page::MAX_PAGE_SIZE;
+use timetrack_domain::net::MAX_URL_LEN;
+use timetrack_domain::services::clients::MAX_SEARCH_RESULTS;
+use timetrack_domain::validate::{self, MAX_NAME_CHARS};
+use utoipa::openapi::schema::{
+    ArrayBuilder, KnownFormat, Object, ObjectBuilder, OneOfBuilder, SchemaFormat, SchemaType, Type,
+};
+use utoipa::openapi::{Array, Schema};
+
+/// The characters `str::trim` removes (Unicode `White_Space`), as the inside of a regex class.
+const WHITESPACE: &str =
+    r"\t\n\u000B\u000C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000";
+
+/// Text without NUL, which no stored text may hold.
+pub const NO_NUL: &str = r"^[^\u0000]*$";
+
+/// Longest e-mail address (after trimming), in characters.
+pub const MAX_EMAIL_CHARS: usize = 254;
+
+/// Longest webhook description, in characters.
+pub const MAX_WEBHOOK_DESCRIPTION_CHARS: usize =
+    timetrack_domain::services::webhooks::MAX_DESCRIPTION_CHARS;
+
+/// Longest time-entry description (after trimming), in characters.
+pub const MAX_ENTRY_DESCRIPTION_CHARS: usize =
+    timetrack_domain::services::time_entries::MAX_DESCRIPTION_CHARS;
+
+fn string() -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(Type::String)
+}
+
+fn nullable(types: Type) -> SchemaType {
+    SchemaType::from_iter([types, Type::Null])
+}
+
+/// A name: something other than whitespace, no NUL, at most 255 characters once trimmed.
+fn name_builder() -> ObjectBuilder {
+    string()
+        .min_length(Some(1))
+        .max_length(Some(MAX_NAME_CHARS))
+        .pattern(Some(format!(
+            r"^[^\u0000]*[^{WHITESPACE}\u0000][^\u0000]*$"
+        )))
+        .description(Some(
+            "1 to 255 characters once surrounding whitespace is trimmed; not blank, no NUL",
+        ))
+}
+
+/// A required name (creation).
+pub fn name() -> Object {
+    name_builder().build()
+}
+
+/// A name that may be null, meaning "unchanged" (PATCH).
+pub fn optional_name() -> Object {
+    name_builder().schema_type(nullable(Type::String)).build()
+}
+
+/// Optional text of at most `max` characters, without NUL; null, empty or blank leaves it unset.
+fn optional_text(max: usize, what: &str) -> Object {
+    string()
+        .schema_type(nullable(Type::String))
+        .max_length(Some(max))
+        .pattern(Some(NO_NUL))
+        .description(Some(format!(
+            "{what}: at most {max} characters once trimmed, no NUL; null or blank means none"
+        )))
+        .build()
+}
+
+/// A client's phone number.
+pub fn phone() -> Object {
+    optional_text(MAX_PHONE_CHARS, "Phone number with country code")
+}
+
+/// A client's address.
+pub fn address() -> Object {
+    optional_text(MAX_ADDRESS_CHARS, "Business or mailing address")
+}
+
+/// A client's note.
+pub fn note() -> Object {
+    optional_text(MAX_NOTE_CHARS, "Free-text notes")
+}
+
+/// A time entry's description (null means empty on creation, unchanged on PATCH).
+pub fn entry_description() -> Object {
+    optional_text(MAX_ENTRY_DESCRIPTION_CHARS, "What is being done")
+}
+
+/// A webhook's description: not trimmed, so the limit counts every character.
+pub fn webhook_description() -> Object {
+    string()
+        .schema_type(nullable(Type::String))
+        .max_length(Some(MAX_WEBHOOK_DESCRIPTION_CHARS))
+        .pattern(Some(NO_NUL))
+        .description(Some(
+            "Optional label, at most 255 characters, no NUL; stored and shown in listings",
+        ))
+        .build()
+}
+
+/// An e-mail address by the HTML5 rules (local part at most 64 characters), surrounding
+/// whitespace ignored; null, empty or blank means none.
+pub fn email() -> Object {
+    let label = "[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?";
+    string()
+        .schema_type(nullable(Type::String))
+        .max_length(Some(MAX_EMAIL_CHARS))
+        .pattern(Some(format!(
+            r"^[{WHITESPACE}]*(?:[a-zA-Z0-9.!#$%&'*+/=?^_`{{|}}~-]{{1,64}}@{label}(?:\.{label})*)?[{WHITESPACE}]*$"
+        )))
+        .description(Some(
+            "E-mail address (HTML5 rules), at most 254 characters; null or blank means none",
+        ))
+        .build()
+}
+
+/// Every code `validate::currency` accepts: the active ISO 4217 codes, upper case.
+static CURRENCIES: LazyLock<Vec<String>> = LazyLock::new(|| {
+    let letters = || b'A'..=b'Z';
+    letters()
+        .flat_map(|a| letters().flat_map(move |b| letters().map(move |c| [a, b, c])))
+        .map(|code| String::from_utf8_lossy(&code).into_owned())
+        .filter(|code| validate::currency(code).is_ok())
+        .collect()
+});
+
+/// A currency (ISO 4217); null means the default (the workspace's on creation, unchanged on
+/// PATCH).
+pub fn currency() -> Object {
+    enumeration(
+        CURRENCIES.iter().map(String::as_str),
+        "ISO 4217 code, upper case; null for the default",
+    )
+}
+
+/// A nullable string enum.
+fn enumeration<'a>(values: impl IntoIterator<Item = &'a str>, description: &str) -> Object {
+    ObjectBuilder::new()
+        .schema_type(nullable(Type::String))
+        .enum_values(Some(
+            values
+                .into_iter()
+                .map(Value::from)
+                .chain([Value::Null])
+                .collect::<Vec<_>>(),
+        ))
+        .description(Some(description))
+        .build()
+}
+
+/// A client's type; null means the default (`company` on creation, unchanged on PATCH).
+pub fn client_type() -> Object {
+    enumeration(["company", "individual"], "company or individual")
+}
+
+/// A client's status; null means the default (`active` on creation, unchanged on PATCH).
+pub fn client_status() -> Object {
+    enumeration(["active", "inactive"], "active or inactive")
+}
+
+/// `schema` or null, spelled `oneOf` rather than with a list of types: a `format` beside
+/// `type: [string, null]` is easily read as applying to null too, or dropped (Schemathesis' coverage
+/// phase then sends `""` as a valid UUID).
+fn or_null(schema: Object) -> Schema {
+    Schema::OneOf(
+        OneOfBuilder::new()
+            .item(schema)
+            .item(ObjectBuilder::new().schema_type(Type::Null))
+            .build(),
+    )
+}
+
+/// The id of a resource of the caller's workspace, or null for none.
+fn reference(description: &str) -> Schema {
+    let mut schema = or_null(uuid());
+    if let Schema::OneOf(one_of) = &mut schema {
+        one_of.description = Some(description.to_owned());
+    }
+    schema
+}
+
+/// A project's client.
+pub fn client_ref() -> Schema {
+    reference("A client of the workspace, or null for none; any other id is 400")
+}
+
+/// An entry's project.
+pub fn project_ref() -> Schema {
+    reference("A project of the workspace, or null for none; any other id is 400")
+}
+
+/// An entry's task.
+pub fn task_ref() -> Schema {
+    reference(
+        "A task of the workspace (of `project_id` when both are given; it implies its project), \
+         or null for none; any other id is 400",
+    )
+}
+
+/// A UUID.
+fn uuid() -> Object {
+    string()
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid)))
+        .build()
+}
+
+/// The `user_id` filter of the entry list.
+pub fn member() -> Object {
+    string()
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid)))
+        .description(Some("Entries of this member only"))
+        .build()
+}
+
+/// The workspace of a client search.
+pub fn search_workspace() -> Object {
+    string()
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid)))
+        .description(Some("The key's workspace; another one is 403"))
+        .build()
+}
+
+fn uuid_array() -> ArrayBuilder {
+    ArrayBuilder::new().items(uuid())
+}
+
+/// Tag ids: an array (not null) of UUIDs.
+pub fn tag_ids() -> Array {
+    uuid_array()
+        .description(Some(
+            "Tags of the workspace (duplicates collapse); any other id is 400",
+        ))
+        .build()
+}
+
+/// Tag ids that may be null, meaning "unchanged" (PATCH).
+pub fn optional_tag_ids() -> Array {
+    uuid_array()
+        .schema_type(nullable(Type::Array))
+        .description(Some(
+            "Tags of the workspace, replacing the old ones (any other id is 400); null leaves \
+             them unchanged",
+        ))
+        .build()
+}
+
+/// An RFC 3339 timestamp.
+fn date_time(description: &str) -> Object {
+    string()
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+        .description(Some(description))
+        .build()
+}
+
+/// The `from` filter of the entry list.
+pub fn range_from() -> Object {
+    date_time("Entries starting at or after this time (RFC 3339)")
+}
+
+/// The `to` filter of the entry list.
+pub fn range_to() -> Object {
+    date_time("Entries starting before this time (RFC 3339); must be after `from` (else 400)")
+}
+
+/// The start of a manual entry.
+pub fn manual_start() -> Object {
+    date_time("Start (RFC 3339), truncated to whole seconds")
+}
+
+/// The end of a manual entry.
+pub fn manual_end() -> Object {
+    date_time("End (RFC 3339), truncated to whole seconds; must be after `start` (else 400)")
+}
+
+/// A new start of an entry (PATCH).
+pub fn new_start() -> Schema {
+    or_null(date_time(
+        "New start (RFC 3339); null leaves it unchanged. A running timer cannot start in the \
+         future, a finished entry must still end after it (else 400)",
+    ))
+}
+
+/// A new end of a finished entry (PATCH).
+pub fn new_end() -> Schema {
+    or_null(date_time(
+        "New end (RFC 3339) of a finished entry; null leaves it unchanged. It must be after the \
+         start, and a running timer has none (else 400)",
+    ))
+}
+
+/// A boolean that may be null (the default: false on creation, unchanged on PATCH).
+pub fn optional_bool() -> Object {
+    ObjectBuilder::new()
+        .schema_type(nullable(Type::Boolean))
+        .description(Some(
+            "Billable; null or absent means false on creation, unchanged on PATCH",
+        ))
+        .build()
+}
+
+/// The find request's name: 1 to 255 characters, matched as a literal substring (not trimmed).
+pub fn search_name() -> Object {
+    string()
+        .min_length(Some(1))
+        .max_length(Some(MAX_NAME_CHARS))
+        .description(Some(
+            "1 to 255 characters; case-insensitive literal substring of the client name",
+        ))
+        .build()
+}
+
+/// The find request's optional result limit.
+pub fn search_limit() -> Object {
+    ObjectBuilder::new()
+        .schema_type(nullable(Type::Integer))
+        .minimum(Some(1))
+        .maximum(Some(MAX_SEARCH_RESULTS))
+        .description(Some("1 to 100; 100 when null or absent"))
+        .build()
+}
+
+/// A page size: 1 to 200.
+pub fn page_limit() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(1))
+        .maximum(Some(MAX_PAGE_SIZE))
+        .description(Some("Items per page, 1 to 200; 50 when absent"))
+        .build()
+}
+
+/// A page cursor: the opaque `next_cursor` of the previous page.
+pub fn page_cursor() -> Object {
+    string()
+        .pattern(Some("^[A-Za-z0-9_-]*$"))
+        .description(Some(
+            "The `next_cursor` of the previous page (opaque; URL-safe base64 without padding). \
+             Empty means the first page; a value that does not decode as a cursor is 400 \
+             `invalid cursor`",
+        ))
+        .build()
+}
+
+/// A webhook URL as the service reads it (WHATWG URL parsing, then its own rules): `https://`
+/// (any case), a host name of ASCII labels (empty labels allowed) whose last label is not a number
+/// (else it would be read as an IPv4 address), neither `localhost` nor under it, no `xn--` label,
+/// an optional port up to 65535, then anything without whitespace or NUL; surrounding whitespace is
+/// ignored.
+///
+/// The service also takes IP literals of public addresses and internationalised host names; the
+/// pattern leaves those out rather than describe IDNA. What no schema can say: a host that
+/// resolves to a blocked address is refused too (SSRF guard).
+pub fn webhook_url() -> Object {
+    // The characters of a host label: ASCII other than the WHATWG forbidden domain code points.
+    let host = r#"-A-Za-z0-9!"$&'()*+,;=_`{}~"#;
+    let end = format!(r"(?:[:/?#\\{WHITESPACE}]|$)");
+    let label = format!("(?![Xx][Nn]--)[{host}]+");
+    let number = "(?:[0-9]+|0[Xx][0-9A-Fa-f]*)";
+    let localhost = "[Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt]";
+    let port =
+        "(?:[0-9]{0,4}|[0-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])";
+    // No `format: uri`: WHATWG parsing admits characters RFC 3986 does not (a backtick, `^`,
+    // non-ASCII text in the path); the pattern is the whole rule.
+    string()
+        .max_length(Some(MAX_URL_LEN))
+        .pattern(Some(format!(
+            r"^[{WHITESPACE}]*[Hh][Tt][Tt][Pp][Ss]://(?!(?:[{host}.]*\.)?{localhost}\.?{end})(?:(?:{label})?\.)*(?!{number}\.?{end}){label}\.?(?::{port})?(?:[/?#\\][^{WHITESPACE}\u0000]*)?[{WHITESPACE}]*$"
+        )))
+        .description(Some(
+            "Absolute https URL with a host name (no user:password), at most 2048 bytes once \
+             trimmed; a host that is, or resolves to, a loopback, private or otherwise \
+             non-public address is refused with 400 `Invalid URL format`",
+        ))
+        .build()
+}
+
+/// The events of a subscription: at least one of the known names; duplicates collapse.
+pub fn events() -> Array {
+    ArrayBuilder::new()
+        .min_items(Some(1))
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(EventType::ALL.iter().map(|e| e.as_str()))),
+        )
+        .description(Some(
+            "At least one of TIMER_STARTED, TIMER_STOPPED, TIME_ENTRY_CREATED, CLIENT_CREATED; \
+             duplicates collapse. Missing, not an array, or empty: 400 `URL and events array are \
+             required`",
+        ))
+        .build()
+}
