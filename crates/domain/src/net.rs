@@ -194,7 +194,10 @@ pub fn check_webhook_url(raw: &str, allow_private: bool) -> Option<WebhookTarget
     let starts_https = url
         .get(..8)
         .is_some_and(|s| s.eq_ignore_ascii_case("https://"));
-    if !starts_https || url.len() > MAX_URL_LEN || url.chars().any(char::is_whitespace) {
+    // Control characters (NUL among them) are refused here: the URL is stored as sent, and no
+    // stored text may hold a NUL.
+    let odd = |c: char| c.is_whitespace() || c.is_control();
+    if !starts_https || url.len() > MAX_URL_LEN || url.chars().any(odd) {
         return None;
     }
     if url[8..].starts_with(['/', '\\']) {
@@ -407,6 +410,9 @@ mod tests {
             "https://user@example.com/",
             "https://exa mple.com/",
             " https://example.com/ x",
+            "https://hooks.example.com/a\u{0}b",
+            "https://hooks.example.com/a\u{7f}b",
+            "https://hooks.example.com/\u{1b}[0m",
         ] {
             assert_eq!(check_webhook_url(bad, false), None, "{bad}");
         }

@@ -137,6 +137,16 @@ impl InMemoryStore {
             .push((subscription.clone(), record));
     }
 
+    /// The status of every delivery of `subscription`, in the order they were added.
+    pub fn delivery_statuses(&self, subscription: &WebhookId) -> Vec<String> {
+        self.tables()
+            .deliveries
+            .iter()
+            .filter(|(s, _)| s == subscription)
+            .map(|(_, record)| record.status.clone())
+            .collect()
+    }
+
     /// The recorded last use of a key.
     pub fn last_used(&self, id: ApiKeyId) -> Option<OffsetDateTime> {
         self.tables()

@@ -116,6 +116,7 @@ async fn unacceptable_urls_are_400_invalid_url_format() {
         json!("https://10.1.2.3/h"),
         json!("https://192.168.1.1/h"),
         json!("https://localhost/h"),
+        json!("https://hooks.example.com/a\u{0}b"),
         json!("https://"),
         json!(""),
         json!(long),
@@ -416,6 +417,19 @@ async fn the_delivery_log_lists_the_webhooks_deliveries_in_its_workspace_only() 
     let req = test::TestRequest::get()
         .uri(&format!("{BASE}/{id}/deliveries"))
         .insert_header(("Authorization", other_key.as_str()))
+        .to_request();
+    let (status, _, body) = call(&app, req).await;
+    assert_eq!((status, body), (404, json!({"error": "Webhook not found"})));
+
+    // Deleted, its log goes with it, as it leaves the listing.
+    let req = test::TestRequest::delete()
+        .uri(&format!("{BASE}/{id}"))
+        .insert_header(t.bearer())
+        .to_request();
+    assert_eq!(call(&app, req).await.0, 200);
+    let req = test::TestRequest::get()
+        .uri(&format!("{BASE}/{id}/deliveries"))
+        .insert_header(t.bearer())
         .to_request();
     let (status, _, body) = call(&app, req).await;
     assert_eq!((status, body), (404, json!({"error": "Webhook not found"})));

@@ -179,6 +179,8 @@ impl WebhookService {
     }
 
     /// The last 7 days of deliveries of a subscription of the caller's workspace, newest first.
+    /// `NotFound("webhook")` for another workspace's, an unknown or a deleted one (a disabled one
+    /// keeps its log: it tells why it was disabled).
     pub async fn deliveries(
         &self,
         caller: &Principal,
@@ -187,7 +189,9 @@ impl WebhookService {
         let subscription = self
             .find(raw_id)
             .await?
-            .filter(|s| s.workspace_id == caller.workspace_id)
+            .filter(|s| {
+                s.workspace_id == caller.workspace_id && s.status != SubscriptionStatus::Deleted
+            })
             .ok_or(DomainError::NotFound("webhook"))?;
         let since = self.clock.now() - Duration::days(DELIVERY_LOG_DAYS);
         self.subscriptions
@@ -390,8 +394,10 @@ mod tests {
 
         run_ready(world.webhooks.delete(&caller, sub.id.as_str())).unwrap();
         assert!(run_ready(world.webhooks.list(&caller)).unwrap().is_empty());
-        let log = run_ready(world.webhooks.deliveries(&caller, sub.id.as_str())).unwrap();
-        assert_eq!(log[0].status, "CANCELLED");
+        assert_eq!(world.store.delivery_statuses(&sub.id), ["CANCELLED"]);
+        // Its delivery log went with it.
+        let err = run_ready(world.webhooks.deliveries(&caller, sub.id.as_str())).unwrap_err();
+        assert!(matches!(err, DomainError::NotFound("webhook")));
         let audit = world.store.audit();
         assert_eq!(audit.len(), 1);
         assert_eq!(
