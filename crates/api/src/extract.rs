@@ -150,6 +150,28 @@ where
     serde::Deserialize::deserialize(deserializer).map(Some)
 }
 
+/// A JSON number without a fractional part (`7`, or `7.0`, which JSON Schema also calls an
+/// integer) that fits a `u32`. Anything else does not parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WholeNumber(pub u32);
+
+impl<'de> serde::Deserialize<'de> for WholeNumber {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let number = serde_json::Number::deserialize(deserializer)?;
+        number
+            .as_u64()
+            .or_else(|| {
+                number
+                    .as_f64()
+                    .filter(|f| f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(f))
+                    .map(|f| f as u64)
+            })
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Self)
+            .ok_or_else(|| serde::de::Error::custom("not a whole number in range"))
+    }
+}
+
 /// A JSON body of type `T`, rejected with `R`'s error when it does not parse.
 ///
 /// The body is read whole, within the app's payload limit (64 KiB: larger is 413 before any

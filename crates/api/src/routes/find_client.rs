@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::extract::{Caller, InvalidParams, JsonBody};
+use crate::extract::{Caller, InvalidParams, JsonBody, WholeNumber};
 use crate::openapi::fields;
 use crate::routes::clients::ClientResponse;
 
@@ -21,7 +21,7 @@ pub struct FindClientBody {
     #[schema(schema_with = fields::search_name)]
     name: String,
     #[schema(schema_with = fields::search_limit)]
-    limit: Option<u32>,
+    limit: Option<WholeNumber>,
 }
 
 /// 200 with an array of clients (possibly empty); 400 `Invalid request parameters` for a missing
@@ -53,7 +53,7 @@ pub async fn find(
             &caller.0,
             WorkspaceId(body.workspace_id),
             &body.name,
-            body.limit,
+            body.limit.map(|l| l.0),
         )
         .await
         .map_err(|e| match e {

@@ -233,6 +233,16 @@ async fn at_most_100_results_the_newest_and_ties_broken_by_id() {
     )
     .await;
     assert_eq!(body.as_array().unwrap().len(), 3);
+    // 3.0 is the integer 3 to JSON Schema, so to the OpenAPI description as well.
+    let (_, _, body) = call(
+        &app,
+        find(
+            &t,
+            json!({"workspace_id": t.workspace.id, "name": "client", "limit": 3.0}),
+        ),
+    )
+    .await;
+    assert_eq!(body.as_array().unwrap().len(), 3);
 }
 
 #[actix_web::test]
@@ -293,6 +303,12 @@ async fn invalid_parameters_are_400_with_the_published_message() {
             .to_string()
             .into(),
         json!({"workspace_id": ws, "name": "a", "limit": "ten"})
+            .to_string()
+            .into(),
+        json!({"workspace_id": ws, "name": "a", "limit": 2.5})
+            .to_string()
+            .into(),
+        json!({"workspace_id": ws, "name": "a", "limit": -3})
             .to_string()
             .into(),
         json!([ws, "acme"]).to_string().into(),

@@ -10,6 +10,24 @@ use serde_json::Value;
 
 use crate::scenario::shorten;
 
+/// The 400 messages of rules a JSON Schema cannot state: what a value must be depends on another
+/// field, on stored records, or on an opaque token. A valid-by-schema request the service refuses
+/// with one of these is the rule working, not the document lying; any other refusal still counts
+/// against `positive_data_acceptance`.
+pub const UNSTATABLE_RULES: &[&str] = &[
+    "invalid cursor",
+    "to must be after from",
+    "end must be after start",
+    "end must not be before start",
+    "a running timer has no end; stop it instead",
+    "a running timer cannot start in the future",
+    "client_id does not name a client of this workspace",
+    "project_id does not name a project of this workspace",
+    "task_id does not name a task of this workspace",
+    "task_id does not belong to project_id",
+    "tag_ids contains an id that is not a tag of this workspace",
+];
+
 /// What the run's NDJSON event stream shows: every request, response and check result.
 #[derive(Debug, Default)]
 pub struct Findings {
@@ -31,6 +49,8 @@ pub struct Findings {
     pub on_errors: BTreeMap<String, u64>,
     /// Per check, per operation: one failure, described.
     pub examples: BTreeMap<String, BTreeMap<String, String>>,
+    /// `positive_data_acceptance` failures answered by one of [`UNSTATABLE_RULES`], per message.
+    pub unstatable: BTreeMap<String, u64>,
 }
 
 impl Findings {
@@ -60,6 +80,13 @@ impl Findings {
                 .is_some_and(|s| s >= 400);
             for result in results.as_array().into_iter().flatten() {
                 let name = result["name"].as_str().unwrap_or("?").to_owned();
+                if name == "positive_data_acceptance"
+                    && result["status"] == "failure"
+                    && let Some(rule) = interaction.and_then(unstatable_rule)
+                {
+                    *self.unstatable.entry(rule.to_owned()).or_default() += 1;
+                    continue;
+                }
                 let runs = self.runs.entry(name.clone()).or_default();
                 match result["status"].as_str() {
                     Some("success") => runs.0 += 1,
@@ -118,6 +145,20 @@ impl Findings {
             push_example(&mut self.non_json_errors, describe_interaction(interaction));
         }
     }
+}
+
+/// The rule of [`UNSTATABLE_RULES`] that a 400 answer names, if any.
+fn unstatable_rule(interaction: &Value) -> Option<&'static str> {
+    let response = &interaction["response"];
+    if response["status_code"].as_u64() != Some(400) {
+        return None;
+    }
+    let body: Value = serde_json::from_slice(&decode_body(&response["content"])).ok()?;
+    let message = body["error"].as_str()?;
+    UNSTATABLE_RULES
+        .iter()
+        .copied()
+        .find(|rule| *rule == message)
 }
 
 /// Counts one more and keeps the first three examples.
@@ -187,6 +228,29 @@ fn decode_body(content: &Value) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_400_naming_an_unstatable_rule_is_explained() {
+        let answer = |status: u16, body: &str| {
+            serde_json::json!({"response": {
+                "status_code": status,
+                "content": {"$base64": STANDARD.encode(body)},
+            }})
+        };
+        assert_eq!(
+            unstatable_rule(&answer(400, r#"{"error":"to must be after from"}"#)),
+            Some("to must be after from")
+        );
+        assert_eq!(
+            unstatable_rule(&answer(400, r#"{"error":"name must not be empty"}"#)),
+            None
+        );
+        assert_eq!(
+            unstatable_rule(&answer(422, r#"{"error":"to must be after from"}"#)),
+            None
+        );
+        assert_eq!(unstatable_rule(&answer(400, "to must be after from")), None);
+    }
 
     #[test]
     fn recorded_bodies_are_decoded_from_base64_or_taken_as_text() {

@@ -54,6 +54,19 @@ pub fn judge(s: &mut Scenario, report: &Value, found: &Findings, exit: ExitStatu
             format!("{failed} failed of {}", passed + failed),
         );
     }
+    s.figure(
+        "valid-by-schema requests refused by a rule no schema can state (not counted as failures)",
+        if found.unstatable.is_empty() {
+            "none".to_owned()
+        } else {
+            found
+                .unstatable
+                .iter()
+                .map(|(rule, n)| format!("{n} × \"{rule}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+    );
 
     let complete = report["complete"].as_bool() == Some(true);
     let stop = report["stop_reason"].as_str().unwrap_or("?");
