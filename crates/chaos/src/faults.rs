@@ -312,6 +312,9 @@ pub async fn database_outage(env: &mut Env, s: &mut Scenario) -> Result<()> {
         (stopped_at - stop_at).as_secs_f64()
     ));
     tokio::time::sleep(outage).await;
+    // The database accepts connections a little before `start_database` returns: the outage
+    // window ends when the restart begins, recovery is timed from when it has finished.
+    let restarting_at = start.elapsed();
     env.start_database().await?;
     let back_at = start.elapsed();
     say(&format!(
@@ -337,7 +340,7 @@ pub async fn database_outage(env: &mut Env, s: &mut Scenario) -> Result<()> {
 
     let load = std::mem::take(&mut *load.lock().unwrap_or_else(|e| e.into_inner()));
     let health = std::mem::take(&mut *health.lock().unwrap_or_else(|e| e.into_inner()));
-    let down = |x: &&Sample| x.at >= stopped_at && x.at + x.latency <= back_at;
+    let down = |x: &&Sample| x.at >= stopped_at && x.at + x.latency <= restarting_at;
     let during: Vec<&Sample> = load.iter().filter(down).collect();
     let mut statuses: BTreeMap<u16, usize> = BTreeMap::new();
     for x in &during {

@@ -358,8 +358,8 @@ pub fn page_cursor() -> Object {
 /// A webhook URL as the service reads it (WHATWG URL parsing, then its own rules): `https://`
 /// (any case), a host name of ASCII labels (empty labels allowed) whose last label is not a number
 /// (else it would be read as an IPv4 address), neither `localhost` nor under it, no `xn--` label,
-/// an optional port up to 65535, then anything without whitespace or NUL; surrounding whitespace is
-/// ignored.
+/// an optional port up to 65535, then anything without whitespace or control characters;
+/// surrounding whitespace is ignored.
 ///
 /// The service also takes IP literals of public addresses and internationalised host names; the
 /// pattern leaves those out rather than describe IDNA. What no schema can say: a host that
@@ -378,7 +378,7 @@ pub fn webhook_url() -> Object {
     string()
         .max_length(Some(MAX_URL_LEN))
         .pattern(Some(format!(
-            r"^[{WHITESPACE}]*[Hh][Tt][Tt][Pp][Ss]://(?!(?:[{host}.]*\.)?{localhost}\.?{end})(?:(?:{label})?\.)*(?!{number}\.?{end}){label}\.?(?::{port})?(?:[/?#\\][^{WHITESPACE}\u0000]*)?[{WHITESPACE}]*$"
+            r"^[{WHITESPACE}]*[Hh][Tt][Tt][Pp][Ss]://(?!(?:[{host}.]*\.)?{localhost}\.?{end})(?:(?:{label})?\.)*(?!{number}\.?{end}){label}\.?(?::{port})?(?:[/?#\\][^{WHITESPACE}\u0000-\u001F\u007F-\u009F]*)?[{WHITESPACE}]*$"
         )))
         .description(Some(
             "Absolute https URL with a host name (no user:password), at most 2048 bytes once \
