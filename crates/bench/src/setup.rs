@@ -58,6 +58,7 @@ impl Environment {
         run_migrations(&database_url)
             .await
             .context("migrating the bench database")?;
+        clear_earlier_runs(&database_url).await?;
         let pool = build_pool(&database_url, PoolSettings::default())?;
         Ok(Self {
             database_url,
@@ -128,6 +129,41 @@ impl Environment {
             local.stop();
         }
     }
+}
+
+/// Ends what earlier runs left in the queue: their subscriptions point at receivers that are
+/// gone, so their pending deliveries (a run that was stopped, or one that ended with a backlog)
+/// would only compete with this run's. Then vacuums the queue's tables, so every run starts from
+/// the same kind of table, however many runs came before.
+async fn clear_earlier_runs(url: &str) -> Result<()> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .context("connecting to the bench database")?;
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(
+            "UPDATE webhook_subscriptions SET status = 'DELETED', updated_at = now() \
+             WHERE status <> 'DELETED'; \
+             UPDATE deliveries SET status = 'CANCELLED', lease_expires_at = NULL, \
+             updated_at = now() WHERE status = 'PENDING'",
+        )
+        .await
+        .context("ending earlier runs' subscriptions")?;
+    // VACUUM cannot run in a transaction block: one statement per call.
+    for table in [
+        "deliveries",
+        "delivery_attempts",
+        "events",
+        "webhook_subscriptions",
+    ] {
+        client
+            .batch_execute(&format!("VACUUM (ANALYZE) {table}"))
+            .await
+            .with_context(|| format!("vacuuming {table}"))?;
+    }
+    drop(client);
+    let _ = driver.await;
+    Ok(())
 }
 
 /// Creates the bench database on `url`'s server unless it exists; its URL.
