@@ -454,7 +454,8 @@ mod timers {
     use diesel_async::RunQueryDsl;
     use time::macros::datetime;
     use timetrack_adapters::postgres::{
-        PgApiKeyRepository, PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
+        DeliveryAnnouncer, PgApiKeyRepository, PgTimeEntryRepository, PgUserRepository,
+        PgWorkspaceRepository,
     };
     use timetrack_adapters::testing::TestDatabase;
     use timetrack_domain::ids::{EventId, TimeEntryId, UserId, WorkspaceId};
@@ -527,7 +528,12 @@ mod timers {
             .create_user(ws.id, "Ada", "ada@example.com")
             .await
             .unwrap();
-        (db, PgTimeEntryRepository::new(pool), ws.id, user.id)
+        (
+            db,
+            PgTimeEntryRepository::new(pool, DeliveryAnnouncer::new()),
+            ws.id,
+            user.id,
+        )
     }
 
     #[tokio::test]

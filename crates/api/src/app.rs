@@ -9,8 +9,9 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpMessage, HttpResponse, web};
 use timetrack_adapters::postgres::{
-    PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgHealthProbe, PgIdempotencyStore,
-    PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
+    DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgHealthProbe,
+    PgIdempotencyStore, PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository,
+    PgWorkspaceRepository,
 };
 use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore};
 use timetrack_adapters::{Metrics, PgPool};
@@ -56,6 +57,9 @@ pub struct AppState {
     pub idempotency: Arc<dyn IdempotencyStore>,
     /// This process's Prometheus metrics.
     pub metrics: Arc<Metrics>,
+    /// Hears of the deliveries that writes queue, after they commit (`serve` wakes its worker
+    /// and the other processes with it).
+    pub announcer: DeliveryAnnouncer,
 }
 
 /// The rate limits applied by the `Caller` extractor.
@@ -133,6 +137,7 @@ impl AppState {
         let keys = Arc::new(PgApiKeyRepository::new(pool.clone()));
         let catalog = Arc::new(PgCatalogRepository::new(pool.clone()));
         let ids = Arc::new(UuidV7Ids);
+        let announcer = DeliveryAnnouncer::new();
         Self {
             auth: Arc::new(Authenticator::new(
                 keys,
@@ -141,7 +146,7 @@ impl AppState {
             )),
             accounts: AccountService::new(users.clone(), workspaces.clone()),
             clients: ClientService::new(
-                Arc::new(PgClientRepository::new(pool.clone())),
+                Arc::new(PgClientRepository::new(pool.clone(), announcer.clone())),
                 workspaces.clone(),
                 clock.clone(),
                 ids.clone(),
@@ -155,7 +160,7 @@ impl AppState {
             ),
             catalog: CatalogService::new(catalog.clone(), clock.clone(), ids.clone()),
             entries: TimeEntryService::new(
-                Arc::new(PgTimeEntryRepository::new(pool.clone())),
+                Arc::new(PgTimeEntryRepository::new(pool.clone(), announcer.clone())),
                 catalog,
                 workspaces,
                 users,
@@ -171,6 +176,7 @@ impl AppState {
             health: Arc::new(PgHealthProbe::new(pool, settings.health_timeout)),
             clock,
             metrics: Arc::new(Metrics::new()),
+            announcer,
         }
     }
 }

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
-use timetrack_adapters::postgres::PgClientRepository;
+use timetrack_adapters::postgres::{DeliveryAnnouncer, PgClientRepository};
 use timetrack_domain::ids::WorkspaceId;
 use timetrack_domain::ports::ClientRepository;
 use uuid::Uuid;
@@ -230,7 +230,7 @@ pub struct Search {
 pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result<Search> {
     let big = seed(env, sizes).await?;
     let account = env.account_in(&big.to_string()).await?;
-    let repository = PgClientRepository::new(env.pool.clone());
+    let repository = PgClientRepository::new(env.pool.clone(), DeliveryAnnouncer::new());
     let mut search = Search {
         dataset: format!(
             "{} workspaces × {} clients, plus one workspace of {} clients (seed {SEED})",

@@ -11,8 +11,9 @@ use timetrack_domain::ports::ClientRepository;
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
+use super::announce::DeliveryAnnouncer;
 use super::errors::violated_constraint;
-use super::outbox::{EventColumns, outbox_statement};
+use super::outbox::{EventColumns, Queued, outbox_statement};
 use super::prepared::Prepared;
 use super::schema::clients;
 use super::{PgPool, keyset_before, map_db_error, map_pool_error, opaque_debug};
@@ -101,14 +102,15 @@ fn contains_pattern(needle: &str) -> String {
 #[derive(Clone)]
 pub struct PgClientRepository {
     pool: PgPool,
+    announcer: DeliveryAnnouncer,
 }
 
 opaque_debug!(PgClientRepository);
 
 impl PgClientRepository {
-    /// The repository on `pool`.
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+    /// The repository on `pool`; `announcer` hears of the deliveries its writes queue.
+    pub fn new(pool: PgPool, announcer: DeliveryAnnouncer) -> Self {
+        Self { pool, announcer }
     }
 }
 
@@ -172,11 +174,16 @@ impl ClientRepository for PgClientRepository {
             .bind::<Timestamptz, _>(row.created_at)
             .bind::<Timestamptz, _>(row.updated_at),
         )
-        .execute(&mut conn)
-        .await
-        .map(drop);
+        .get_result::<Queued>(&mut conn)
+        .await;
+        // One statement, so committed when it returns.
         match result {
-            Ok(()) => Ok(()),
+            Ok(Queued { queued }) => {
+                if queued > 0 {
+                    self.announcer.announce();
+                }
+                Ok(())
+            }
             Err(err) => Err(name_clash(&mut conn, err, client, "creating a client").await),
         }
     }

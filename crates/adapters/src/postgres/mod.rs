@@ -1,5 +1,6 @@
 //! PostgreSQL adapters: the pool, migrations, error mapping and one repository per port.
 
+mod announce;
 mod api_keys;
 mod catalog;
 mod clients;
@@ -28,6 +29,7 @@ use diesel_async::pooled_connection::{
 };
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
+pub use announce::{DeliveryAnnouncer, run_notifier};
 pub use api_keys::PgApiKeyRepository;
 pub use catalog::PgCatalogRepository;
 pub use clients::PgClientRepository;

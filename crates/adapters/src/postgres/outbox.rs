@@ -32,9 +32,10 @@ impl<'a> EventColumns<'a> {
 }
 
 /// The outbox as the tail of one statement, on parameters `$1` to `$5` (the [`EventColumns`]
-/// arrays) of a query whose other CTEs come first: the events, one pending delivery per active
-/// subscription of their workspace listing their type, and, when there is any delivery, a
-/// notification that wakes the delivery workers on commit.
+/// arrays) of a query whose other CTEs come first: the events, and one pending delivery per
+/// active subscription of their workspace listing their type. It returns one row, `queued`: the
+/// deliveries it queued, which the caller announces once its transaction has committed (see
+/// [`super::announce`]).
 pub(crate) fn outbox_statement(leading_ctes: &str) -> String {
     format!(
         "WITH {leading_ctes} e AS ( \
@@ -52,18 +53,26 @@ pub(crate) fn outbox_statement(leading_ctes: &str) -> String {
               AND e.event_type = ANY (s.events) \
              RETURNING 1 \
          ) \
-         SELECT pg_notify('{DELIVERY_CHANNEL}', '') FROM (SELECT 1 FROM d LIMIT 1) AS any_delivery"
+         SELECT count(*) AS queued FROM d"
     )
+}
+
+/// The row of [`outbox_statement`].
+#[derive(diesel::QueryableByName)]
+pub(crate) struct Queued {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub queued: i64,
 }
 
 /// Writes `events` and their deliveries on `conn`, which MUST be inside the transaction of the
 /// change that caused them: both commit together or not at all (see [`outbox_statement`]).
+/// Returns the deliveries queued, to announce after the commit.
 pub(crate) async fn record_events(
     conn: &mut AsyncPgConnection,
     events: &[Event],
-) -> QueryResult<()> {
+) -> QueryResult<i64> {
     if events.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let columns = EventColumns::of(events);
     Prepared(
@@ -74,9 +83,9 @@ pub(crate) async fn record_events(
             .bind::<Array<Text>, _>(&columns.bodies)
             .bind::<Array<Timestamptz>, _>(&columns.times),
     )
-    .execute(conn)
-    .await?;
-    Ok(())
+    .get_result::<Queued>(conn)
+    .await
+    .map(|row| row.queued)
 }
 
 /// The channel on which committed deliveries are announced.

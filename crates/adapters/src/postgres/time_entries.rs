@@ -13,6 +13,7 @@ use timetrack_domain::ports::{EntryFilter, TimeEntryRepository, TimerStop, Timer
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
+use super::announce::DeliveryAnnouncer;
 use super::errors::violated_constraint;
 use super::outbox::record_events;
 use super::schema::{time_entries, time_entry_tags};
@@ -149,8 +150,9 @@ async fn insert_tags(conn: &mut AsyncPgConnection, entry: &TimeEntry) -> QueryRe
     Ok(())
 }
 
-/// Ends `stop`'s timer if it is still running; false when it was not.
-async fn apply_stop(conn: &mut AsyncPgConnection, stop: &TimerStop) -> QueryResult<bool> {
+/// Ends `stop`'s timer if it is still running, with its event: the deliveries queued, or `None`
+/// when it was not running.
+async fn apply_stop(conn: &mut AsyncPgConnection, stop: &TimerStop) -> QueryResult<Option<i64>> {
     let stopped = diesel::update(
         time_entries::table
             .filter(time_entries::id.eq(stop.entry.0))
@@ -163,10 +165,11 @@ async fn apply_stop(conn: &mut AsyncPgConnection, stop: &TimerStop) -> QueryResu
     .execute(conn)
     .await?;
     if stopped == 0 {
-        return Ok(false);
+        return Ok(None);
     }
-    record_events(conn, std::slice::from_ref(&stop.event)).await?;
-    Ok(true)
+    record_events(conn, std::slice::from_ref(&stop.event))
+        .await
+        .map(Some)
 }
 
 /// References to another workspace's rows are caught by the composite foreign keys.
@@ -189,14 +192,22 @@ fn write_error(err: diesel::result::Error, context: &'static str) -> DomainError
 #[derive(Clone)]
 pub struct PgTimeEntryRepository {
     pool: PgPool,
+    announcer: DeliveryAnnouncer,
 }
 
 opaque_debug!(PgTimeEntryRepository);
 
 impl PgTimeEntryRepository {
-    /// The repository on `pool`.
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+    /// The repository on `pool`; `announcer` hears of the deliveries its writes queue.
+    pub fn new(pool: PgPool, announcer: DeliveryAnnouncer) -> Self {
+        Self { pool, announcer }
+    }
+
+    /// Announces `queued` deliveries of a committed write.
+    fn announce(&self, queued: i64) {
+        if queued > 0 {
+            self.announcer.announce();
+        }
     }
 
     async fn one(
@@ -240,18 +251,23 @@ impl TimeEntryRepository for PgTimeEntryRepository {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let result = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                if let Some(stop) = stop
-                    && !apply_stop(conn, stop).await?
-                {
-                    return Ok(TimerWrite::Raced);
+                let mut queued = 0;
+                if let Some(stop) = stop {
+                    match apply_stop(conn, stop).await? {
+                        Some(n) => queued += n,
+                        None => return Ok((TimerWrite::Raced, 0)),
+                    }
                 }
                 insert_entry(conn, entry).await?;
-                record_events(conn, events).await?;
-                Ok(TimerWrite::Applied)
+                queued += record_events(conn, events).await?;
+                Ok((TimerWrite::Applied, queued))
             })
             .await;
         match result {
-            Ok(outcome) => Ok(outcome),
+            Ok((outcome, queued)) => {
+                self.announce(queued);
+                Ok(outcome)
+            }
             // Another start of the same user committed first; the whole transaction rolled back.
             Err(e) if violated_constraint(&e) == Some(ONE_RUNNING_TIMER) => Ok(TimerWrite::Raced),
             Err(e) => Err(write_error(e, "starting a timer")),
@@ -264,21 +280,26 @@ impl TimeEntryRepository for PgTimeEntryRepository {
             .transaction::<_, diesel::result::Error, _>(async |conn| apply_stop(conn, stop).await)
             .await
             .map_err(|e| map_db_error(e, "stopping a timer"))?;
-        Ok(if applied {
-            TimerWrite::Applied
-        } else {
-            TimerWrite::Raced
+        Ok(match applied {
+            Some(queued) => {
+                self.announce(queued);
+                TimerWrite::Applied
+            }
+            None => TimerWrite::Raced,
         })
     }
 
     async fn create(&self, entry: &TimeEntry, events: &[Event]) -> DomainResult<()> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            insert_entry(conn, entry).await?;
-            record_events(conn, events).await
-        })
-        .await
-        .map_err(|e| write_error(e, "creating a time entry"))
+        let queued = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                insert_entry(conn, entry).await?;
+                record_events(conn, events).await
+            })
+            .await
+            .map_err(|e| write_error(e, "creating a time entry"))?;
+        self.announce(queued);
+        Ok(())
     }
 
     async fn get(

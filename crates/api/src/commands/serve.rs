@@ -7,7 +7,7 @@ use actix_web::HttpServer;
 use anyhow::{Context, Result};
 use std::time::Duration;
 
-use timetrack_adapters::postgres::{PgDeliveryQueue, PgHousekeeping};
+use timetrack_adapters::postgres::{PgDeliveryQueue, PgHousekeeping, run_notifier};
 use timetrack_adapters::{
     HyperWebhookSender, OsRandom, PoolSettings, SenderSettings, SystemClock, WorkerSettings,
     build_pool, run_housekeeping, run_listener, run_worker,
@@ -16,7 +16,7 @@ use timetrack_domain::delivery::RetrySchedule;
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::WebhookSettings;
 use timetrack_domain::services::{DeliveryService, DeliverySettings};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use super::{Database, demo};
 use crate::app::{AppState, RateLimitStoreKind, RateLimits, StateSettings, build_app};
@@ -75,6 +75,7 @@ async fn run_server(
         },
     );
     let metrics = state.metrics.clone();
+    let announcer = state.announcer.clone();
     let metrics_server = metrics_server(settings, &pool, metrics.clone())?;
     let server = HttpServer::new(move || build_app(state.clone()))
         .bind(&settings.bind)
@@ -91,9 +92,11 @@ async fn run_server(
         out.write_all(demo::banner(&base_url, &global.data_dir, demo).as_bytes())?;
         out.flush()?;
     }
-    // The delivery workers run beside the API, woken by the outbox's notifications.
-    let wake = Arc::new(Notify::new());
+    // The delivery workers run beside the API, woken by this process's writes at once and by the
+    // other processes' notifications.
+    let wake = announcer.local_wake();
     let (stop, stopped) = watch::channel(false);
+    let notifier = tokio::spawn(run_notifier(pool.clone(), announcer, stopped.clone()));
     let worker = tokio::spawn(run_worker(
         delivery,
         metrics,
@@ -127,7 +130,7 @@ async fn run_server(
         handle.stop(true).await;
     }
     let _ = stop.send(true);
-    let _ = tokio::join!(worker, listener, housekeeping);
+    let _ = tokio::join!(worker, listener, notifier, housekeeping);
     tracing::info!("stopped");
     served
 }

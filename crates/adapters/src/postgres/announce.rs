@@ -1,0 +1,75 @@
+//! Announcing queued deliveries once the write that queued them has committed.
+//!
+//! A transaction that calls `pg_notify` takes a lock that is global to the database when it
+//! commits, and holds it through its WAL flush: with the notification inside every event's
+//! transaction, concurrent writes committed one at a time, never sharing a flush. So the writes
+//! only count the deliveries they queue; after the commit, [`DeliveryAnnouncer::announce`] wakes
+//! this process's worker at once and asks [`run_notifier`] to tell the other processes, with one
+//! `NOTIFY` of its own for all the announcements that arrive while one is on its way.
+//!
+//! A process that dies between a commit and its announcement leaves the deliveries to the
+//! workers' poll (half a second): they are committed, so nothing is lost, only later.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use diesel_async::RunQueryDsl;
+use tokio::sync::{Notify, watch};
+
+use super::PgPool;
+use super::outbox::DELIVERY_CHANNEL;
+
+/// Wakes the delivery workers of this process and of the others after a commit.
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryAnnouncer {
+    local: Arc<Notify>,
+    remote: Arc<Notify>,
+}
+
+impl DeliveryAnnouncer {
+    /// A new announcer, its worker wake-up and notifier not yet running.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Announces that a committed write queued deliveries.
+    pub fn announce(&self) {
+        self.local.notify_one();
+        self.remote.notify_one();
+    }
+
+    /// What this process's delivery worker waits on: [`announce`](Self::announce) and the
+    /// notifications of the other processes both wake it.
+    pub fn local_wake(&self) -> Arc<Notify> {
+        self.local.clone()
+    }
+}
+
+/// Sends one `NOTIFY` on the delivery channel for every burst of announcements, until
+/// `shutdown`. A failed notification is logged and dropped: the other processes' poll finds the
+/// deliveries.
+pub async fn run_notifier(
+    pool: PgPool,
+    announcer: DeliveryAnnouncer,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let notify = format!("SELECT pg_notify('{DELIVERY_CHANNEL}', '')");
+    loop {
+        tokio::select! {
+            () = announcer.remote.notified() => {}
+            _ = shutdown.changed() => return,
+        }
+        let sent = tokio::time::timeout(Duration::from_secs(2), async {
+            let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+            diesel::sql_query(&notify)
+                .execute(&mut conn)
+                .await
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|_| Err("timed out".to_owned()));
+        if let Err(error) = sent {
+            tracing::warn!(%error, "notifying other processes of new deliveries failed");
+        }
+    }
+}
