@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use timetrack_adapters::testing::percentile;
+
 /// One figure measured once per repetition.
 #[derive(Debug, Clone, Default)]
 pub struct Repeated(pub Vec<f64>);
@@ -14,7 +16,7 @@ impl Repeated {
 
     /// The median of the repetitions (0 when there are none).
     pub fn median(&self) -> f64 {
-        percentile_of(&self.0, 50.0)
+        percentile(&self.0, 50.0)
     }
 
     /// The smallest and largest repetition.
@@ -47,17 +49,6 @@ impl Repeated {
     }
 }
 
-/// The `p`th percentile (nearest rank) of `values`; 0 when empty.
-pub fn percentile_of(values: &[f64], p: f64) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 /// Latencies in milliseconds.
 #[derive(Debug, Clone, Default)]
 pub struct Latencies(pub Vec<f64>);
@@ -70,7 +61,7 @@ impl Latencies {
 
     /// The `p`th percentile, in milliseconds.
     pub fn percentile(&self, p: f64) -> f64 {
-        percentile_of(&self.0, p)
+        percentile(&self.0, p)
     }
 }
 
@@ -81,11 +72,11 @@ mod tests {
     #[test]
     fn nearest_rank_percentiles() {
         let values: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile_of(&values, 50.0), 50.0);
-        assert_eq!(percentile_of(&values, 99.0), 99.0);
-        assert_eq!(percentile_of(&values, 100.0), 100.0);
-        assert_eq!(percentile_of(&[3.0, 1.0, 2.0], 50.0), 2.0);
-        assert_eq!(percentile_of(&[], 50.0), 0.0);
+        assert_eq!(percentile(&values, 50.0), 50.0);
+        assert_eq!(percentile(&values, 99.0), 99.0);
+        assert_eq!(percentile(&values, 100.0), 100.0);
+        assert_eq!(percentile(&[3.0, 1.0, 2.0], 50.0), 2.0);
+        assert_eq!(percentile(&[], 50.0), 0.0);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use timetrack_adapters::testing::{Account, Behaviour, HttpsReceiver, ServerProcess};
 
 use crate::env::Env;
-use crate::scenario::{Scenario, percentile, say};
+use crate::scenario::{Scenario, check_canary_untouched, percentile, say};
 
 /// A workspace whose one subscription points at `path` of the receiver.
 struct Case {
@@ -258,15 +258,7 @@ pub async fn run(env: &Env, s: &mut Scenario) -> Result<()> {
             summary(&entry),
         );
     }
-    s.check(
-        "the canary got no connection and no request",
-        canary.accepts() == 0 && canary.count() == 0,
-        format!(
-            "{} connections, {} requests",
-            canary.accepts(),
-            canary.count()
-        ),
-    );
+    check_canary_untouched(s, &canary);
     let memory = server.memory()?;
     s.figure(
         "server peak RSS during the scenario",

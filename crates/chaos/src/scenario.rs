@@ -2,6 +2,8 @@
 
 use std::fmt::Write as _;
 
+pub use timetrack_adapters::testing::percentile;
+
 /// One verified statement.
 #[derive(Debug, Clone)]
 pub struct Check {
@@ -118,22 +120,27 @@ impl Scenario {
     }
 }
 
+/// Records that `canary` saw no connection and no request: nothing was sent where it must not be.
+pub fn check_canary_untouched(
+    s: &mut Scenario,
+    canary: &timetrack_adapters::testing::HttpsReceiver,
+) {
+    s.check(
+        "the canary got no connection and no request",
+        canary.accepts() == 0 && canary.count() == 0,
+        format!(
+            "{} connections, {} requests",
+            canary.accepts(),
+            canary.count()
+        ),
+    );
+}
+
 /// One line of progress on stderr.
 pub fn say(line: &str) {
     use std::io::Write as _;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{line}");
-}
-
-/// A percentile (0–100) of `values`, by nearest rank; 0 for none.
-pub fn percentile(values: &[f64], p: f64) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 /// At most `max` characters of `text`, with `...` when cut.
@@ -148,16 +155,6 @@ pub fn shorten(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_are_by_nearest_rank() {
-        let values: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&values, 50.0), 50.0);
-        assert_eq!(percentile(&values, 99.0), 99.0);
-        assert_eq!(percentile(&values, 100.0), 100.0);
-        assert_eq!(percentile(&[7.0], 99.0), 7.0);
-        assert_eq!(percentile(&[], 50.0), 0.0);
-    }
 
     #[test]
     fn a_failed_check_and_an_abort_both_count_as_failures() {

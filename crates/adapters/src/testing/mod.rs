@@ -11,6 +11,18 @@ mod receiver;
 pub use process::{Account, Admin, Memory, ServeCommand, ServerProcess, field, free_port};
 pub use receiver::{Behaviour, HttpsReceiver, Received};
 
+/// The `p`th percentile (nearest rank) of `values`; 0 when empty. For the bench and fault tools'
+/// latency figures.
+pub fn percentile(values: &[f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
