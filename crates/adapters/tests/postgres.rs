@@ -873,6 +873,151 @@ mod queue {
         );
     }
 
+    /// Runs the statement of PL/pgSQL function `function` (its one SQL statement, as the
+    /// function runs it) on `arguments`, under `EXPLAIN (ANALYZE, BUFFERS)` with
+    /// `plan_cache_mode` `mode`, in a transaction rolled back afterwards: the rows of its top
+    /// node and the rows of `deliveries` it read.
+    async fn statement_cost(
+        db: &TestDatabase,
+        function: &str,
+        mode: &str,
+        arguments: &str,
+    ) -> (u64, u64) {
+        let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let driver = tokio::spawn(connection);
+        let row = client
+            .query_one(
+                "SELECT prosrc, pg_get_function_identity_arguments(oid) FROM pg_proc \
+                 WHERE proname = $1",
+                &[&function],
+            )
+            .await
+            .unwrap();
+        let (source, types): (String, String) = (row.get(0), row.get(1));
+        let body = source
+            .split_once("BEGIN")
+            .and_then(|(_, rest)| rest.rsplit_once("END"))
+            .map(|(body, _)| {
+                let body = body.trim();
+                body.strip_prefix("RETURN QUERY")
+                    .unwrap_or(body)
+                    .trim()
+                    .trim_end_matches(';')
+            })
+            .expect("the function is BEGIN <one statement> END");
+        client
+            .batch_execute(&format!(
+                "BEGIN; SET LOCAL plan_cache_mode = {mode}; \
+                 PREPARE measured({types}) AS {body}"
+            ))
+            .await
+            .unwrap();
+        let explained = client
+            .simple_query(&format!(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE measured({arguments})"
+            ))
+            .await
+            .unwrap();
+        client.batch_execute("ROLLBACK").await.unwrap();
+        drop(client);
+        let _ = driver.await;
+        let plan: serde_json::Value = explained
+            .iter()
+            .find_map(|message| match message {
+                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0),
+                _ => None,
+            })
+            .and_then(|json| serde_json::from_str(json).ok())
+            .expect("EXPLAIN gives one JSON row");
+        let top = &plan[0]["Plan"];
+        (top["Actual Rows"].as_u64().unwrap(), deliveries_read(top))
+    }
+
+    /// The rows of `deliveries` a plan node and its children read: those they returned and
+    /// those their filters removed, on every loop.
+    fn deliveries_read(node: &serde_json::Value) -> u64 {
+        let count = |key: &str| node[key].as_u64().unwrap_or(0);
+        let own = if node["Relation Name"] == "deliveries" {
+            (count("Actual Rows") + count("Rows Removed by Filter")) * count("Actual Loops")
+        } else {
+            0
+        };
+        own + node["Plans"]
+            .as_array()
+            .map_or(0, |plans| plans.iter().map(deliveries_read).sum())
+    }
+
+    #[tokio::test]
+    async fn queue_statements_cost_what_they_touch_even_when_the_statistics_say_it_is_empty() {
+        // The queue is analyzed while empty (its usual state), then a burst arrives: the
+        // statistics say nothing is pending while 6,000 deliveries are. Plans trusting them
+        // once joined every pending delivery with a subquery re-run per row (seconds a claim),
+        // and scanned every pending delivery to record a batch of attempts.
+        let (db, queue) = setup(30_000).await;
+        sql(
+            &db,
+            "ALTER TABLE deliveries SET (autovacuum_enabled = false)",
+        )
+        .await;
+        sql(&db, "UPDATE deliveries SET status = 'DELIVERED'").await;
+        sql(&db, "VACUUM (FULL, ANALYZE) deliveries").await;
+        sql(&db, "UPDATE deliveries SET status = 'PENDING' WHERE event_id > '00000000-0000-0000-0000-000000027000'").await;
+        assert_eq!(
+            text(&db, "SELECT most_common_vals::text AS v FROM pg_stats WHERE tablename = 'deliveries' AND attname = 'status'").await,
+            "{DELIVERED}",
+            "the statistics are stale as intended"
+        );
+        let at = T0 + Duration::seconds(5);
+        let claim = format!("'{at}', '{}', 100, 10", at + Duration::seconds(30));
+        for mode in ["force_custom_plan", "force_generic_plan"] {
+            let (claimed, read) =
+                statement_cost(&db, "timetrack_claim_deliveries", mode, &claim).await;
+            assert_eq!(claimed, 10, "{mode}: 10 in flight at most");
+            assert!(
+                read < 200,
+                "{mode}: claiming 10 of 6,000 pending read {read} deliveries"
+            );
+        }
+        // Ten leased deliveries, whose outcomes the record statement then writes.
+        let leased = queue
+            .claim(at, at + Duration::seconds(30), 10, 10)
+            .await
+            .unwrap();
+        assert_eq!(leased.len(), 10);
+        let column = |f: &dyn Fn(&timetrack_domain::delivery::ClaimedDelivery) -> String| {
+            leased.iter().map(f).collect::<Vec<_>>().join(",")
+        };
+        let same = |value: &str| format!("array_fill({value}, ARRAY[10])");
+        let at_sql = format!("'{at}'::timestamptz");
+        let record = [
+            format!("'{{{}}}'", column(&|c| c.event_id.0.to_string())),
+            format!(
+                "'{{{}}}'",
+                column(&|c| c.subscription_id.as_str().to_owned())
+            ),
+            same("1"),
+            same(&at_sql),
+            same("3"),
+            same("200"),
+            same("NULL::text"),
+            same("NULL::text"),
+            same("'DELIVERED'::text"),
+            same(&at_sql),
+            same(&at_sql),
+            same("true"),
+        ]
+        .join(", ");
+        for mode in ["force_custom_plan", "force_generic_plan"] {
+            let (_, read) = statement_cost(&db, "timetrack_record_attempts", mode, &record).await;
+            assert!(
+                read < 200,
+                "{mode}: recording 10 attempts read {read} deliveries"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn concurrent_claims_never_share_a_delivery() {
         let (_db, queue) = setup(40).await;
