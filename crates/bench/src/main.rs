@@ -42,6 +42,27 @@ pub struct Options {
     /// Skip the client-search workload (quicker runs while working on delivery).
     #[arg(long)]
     pub skip_search: bool,
+    /// Run only these workloads (comma-separated), for quick looks while profiling; the report
+    /// then lacks the others.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub only: Vec<Workload>,
+}
+
+/// The workloads `--only` can pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    Throughput,
+    Latency,
+    Search,
+}
+
+impl Options {
+    fn runs(&self, workload: Workload) -> bool {
+        match workload {
+            Workload::Search if self.skip_search => false,
+            _ => self.only.is_empty() || self.only.contains(&workload),
+        }
+    }
 }
 
 /// The sizes of one run of the tool.
@@ -131,14 +152,22 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
     let idle_rss = server.memory()?;
     progress(&format!("idle RSS {:.1} MB", idle_rss.rss_mb()));
 
-    let throughput = delivery::throughput(&env, &server, sizes).await?;
+    let throughput = if options.runs(Workload::Throughput) {
+        delivery::throughput(&env, &server, sizes).await?
+    } else {
+        Vec::new()
+    };
     let load_rss = server.memory()?;
     progress(&format!("peak RSS under load {:.1} MB", load_rss.peak_mb()));
-    let latency = delivery::latency(&env, &server, sizes).await?;
-    let search = if options.skip_search {
-        search::Search::default()
+    let latency = if options.runs(Workload::Latency) {
+        delivery::latency(&env, &server, sizes).await?
     } else {
+        Vec::new()
+    };
+    let search = if options.runs(Workload::Search) {
         search::measure(&env, &server, sizes).await?
+    } else {
+        search::Search::default()
     };
     drop(server);
 
