@@ -1,4 +1,8 @@
 -- The queue functions of migration 000005, and the indexes it dropped.
+ALTER FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint) RESET ALL;
+ALTER FUNCTION timetrack_record_attempts(uuid[], text[], int[], timestamptz[], int[], int[],
+                                         text[], text[], text[], timestamptz[], timestamptz[],
+                                         bool[]) RESET ALL;
 CREATE INDEX deliveries_due_idx ON deliveries (next_attempt_at) WHERE status = 'PENDING';
 CREATE INDEX deliveries_created_idx ON deliveries (created_at);
 

@@ -9,7 +9,11 @@
 --   * the single-column due index is dropped: with stale estimates it tied with the per
 --     subscription indexes and won, turning each index probe into a scan of the whole backlog;
 --   * recording finds each delivery by its primary key (its "still pending" check cannot use
---     the partial indexes).
+--     the partial indexes);
+--   * both functions run with sequential scans, hash and merge joins off. PL/pgSQL keeps a plan
+--     per connection, and a plan made while the queue was small (a hash join over a sequential
+--     scan of deliveries) was kept as the table grew, each call reading the whole table. With
+--     these off, every step is an index probe driven by the rows at hand.
 
 DROP INDEX IF EXISTS deliveries_due_idx;
 
@@ -114,3 +118,10 @@ BEGIN
       AND CASE WHEN latest.done THEN s.failing_since IS NOT NULL ELSE s.failing_since IS NULL END;
 END
 $fn$;
+
+ALTER FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint)
+    SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off;
+ALTER FUNCTION timetrack_record_attempts(uuid[], text[], int[], timestamptz[], int[], int[],
+                                         text[], text[], text[], timestamptz[], timestamptz[],
+                                         bool[])
+    SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off;

@@ -889,13 +889,21 @@ mod queue {
         let driver = tokio::spawn(connection);
         let row = client
             .query_one(
-                "SELECT prosrc, pg_get_function_identity_arguments(oid) FROM pg_proc \
-                 WHERE proname = $1",
+                "SELECT prosrc, pg_get_function_identity_arguments(oid), \
+                        coalesce(array_to_string(proconfig, ';'), '') \
+                 FROM pg_proc WHERE proname = $1",
                 &[&function],
             )
             .await
             .unwrap();
-        let (source, types): (String, String) = (row.get(0), row.get(1));
+        let (source, types, config): (String, String, String) =
+            (row.get(0), row.get(1), row.get(2));
+        // The function's own settings, as it runs with them.
+        let settings: String = config
+            .split(';')
+            .filter_map(|setting| setting.split_once('='))
+            .map(|(name, value)| format!("SET LOCAL {name} = {value}; "))
+            .collect();
         let body = source
             .split_once("BEGIN")
             .and_then(|(_, rest)| rest.rsplit_once("END"))
@@ -909,7 +917,7 @@ mod queue {
             .expect("the function is BEGIN <one statement> END");
         client
             .batch_execute(&format!(
-                "BEGIN; SET LOCAL plan_cache_mode = {mode}; \
+                "BEGIN; SET LOCAL plan_cache_mode = {mode}; {settings}\
                  PREPARE measured({types}) AS {body}"
             ))
             .await
@@ -949,6 +957,37 @@ mod queue {
             .map_or(0, |plans| plans.iter().map(deliveries_read).sum())
     }
 
+    /// Arguments of `timetrack_record_attempts` for a success of each of `leased` at `at`.
+    fn record_arguments(
+        leased: &[timetrack_domain::delivery::ClaimedDelivery],
+        at: OffsetDateTime,
+    ) -> String {
+        let n = leased.len();
+        let column = |f: &dyn Fn(&timetrack_domain::delivery::ClaimedDelivery) -> String| {
+            leased.iter().map(f).collect::<Vec<_>>().join(",")
+        };
+        let same = |value: &str| format!("array_fill({value}, ARRAY[{n}])");
+        let at_sql = format!("'{at}'::timestamptz");
+        [
+            format!("'{{{}}}'", column(&|c| c.event_id.0.to_string())),
+            format!(
+                "'{{{}}}'",
+                column(&|c| c.subscription_id.as_str().to_owned())
+            ),
+            same("1"),
+            same(&at_sql),
+            same("3"),
+            same("200"),
+            same("NULL::text"),
+            same("NULL::text"),
+            same("'DELIVERED'::text"),
+            same(&at_sql),
+            same(&at_sql),
+            same("true"),
+        ]
+        .join(", ")
+    }
+
     #[tokio::test]
     async fn queue_statements_cost_what_they_touch_even_when_the_statistics_say_it_is_empty() {
         // The queue is analyzed while empty (its usual state), then a burst arrives: the
@@ -986,29 +1025,7 @@ mod queue {
             .await
             .unwrap();
         assert_eq!(leased.len(), 10);
-        let column = |f: &dyn Fn(&timetrack_domain::delivery::ClaimedDelivery) -> String| {
-            leased.iter().map(f).collect::<Vec<_>>().join(",")
-        };
-        let same = |value: &str| format!("array_fill({value}, ARRAY[10])");
-        let at_sql = format!("'{at}'::timestamptz");
-        let record = [
-            format!("'{{{}}}'", column(&|c| c.event_id.0.to_string())),
-            format!(
-                "'{{{}}}'",
-                column(&|c| c.subscription_id.as_str().to_owned())
-            ),
-            same("1"),
-            same(&at_sql),
-            same("3"),
-            same("200"),
-            same("NULL::text"),
-            same("NULL::text"),
-            same("'DELIVERED'::text"),
-            same(&at_sql),
-            same(&at_sql),
-            same("true"),
-        ]
-        .join(", ");
+        let record = record_arguments(&leased, at);
         for mode in ["force_custom_plan", "force_generic_plan"] {
             let (_, read) = statement_cost(&db, "timetrack_record_attempts", mode, &record).await;
             assert!(
