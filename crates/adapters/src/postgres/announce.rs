@@ -32,10 +32,12 @@ impl DeliveryAnnouncer {
         Self::default()
     }
 
-    /// Announces that a committed write queued deliveries.
-    pub fn announce(&self) {
-        self.local.notify_one();
-        self.remote.notify_one();
+    /// Announces that a committed write queued `queued` deliveries; none, nothing to announce.
+    pub fn announce(&self, queued: i64) {
+        if queued > 0 {
+            self.local.notify_one();
+            self.remote.notify_one();
+        }
     }
 
     /// What this process's delivery worker waits on: [`announce`](Self::announce) and the
@@ -71,5 +73,23 @@ pub async fn run_notifier(
         if let Err(error) = sent {
             tracing::warn!(%error, "notifying other processes of new deliveries failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::FutureExt;
+
+    use super::*;
+
+    #[test]
+    fn only_a_write_that_queued_deliveries_wakes_the_worker_and_the_notifier() {
+        let announcer = DeliveryAnnouncer::new();
+        announcer.announce(0);
+        assert!(announcer.local.notified().now_or_never().is_none());
+        assert!(announcer.remote.notified().now_or_never().is_none());
+        announcer.announce(3);
+        assert!(announcer.local_wake().notified().now_or_never().is_some());
+        assert!(announcer.remote.notified().now_or_never().is_some());
     }
 }

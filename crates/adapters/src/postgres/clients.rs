@@ -179,9 +179,7 @@ impl ClientRepository for PgClientRepository {
         // One statement, so committed when it returns.
         match result {
             Ok(Queued { queued }) => {
-                if queued > 0 {
-                    self.announcer.announce();
-                }
+                self.announcer.announce(queued);
                 Ok(())
             }
             Err(err) => Err(name_clash(&mut conn, err, client, "creating a client").await),

@@ -203,13 +203,6 @@ impl PgTimeEntryRepository {
         Self { pool, announcer }
     }
 
-    /// Announces `queued` deliveries of a committed write.
-    fn announce(&self, queued: i64) {
-        if queued > 0 {
-            self.announcer.announce();
-        }
-    }
-
     async fn one(
         &self,
         query: time_entries::BoxedQuery<'_, diesel::pg::Pg>,
@@ -265,7 +258,7 @@ impl TimeEntryRepository for PgTimeEntryRepository {
             .await;
         match result {
             Ok((outcome, queued)) => {
-                self.announce(queued);
+                self.announcer.announce(queued);
                 Ok(outcome)
             }
             // Another start of the same user committed first; the whole transaction rolled back.
@@ -282,7 +275,7 @@ impl TimeEntryRepository for PgTimeEntryRepository {
             .map_err(|e| map_db_error(e, "stopping a timer"))?;
         Ok(match applied {
             Some(queued) => {
-                self.announce(queued);
+                self.announcer.announce(queued);
                 TimerWrite::Applied
             }
             None => TimerWrite::Raced,
@@ -298,7 +291,7 @@ impl TimeEntryRepository for PgTimeEntryRepository {
             })
             .await
             .map_err(|e| write_error(e, "creating a time entry"))?;
-        self.announce(queued);
+        self.announcer.announce(queued);
         Ok(())
     }
 
