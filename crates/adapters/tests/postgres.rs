@@ -1103,6 +1103,33 @@ mod queue {
     }
 
     #[tokio::test]
+    async fn an_attempt_recorded_after_its_delivery_was_cancelled_leaves_it_cancelled() {
+        let (db, queue) = setup(1).await;
+        let claimed = queue
+            .claim(T0, T0 + Duration::seconds(30), 10, 100)
+            .await
+            .unwrap();
+        // Cancelled while in flight (its subscription deleted, or its key revoked).
+        sql(&db, "UPDATE deliveries SET status = 'CANCELLED', lease_expires_at = NULL WHERE subscription_id LIKE 'wh_a%'").await;
+        queue
+            .record(
+                &claimed[0],
+                &record(NextStep::Done, AttemptOutcome::Delivered { status: 200 }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            text(&db, "SELECT status || ':' || attempts AS v FROM deliveries WHERE subscription_id LIKE 'wh_a%'").await,
+            "CANCELLED:0"
+        );
+        assert_eq!(
+            text(&db, "SELECT count(*)::text AS v FROM delivery_attempts").await,
+            "1",
+            "the attempt itself is logged"
+        );
+    }
+
+    #[tokio::test]
     async fn a_410_deletes_the_subscription_and_cancels_its_queue() {
         let (db, queue) = setup(3).await;
         let claimed = queue
