@@ -317,8 +317,9 @@ impl Report {
         let _ = writeln!(
             md,
             "\nOne- and two-character queries cannot use the trigram index (a trigram needs three \
-             characters): hits are served by the newest-first index and stop at 100 rows, misses \
-             scan the workspace's rows. The target applies to 3+ characters.\n"
+             characters): they take the newest matching ids from the newest-first index alone (it \
+             carries the name), stopping at 100, then fetch those rows by key; a miss reads every \
+             index entry of the workspace. The target applies to 3+ characters.\n"
         );
         for (query, plan) in &self.search.plans {
             let _ = writeln!(

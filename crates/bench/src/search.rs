@@ -310,14 +310,24 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
         }
     }
     let (client, driver) = connect(&env.database_url).await?;
-    for query in ["log", "logistic", "zqz", "a"] {
-        // The statement the repository runs (see `PgClientRepository::search`).
-        let sql = format!(
-            "EXPLAIN (ANALYZE, BUFFERS) SELECT id, workspace_id, name, type, status, email, \
-             phone, address, note, currency, created_at, updated_at FROM clients \
-             WHERE workspace_id = '{big}' AND name_lower LIKE '%{query}%' \
+    for query in ["log", "logistic", "zqz", "a", "z"] {
+        // The statement the repository runs (see `PgClientRepository::search`): one or two
+        // characters pick the newest matches from the index alone, then fetch them by key.
+        let columns = "id, workspace_id, name, type, status, email, phone, address, note, \
+                       currency, created_at, updated_at";
+        let matching = format!(
+            "clients WHERE workspace_id = '{big}' AND name_lower LIKE '%{query}%' \
              ORDER BY created_at DESC, id DESC LIMIT 100"
         );
+        let sql = if query.chars().count() < 3 {
+            format!(
+                "EXPLAIN (ANALYZE, BUFFERS) SELECT {columns} FROM clients \
+                 WHERE id IN (SELECT id FROM {matching}) \
+                 ORDER BY created_at DESC, id DESC"
+            )
+        } else {
+            format!("EXPLAIN (ANALYZE, BUFFERS) SELECT {columns} FROM {matching}")
+        };
         let mut plan = String::new();
         for message in client.simple_query(&sql).await? {
             if let tokio_postgres::SimpleQueryMessage::Row(row) = message {
