@@ -1,14 +1,16 @@
-//! The delivery worker: claims due deliveries and sends each on its own task, woken at once by
-//! `NOTIFY` from the outbox and by a poll as a backstop (for retries that come due, and for a
-//! lost listener connection).
+//! The delivery worker: one loop that records finished attempts and claims due deliveries in one
+//! round trip, and sends each claimed delivery on its own task. It is woken at once by this
+//! process's writes and by `NOTIFY` from the others, by every attempt that finishes, and by a poll
+//! as a backstop (for retries that come due, and for a lost listener connection).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use timetrack_domain::delivery::{AttemptRecord, ClaimedDelivery};
 use timetrack_domain::ports::{Clock, Housekeeping};
 use timetrack_domain::services::DeliveryService;
-use tokio::sync::{Notify, Semaphore, mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio_postgres::{AsyncMessage, NoTls};
 
 use crate::metrics::Metrics;
@@ -17,10 +19,13 @@ use crate::postgres::DELIVERY_CHANNEL;
 /// Most deliveries claimed in one query.
 const MAX_BATCH: usize = 100;
 
+/// Longest wait for one record-and-claim statement; past it, it counts as failed.
+const ROUND_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How the worker runs.
 #[derive(Debug, Clone, Copy)]
 pub struct WorkerSettings {
-    /// Most deliveries in flight in this process.
+    /// Most deliveries in flight in this process (claimed and not yet recorded).
     pub concurrency: usize,
     /// Longest sleep between claims when nothing wakes the worker.
     pub poll_interval: Duration,
@@ -39,8 +44,81 @@ impl Default for WorkerSettings {
     }
 }
 
-/// Runs the worker until `shutdown` becomes true. Deliveries in flight then are abandoned; their
-/// leases expire and another worker sends them again (at-least-once).
+/// What a delivery's task hands back to the loop: an attempt for the loop to record, with when
+/// its delivery was claimed; or `None`, nothing to record (the task recorded it itself, as it
+/// ended the subscription, or abandoned it to its lease).
+type Finished = Option<(ClaimedDelivery, AttemptRecord, Instant)>;
+
+/// The attempts waiting to be recorded, and how many deliveries the process holds.
+struct Held {
+    /// Claimed and not yet recorded: attempts running, and those in `done`.
+    count: usize,
+    /// Finished attempts for the next round.
+    done: Vec<(ClaimedDelivery, AttemptRecord)>,
+    /// When each delivery of `done` was claimed.
+    claimed_at: Vec<Instant>,
+}
+
+impl Held {
+    fn settle(&mut self, finished: Finished) {
+        match finished {
+            Some((delivery, record, at)) => {
+                self.done.push((delivery, record));
+                self.claimed_at.push(at);
+            }
+            None => self.count -= 1,
+        }
+    }
+
+    /// Slots free once `done` is recorded.
+    fn free(&self, concurrency: usize) -> usize {
+        concurrency.saturating_sub(self.count - self.done.len())
+    }
+
+    /// `done` is recorded.
+    fn recorded(&mut self, metrics: &Metrics) {
+        for (delivery, record) in &self.done {
+            metrics.observe_attempt(record);
+            tracing::debug!(
+                event_id = %delivery.event_id,
+                webhook_id = %delivery.subscription_id,
+                next = ?record.next,
+                "delivery attempted"
+            );
+        }
+        self.count -= self.done.len();
+        self.done.clear();
+        self.claimed_at.clear();
+    }
+
+    /// Gives up the attempts of `done` claimed longer than `deadline` ago: their leases may have
+    /// passed to another worker.
+    fn expire(&mut self, deadline: Duration, metrics: &Metrics) {
+        let mut kept = 0;
+        for i in 0..self.done.len() {
+            if self.claimed_at[i].elapsed() < deadline {
+                self.done.swap(kept, i);
+                self.claimed_at.swap(kept, i);
+                kept += 1;
+            } else {
+                metrics.observe_record_error();
+            }
+        }
+        self.count -= self.done.len() - kept;
+        self.done.truncate(kept);
+        self.claimed_at.truncate(kept);
+    }
+}
+
+/// Runs the worker until `shutdown` becomes true.
+///
+/// Each round is one statement: the attempts finished since the last round are recorded, and as
+/// many due deliveries as there are free slots are claimed, seeing the slots just freed. Rounds
+/// run one at a time, so the attempts finishing during one are recorded together by the next:
+/// alone, an attempt is recorded at once; under load, many share a round trip and a commit.
+///
+/// At shutdown, finished attempts are recorded (bounded to 2 s) and those still running are
+/// abandoned: their leases expire and another worker sends them again (at-least-once).
 pub async fn run_worker(
     service: DeliveryService,
     metrics: Arc<Metrics>,
@@ -48,80 +126,116 @@ pub async fn run_worker(
     settings: WorkerSettings,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let permits = Arc::new(Semaphore::new(settings.concurrency.max(1)));
-    let deadline = settings.attempt_deadline;
+    let concurrency = settings.concurrency.max(1);
+    let (finished_tx, mut finished_rx) = mpsc::unbounded_channel();
+    let mut held = Held {
+        count: 0,
+        done: Vec::new(),
+        claimed_at: Vec::new(),
+    };
+    // Whether to claim even with nothing to record: woken, polled, or the last claim was full.
+    let mut claim = true;
     loop {
+        while let Ok(finished) = finished_rx.try_recv() {
+            held.settle(finished);
+        }
         if *shutdown.borrow() {
+            if !held.done.is_empty() {
+                let last = service.record_and_claim(&held.done, 0);
+                if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), last).await {
+                    held.recorded(&metrics);
+                }
+            }
             return;
         }
-        let free = permits.available_permits().min(MAX_BATCH);
-        if free == 0 {
+        let free = held.free(concurrency).min(MAX_BATCH);
+        if held.done.is_empty() && !(claim && free > 0) {
             tokio::select! {
-                permit = permits.clone().acquire_owned() => drop(permit),
-                _ = shutdown.changed() => return,
+                Some(finished) = finished_rx.recv() => held.settle(finished),
+                () = wake.notified() => claim = true,
+                () = tokio::time::sleep(settings.poll_interval) => claim = true,
+                _ = shutdown.changed() => {}
             }
             continue;
         }
-        let claimed = match service.claim(u32::try_from(free).unwrap_or(1)).await {
-            Ok(claimed) => claimed,
-            Err(err) => {
-                tracing::warn!(error = %err, "claiming deliveries failed");
+        let round = service.record_and_claim(&held.done, u32::try_from(free).unwrap_or(0));
+        let claimed = match tokio::time::timeout(ROUND_TIMEOUT, round).await {
+            Ok(Ok(claimed)) => claimed,
+            failed => {
+                let error = match failed {
+                    Ok(Err(err)) => err.to_string(),
+                    _ => "timed out".to_owned(),
+                };
+                tracing::warn!(
+                    %error,
+                    attempts = held.done.len(),
+                    "recording attempts and claiming deliveries failed; retrying"
+                );
+                held.expire(settings.attempt_deadline, &metrics);
+                claim = true;
                 tokio::select! {
                     () = tokio::time::sleep(settings.poll_interval) => {}
-                    _ = shutdown.changed() => return,
+                    _ = shutdown.changed() => {}
                 }
                 continue;
             }
         };
-        let full = claimed.len() == free;
+        held.recorded(&metrics);
+        claim = free > 0 && claimed.len() == free;
+        held.count += claimed.len();
         for delivery in claimed {
-            let Ok(permit) = permits.clone().acquire_owned().await else {
-                return;
-            };
-            let service = service.clone();
-            let metrics = metrics.clone();
-            let wake = wake.clone();
-            tokio::spawn(async move {
-                let attempt = tokio::time::timeout(deadline, service.deliver(&delivery));
-                let outcome = attempt.await.unwrap_or_else(|_| {
-                    Err(timetrack_domain::DomainError::Unavailable(
-                        "the attempt did not finish before its deadline".into(),
-                    ))
-                });
-                match outcome {
-                    Ok(record) => {
-                        metrics.observe_attempt(&record);
-                        tracing::debug!(
-                            event_id = %delivery.event_id,
-                            webhook_id = %delivery.subscription_id,
-                            next = ?record.next,
-                            "delivery attempted"
-                        );
-                    }
-                    Err(err) => {
-                        metrics.observe_record_error();
-                        tracing::warn!(
-                        event_id = %delivery.event_id,
-                        webhook_id = %delivery.subscription_id,
-                        error = %err,
-                        "recording a delivery failed; its lease will expire and it will be retried"
-                        );
-                    }
-                }
-                drop(permit);
-                // A finished delivery frees a permit and, often, a slot of its subscription's
-                // in-flight cap: claim again at once rather than at the next poll.
-                wake.notify_one();
-            });
-        }
-        if !full {
-            tokio::select! {
-                () = wake.notified() => {}
-                () = tokio::time::sleep(settings.poll_interval) => {}
-                _ = shutdown.changed() => return,
-            }
+            tokio::spawn(attempt(
+                service.clone(),
+                metrics.clone(),
+                delivery,
+                settings.attempt_deadline,
+                finished_tx.clone(),
+            ));
         }
     }
+}
+
+/// Sends one claimed delivery and hands its attempt back to the loop; an attempt that ends its
+/// subscription (rare) is recorded here, in a transaction of its own.
+async fn attempt(
+    service: DeliveryService,
+    metrics: Arc<Metrics>,
+    delivery: ClaimedDelivery,
+    deadline: Duration,
+    finished: mpsc::UnboundedSender<Finished>,
+) {
+    let claimed_at = Instant::now();
+    let outcome = tokio::time::timeout(deadline, async {
+        let record = service.attempt(&delivery).await?;
+        if record.ends_subscription() {
+            service.record(&delivery, &record).await?;
+            metrics.observe_attempt(&record);
+            return Ok(None);
+        }
+        Ok(Some(record))
+    })
+    .await
+    .unwrap_or_else(|_| {
+        Err(timetrack_domain::DomainError::Unavailable(
+            "the attempt did not finish before its deadline".into(),
+        ))
+    });
+    let message = match outcome {
+        Ok(Some(record)) => Some((delivery, record, claimed_at)),
+        Ok(None) => None,
+        Err(err) => {
+            metrics.observe_record_error();
+            tracing::warn!(
+                event_id = %delivery.event_id,
+                webhook_id = %delivery.subscription_id,
+                error = %err,
+                "delivery attempt abandoned; its lease will expire and it will be retried"
+            );
+            None
+        }
+    };
+    // The loop outlives its tasks; if it stopped (shutdown), the lease covers the delivery.
+    let _ = finished.send(message);
 }
 
 /// Keeps a `LISTEN` connection on `url` and wakes `wake` on every delivery notification,

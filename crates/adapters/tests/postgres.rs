@@ -1130,6 +1130,144 @@ mod queue {
     }
 
     #[tokio::test]
+    async fn one_round_records_attempts_and_refills_the_slots_they_freed() {
+        let (db, queue) = setup(30).await;
+        let lease = T0 + Duration::seconds(30);
+        let first = queue
+            .record_and_claim(&[], T0, lease, 100, 10)
+            .await
+            .unwrap();
+        assert_eq!(first.len(), 10, "an empty round is a plain claim");
+        let delivered = record(NextStep::Done, AttemptOutcome::Delivered { status: 200 });
+        let done: Vec<_> = first[..3]
+            .iter()
+            .map(|d| (d.clone(), delivered.clone()))
+            .collect();
+        let next = queue
+            .record_and_claim(&done, T0, lease, 100, 10)
+            .await
+            .unwrap();
+        assert_eq!(next.len(), 3, "the three slots just freed are refilled");
+        assert!(
+            next.iter()
+                .all(|n| first.iter().all(|f| f.event_id != n.event_id)),
+            "never a delivery already claimed"
+        );
+        assert_eq!(
+            text(&db, "SELECT status || ':' || count(*) AS v FROM deliveries WHERE subscription_id LIKE 'wh_a%' GROUP BY status ORDER BY status").await,
+            "DELIVERED:3,PENDING:27"
+        );
+        assert_eq!(
+            text(&db, "SELECT count(*)::text AS v FROM delivery_attempts").await,
+            "3"
+        );
+        assert!(
+            queue
+                .record_and_claim(&[], T0, lease, 100, 10)
+                .await
+                .unwrap()
+                .is_empty(),
+            "10 in flight again"
+        );
+        let failed = record(
+            NextStep::RetryAt(T0 + Duration::minutes(5)),
+            AttemptOutcome::Failed {
+                reason: FailureReason::Timeout,
+                detail: "15 s".into(),
+            },
+        );
+        let recorded_only = queue
+            .record_and_claim(&[(next[0].clone(), failed)], T0, lease, 0, 10)
+            .await
+            .unwrap();
+        assert!(recorded_only.is_empty(), "limit 0 records only");
+        assert_eq!(
+            text(&db, "SELECT count(*)::text AS v FROM deliveries WHERE lease_expires_at IS NOT NULL AND status = 'PENDING'").await,
+            "9"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_round_refuses_an_attempt_that_ends_its_subscription_and_changes_nothing() {
+        let (db, queue) = setup(3).await;
+        let lease = T0 + Duration::seconds(30);
+        let claimed = queue.record_and_claim(&[], T0, lease, 1, 10).await.unwrap();
+        let gone = record(
+            NextStep::Unsubscribe,
+            AttemptOutcome::Rejected {
+                status: 410,
+                retry_after: None,
+            },
+        );
+        let mut failing = record(
+            NextStep::RetryAt(T0 + Duration::minutes(5)),
+            AttemptOutcome::Rejected {
+                status: 500,
+                retry_after: None,
+            },
+        );
+        failing.disable_subscription = true;
+        for ending in [gone, failing] {
+            assert!(
+                queue
+                    .record_and_claim(&[(claimed[0].clone(), ending)], T0, lease, 10, 10)
+                    .await
+                    .is_err()
+            );
+        }
+        assert_eq!(
+            text(&db, "SELECT (SELECT count(*) FROM delivery_attempts) || ':' || (SELECT count(*) FROM deliveries WHERE lease_expires_at IS NOT NULL) || ':' || (SELECT status FROM webhook_subscriptions WHERE id LIKE 'wh_a%') AS v").await,
+            "0:1:ACTIVE",
+            "nothing recorded, nothing more claimed, the subscription untouched"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_round_commits_asynchronously_and_only_its_own_transaction() {
+        let (db, _queue) = setup(1).await;
+        let pool = db.pool();
+        let mut conn = pool.get().await.unwrap();
+        #[derive(diesel::QueryableByName)]
+        struct Setting {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            synchronous_commit: String,
+        }
+        let round = format!(
+            "SELECT count(*) FROM timetrack_record_and_claim('{{}}', '{{}}', '{{}}', '{{}}', '{{}}', \
+             '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{T0}', '{}', 10, 10)",
+            T0 + Duration::seconds(30)
+        );
+        let mut seen = Vec::new();
+        // The test cluster itself runs with it off: the session asks for it on first.
+        for statement in [
+            "SET synchronous_commit = on",
+            "BEGIN",
+            round.as_str(),
+            "SHOW synchronous_commit",
+            "COMMIT",
+            "SHOW synchronous_commit",
+        ] {
+            if statement.starts_with("SHOW") {
+                let setting: Setting = diesel::sql_query(statement)
+                    .get_result(&mut conn)
+                    .await
+                    .unwrap();
+                seen.push(setting.synchronous_commit);
+            } else {
+                diesel::sql_query(statement)
+                    .execute(&mut conn)
+                    .await
+                    .unwrap();
+            }
+        }
+        assert_eq!(
+            seen,
+            ["off", "on"],
+            "the round's transaction commits without waiting for its flush; the session is unchanged"
+        );
+    }
+
+    #[tokio::test]
     async fn a_410_deletes_the_subscription_and_cancels_its_queue() {
         let (db, queue) = setup(3).await;
         let claimed = queue

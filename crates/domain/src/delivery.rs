@@ -121,6 +121,15 @@ pub struct AttemptRecord {
     pub disable_subscription: bool,
 }
 
+impl AttemptRecord {
+    /// Whether recording this attempt ends its subscription: deleted after a 410, or disabled
+    /// after 5 days of failures. Such an attempt is recorded on its own, with the subscription's
+    /// end, rather than in a batch.
+    pub fn ends_subscription(&self) -> bool {
+        self.next == NextStep::Unsubscribe || self.disable_subscription
+    }
+}
+
 /// The state of the delivery queue at one moment, for monitoring.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueueStats {
@@ -312,6 +321,26 @@ mod tests {
 
     use super::*;
     use crate::testing::SeededRandom;
+
+    #[test]
+    fn only_a_410_or_a_disabling_failure_ends_the_subscription() {
+        let at = datetime!(2026-03-01 09:00 UTC);
+        let attempt = |next: NextStep, disable_subscription: bool| AttemptRecord {
+            started_at: at,
+            report: AttemptReport {
+                outcome: AttemptOutcome::Delivered { status: 200 },
+                latency: Duration::milliseconds(5),
+                response_excerpt: None,
+            },
+            next,
+            disable_subscription,
+        };
+        assert!(attempt(NextStep::Unsubscribe, false).ends_subscription());
+        assert!(attempt(NextStep::RetryAt(at), true).ends_subscription());
+        for next in [NextStep::Done, NextStep::RetryAt(at), NextStep::GiveUp] {
+            assert!(!attempt(next, false).ends_subscription(), "{next:?}");
+        }
+    }
 
     #[test]
     fn signatures_match_the_standard_webhooks_test_vector() {

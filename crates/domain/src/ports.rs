@@ -412,6 +412,25 @@ pub trait DeliveryQueue: Send + Sync {
         attempt: &crate::delivery::AttemptRecord,
     ) -> DomainResult<()>;
 
+    /// Records `attempts`, none of which may end or disable its subscription
+    /// ([`AttemptRecord::ends_subscription`](crate::delivery::AttemptRecord::ends_subscription)
+    /// false: those go through [`record`](Self::record)), then claims as
+    /// [`claim`](Self::claim) does, in one transaction: the in-flight slots the recorded
+    /// deliveries held are free for the claim. Each attempt is recorded as `record` would. On
+    /// an error nothing is recorded and nothing is claimed. Empty `attempts` is a plain claim;
+    /// `limit` 0 records only.
+    async fn record_and_claim(
+        &self,
+        attempts: &[(
+            crate::delivery::ClaimedDelivery,
+            crate::delivery::AttemptRecord,
+        )],
+        now: OffsetDateTime,
+        lease_until: OffsetDateTime,
+        limit: u32,
+        per_subscription: u32,
+    ) -> DomainResult<Vec<crate::delivery::ClaimedDelivery>>;
+
     /// How many pending deliveries there are as of `now`, and how long the oldest due one has
     /// waited, for monitoring.
     async fn stats(&self, now: OffsetDateTime) -> DomainResult<crate::delivery::QueueStats>;

@@ -1,7 +1,5 @@
 //! The delivery queue in PostgreSQL: leased claims with `FOR UPDATE SKIP LOCKED`, and outcomes
-//! recorded atomically, many to a statement under load.
-
-use std::sync::{Arc, OnceLock};
+//! recorded atomically, many to a statement, together with the next claim.
 
 use async_trait::async_trait;
 use diesel::prelude::*;
@@ -17,7 +15,6 @@ use timetrack_domain::ids::{EventId, WorkspaceId};
 use timetrack_domain::model::{EventType, WebhookId};
 use timetrack_domain::ports::DeliveryQueue;
 use timetrack_domain::{DomainError, DomainResult};
-use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use super::prepared::Prepared;
@@ -49,6 +46,12 @@ struct ClaimRow {
 /// `000005_queue_functions`, whose plan the server keeps per connection.
 const CLAIM: &str = "SELECT * FROM timetrack_claim_deliveries($1, $2, $3, $4)";
 
+/// Records a batch of attempts (as [`RECORD_BATCH`]) and then claims (as [`CLAIM`]) in one
+/// transaction, so the claim sees the slots the record freed: migration
+/// `000008_record_and_claim`.
+const RECORD_AND_CLAIM: &str = "SELECT * FROM timetrack_record_and_claim($1, $2, $3, $4, $5, $6, \
+                                $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+
 #[derive(Debug, QueryableByName)]
 struct StatsRow {
     #[diesel(sql_type = BigInt)]
@@ -74,11 +77,26 @@ FROM deliveries d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id AND s.status = 'ACTIVE'
 WHERE d.status = 'PENDING'";
 
-/// Longest wait for one batch of attempts to be written.
-const RECORD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Most attempts written by one statement of the recorder.
-const MAX_RECORD_BATCH: usize = 256;
+/// `$query` with the arrays of the [`RecordBatch`] `$batch` bound as its next twelve parameters
+/// (diesel's `bind` is a method of each query type, not of a trait, so a function could not take
+/// a query already bound).
+macro_rules! bind_batch {
+    ($query:expr, $batch:expr) => {
+        $query
+            .bind::<Array<SqlUuid>, _>(&$batch.event_ids)
+            .bind::<Array<Text>, _>(&$batch.subscription_ids)
+            .bind::<Array<Integer>, _>(&$batch.attempts)
+            .bind::<Array<Timestamptz>, _>(&$batch.started)
+            .bind::<Array<Integer>, _>(&$batch.latency_ms)
+            .bind::<Array<Nullable<Integer>>, _>(&$batch.codes)
+            .bind::<Array<Nullable<Text>>, _>(&$batch.errors)
+            .bind::<Array<Nullable<Text>>, _>(&$batch.excerpts)
+            .bind::<Array<Text>, _>(&$batch.statuses)
+            .bind::<Array<Timestamptz>, _>(&$batch.next_at)
+            .bind::<Array<Timestamptz>, _>(&$batch.finished)
+            .bind::<Array<Bool>, _>(&$batch.done)
+    };
+}
 
 /// The attempts of a batch, one array per column, for [`RECORD_BATCH`].
 #[derive(Default)]
@@ -98,63 +116,38 @@ struct RecordBatch {
 }
 
 impl RecordBatch {
-    fn push(&mut self, row: RecordRow) {
-        self.event_ids.push(row.event_id);
-        self.subscription_ids.push(row.subscription_id);
-        self.attempts.push(row.attempt);
-        self.started.push(row.started);
-        self.latency_ms.push(row.latency_ms);
-        self.codes.push(row.code);
-        self.errors.push(row.error);
-        self.excerpts.push(row.excerpt);
-        self.statuses.push(row.status);
-        self.next_at.push(row.next_at);
-        self.finished.push(row.finished);
-        self.done.push(row.done);
+    /// Adds the columns of `attempt`, the next attempt of `claimed`.
+    fn push(&mut self, claimed: &ClaimedDelivery, attempt: &AttemptRecord) {
+        let finished = attempt.started_at + attempt.report.latency;
+        let (code, error) = last_result(&attempt.report.outcome);
+        let (status, next_at) = match attempt.next {
+            NextStep::Done => ("DELIVERED", finished),
+            NextStep::RetryAt(at) => ("PENDING", at),
+            NextStep::GiveUp | NextStep::Unsubscribe => ("FAILED", finished),
+        };
+        self.event_ids.push(claimed.event_id.0);
+        self.subscription_ids
+            .push(claimed.subscription_id.as_str().to_owned());
+        self.attempts
+            .push(i32::try_from(claimed.attempts).unwrap_or(i32::MAX - 1) + 1);
+        self.started.push(attempt.started_at);
+        self.latency_ms
+            .push(i32::try_from(attempt.report.latency.whole_milliseconds()).unwrap_or(i32::MAX));
+        self.codes.push(code);
+        self.errors.push(error);
+        self.excerpts.push(attempt.report.response_excerpt.clone());
+        self.statuses.push(status);
+        self.next_at.push(next_at);
+        self.finished.push(finished);
+        self.done.push(attempt.next == NextStep::Done);
     }
 
     /// Writes the batch with [`RECORD_BATCH`] on `conn`.
     async fn write(&self, conn: &mut AsyncPgConnection) -> QueryResult<usize> {
-        Prepared(
-            diesel::sql_query(RECORD_BATCH)
-                .bind::<Array<SqlUuid>, _>(&self.event_ids)
-                .bind::<Array<Text>, _>(&self.subscription_ids)
-                .bind::<Array<Integer>, _>(&self.attempts)
-                .bind::<Array<Timestamptz>, _>(&self.started)
-                .bind::<Array<Integer>, _>(&self.latency_ms)
-                .bind::<Array<Nullable<Integer>>, _>(&self.codes)
-                .bind::<Array<Nullable<Text>>, _>(&self.errors)
-                .bind::<Array<Nullable<Text>>, _>(&self.excerpts)
-                .bind::<Array<Text>, _>(&self.statuses)
-                .bind::<Array<Timestamptz>, _>(&self.next_at)
-                .bind::<Array<Timestamptz>, _>(&self.finished)
-                .bind::<Array<Bool>, _>(&self.done),
-        )
-        .execute(conn)
-        .await
+        Prepared(bind_batch!(diesel::sql_query(RECORD_BATCH), self))
+            .execute(conn)
+            .await
     }
-}
-
-/// An attempt waiting for the recorder, and who to tell once it is written.
-struct PendingRecord {
-    row: RecordRow,
-    written: oneshot::Sender<Result<(), String>>,
-}
-
-/// One attempt's columns.
-struct RecordRow {
-    event_id: Uuid,
-    subscription_id: String,
-    attempt: i32,
-    started: OffsetDateTime,
-    latency_ms: i32,
-    code: Option<i32>,
-    error: Option<String>,
-    excerpt: Option<String>,
-    status: &'static str,
-    next_at: OffsetDateTime,
-    finished: OffsetDateTime,
-    done: bool,
 }
 
 /// Attempts that neither end nor disable their subscription, many per statement: the attempt
@@ -166,14 +159,9 @@ const RECORD_BATCH: &str =
     "SELECT timetrack_record_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 
 /// [`DeliveryQueue`] on PostgreSQL.
-///
-/// Attempts are written by a recorder task (started on first use) that groups those arriving
-/// together into one statement: under load, hundreds of outcomes share a round trip and a commit;
-/// alone, an outcome is written at once.
 #[derive(Clone)]
 pub struct PgDeliveryQueue {
     pool: PgPool,
-    recorder: Arc<OnceLock<mpsc::Sender<PendingRecord>>>,
 }
 
 opaque_debug!(PgDeliveryQueue);
@@ -181,53 +169,8 @@ opaque_debug!(PgDeliveryQueue);
 impl PgDeliveryQueue {
     /// The queue on `pool`.
     pub fn new(pool: PgPool) -> Self {
-        Self {
-            pool,
-            recorder: Arc::default(),
-        }
+        Self { pool }
     }
-
-    fn recorder(&self) -> &mpsc::Sender<PendingRecord> {
-        self.recorder.get_or_init(|| {
-            let (tx, rx) = mpsc::channel(4 * MAX_RECORD_BATCH);
-            tokio::spawn(record_batches(self.pool.clone(), rx));
-            tx
-        })
-    }
-}
-
-/// The recorder: writes whatever attempts are waiting, up to [`MAX_RECORD_BATCH`] a statement,
-/// until every queue handle is gone.
-async fn record_batches(pool: PgPool, mut rx: mpsc::Receiver<PendingRecord>) {
-    let mut waiting = Vec::with_capacity(MAX_RECORD_BATCH);
-    while rx.recv_many(&mut waiting, MAX_RECORD_BATCH).await > 0 {
-        let mut batch = RecordBatch::default();
-        let mut tell = Vec::with_capacity(waiting.len());
-        for PendingRecord { row, written } in waiting.drain(..) {
-            batch.push(row);
-            tell.push(written);
-        }
-        // Bounded, so that a stalled database shows as errors (and expiring leases), not as
-        // workers waiting forever.
-        let result = tokio::time::timeout(RECORD_TIMEOUT, write_batch(&pool, &batch))
-            .await
-            .unwrap_or_else(|_| Err("timed out writing delivery attempts".to_owned()));
-        if let Err(err) = &result {
-            tracing::warn!(error = %err, attempts = tell.len(), "recording delivery attempts failed");
-        }
-        for written in tell {
-            let _ = written.send(result.clone());
-        }
-    }
-}
-
-async fn write_batch(pool: &PgPool, batch: &RecordBatch) -> Result<(), String> {
-    let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-    batch
-        .write(&mut conn)
-        .await
-        .map(drop)
-        .map_err(|e| e.to_string())
 }
 
 fn claimed(row: ClaimRow) -> DomainResult<ClaimedDelivery> {
@@ -326,6 +269,38 @@ impl DeliveryQueue for PgDeliveryQueue {
         rows.into_iter().map(claimed).collect()
     }
 
+    async fn record_and_claim(
+        &self,
+        attempts: &[(ClaimedDelivery, AttemptRecord)],
+        now: OffsetDateTime,
+        lease_until: OffsetDateTime,
+        limit: u32,
+        per_subscription: u32,
+    ) -> DomainResult<Vec<ClaimedDelivery>> {
+        if let Some((claimed, _)) = attempts.iter().find(|(_, a)| a.ends_subscription()) {
+            return Err(DomainError::Unexpected(anyhow::anyhow!(
+                "the attempt on {} ends its subscription and must be recorded on its own",
+                claimed.subscription_id.as_str()
+            )));
+        }
+        let mut batch = RecordBatch::default();
+        for (claimed, attempt) in attempts {
+            batch.push(claimed, attempt);
+        }
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let rows: Vec<ClaimRow> = Prepared(
+            bind_batch!(diesel::sql_query(RECORD_AND_CLAIM), batch)
+                .bind::<Timestamptz, _>(now)
+                .bind::<Timestamptz, _>(lease_until)
+                .bind::<BigInt, _>(i64::from(limit))
+                .bind::<BigInt, _>(i64::from(per_subscription)),
+        )
+        .load(&mut conn)
+        .await
+        .map_err(|e| map_db_error(e, "recording attempts and claiming deliveries"))?;
+        rows.into_iter().map(claimed).collect()
+    }
+
     async fn stats(&self, now: OffsetDateTime) -> DomainResult<QueueStats> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let row: StatsRow = diesel::sql_query(STATS)
@@ -346,49 +321,10 @@ impl DeliveryQueue for PgDeliveryQueue {
 
     async fn record(&self, claimed: &ClaimedDelivery, attempt: &AttemptRecord) -> DomainResult<()> {
         let finished = attempt.started_at + attempt.report.latency;
-        let (code, error) = last_result(&attempt.report.outcome);
-        let number = i32::try_from(claimed.attempts).unwrap_or(i32::MAX - 1) + 1;
-        let latency_ms =
-            i32::try_from(attempt.report.latency.whole_milliseconds()).unwrap_or(i32::MAX);
-        let (status, next_at) = match attempt.next {
-            NextStep::Done => ("DELIVERED", finished),
-            NextStep::RetryAt(at) => ("PENDING", at),
-            NextStep::GiveUp | NextStep::Unsubscribe => ("FAILED", finished),
-        };
-        let row = RecordRow {
-            event_id: claimed.event_id.0,
-            subscription_id: claimed.subscription_id.as_str().to_owned(),
-            attempt: number,
-            started: attempt.started_at,
-            latency_ms,
-            code,
-            error,
-            excerpt: attempt.report.response_excerpt.clone(),
-            status,
-            next_at,
-            finished,
-            done: attempt.next == NextStep::Done,
-        };
-        if attempt.next != NextStep::Unsubscribe && !attempt.disable_subscription {
-            let (written, outcome) = oneshot::channel();
-            self.recorder()
-                .send(PendingRecord { row, written })
-                .await
-                .map_err(|_| DomainError::Unavailable("the attempt recorder stopped".into()))?;
-            return match outcome.await {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(err)) => Err(DomainError::Unavailable(format!(
-                    "recording delivery attempts: {err}"
-                ))),
-                Err(_) => Err(DomainError::Unavailable(
-                    "the attempt recorder stopped".into(),
-                )),
-            };
-        }
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        // The same writes as the recorder's, then the subscription's end, in one transaction.
+        // The batch statement's writes, then the subscription's end, in one transaction.
         let mut batch = RecordBatch::default();
-        batch.push(row);
+        batch.push(claimed, attempt);
         conn.transaction::<_, diesel::result::Error, _>(async |conn| {
             batch.write(conn).await?;
             if attempt.next == NextStep::Unsubscribe {

@@ -1,4 +1,5 @@
-//! Delivering claimed webhook deliveries: sign, send, decide what follows, record it.
+//! Delivering claimed webhook deliveries: sign, send, decide what follows, record it (and claim
+//! the next in the same round trip).
 
 use std::sync::Arc;
 
@@ -68,11 +69,18 @@ impl DeliveryService {
         }
     }
 
-    /// Claims up to `limit` due deliveries, leased for the configured time.
-    pub async fn claim(&self, limit: u32) -> DomainResult<Vec<ClaimedDelivery>> {
+    /// Records `done` (attempts that do not end their subscription, see
+    /// [`AttemptRecord::ends_subscription`]) and claims up to `limit` due deliveries, leased for
+    /// the configured time, in one transaction: the slots `done` held are free for the claim.
+    pub async fn record_and_claim(
+        &self,
+        done: &[(ClaimedDelivery, AttemptRecord)],
+        limit: u32,
+    ) -> DomainResult<Vec<ClaimedDelivery>> {
         let now = self.clock.now();
         self.queue
-            .claim(
+            .record_and_claim(
+                done,
                 now,
                 now + self.settings.lease,
                 limit,
@@ -81,9 +89,19 @@ impl DeliveryService {
             .await
     }
 
-    /// Sends one claimed delivery and records the attempt and what follows; returns what was
-    /// recorded.
-    pub async fn deliver(&self, claimed: &ClaimedDelivery) -> DomainResult<AttemptRecord> {
+    /// Records one attempt on its own, with the subscription's end if it ends it.
+    pub async fn record(
+        &self,
+        claimed: &ClaimedDelivery,
+        record: &AttemptRecord,
+    ) -> DomainResult<()> {
+        self.queue.record(claimed, record).await
+    }
+
+    /// Sends one claimed delivery and decides what follows; the caller records the result
+    /// ([`record_and_claim`](Self::record_and_claim), or [`record`](Self::record) when it ends
+    /// the subscription).
+    pub async fn attempt(&self, claimed: &ClaimedDelivery) -> DomainResult<AttemptRecord> {
         let started = self.clock.now();
         let request = build_request(
             &claimed.url,
@@ -105,13 +123,11 @@ impl DeliveryService {
         let failing = !matches!(next, NextStep::Done | NextStep::Unsubscribe);
         let disable_subscription =
             failing && should_disable(Some(claimed.failing_since.unwrap_or(started)), finished);
-        let record = AttemptRecord {
+        Ok(AttemptRecord {
             started_at: started,
             report,
             next,
             disable_subscription,
-        };
-        self.queue.record(claimed, &record).await?;
-        Ok(record)
+        })
     }
 }
