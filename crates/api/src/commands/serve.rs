@@ -23,6 +23,10 @@ use crate::app::{AppState, RateLimitStoreKind, RateLimits, StateSettings, build_
 use crate::config::{GlobalSettings, RateLimitStoreArg, ServeSettings};
 use crate::metrics::{MetricsState, metrics_app};
 
+/// Connections of the delivery worker, beside `--db-pool-size`: one for its rounds (one at a
+/// time), one for an attempt that ends its subscription.
+const DELIVERY_CONNECTIONS: usize = 2;
+
 pub(super) async fn serve(global: &GlobalSettings, settings: &ServeSettings) -> Result<()> {
     let db = Database::open(global).await?;
     let result = run_server(global, settings, &db).await;
@@ -42,7 +46,16 @@ async fn run_server(
             ..PoolSettings::default()
         },
     )?;
-    let delivery = delivery_service(settings, &pool)?;
+    // The delivery worker has connections of its own, so its rounds never wait behind API
+    // requests for a pooled connection.
+    let delivery_pool = build_pool(
+        db.url(),
+        PoolSettings {
+            max_size: DELIVERY_CONNECTIONS,
+            ..PoolSettings::default()
+        },
+    )?;
+    let delivery = delivery_service(settings, &delivery_pool)?;
     let demo = if db.is_private() {
         Some(demo::ensure_demo(&global.data_dir, &pool).await?)
     } else {
