@@ -651,12 +651,38 @@ mod queue {
     use time::{Duration, OffsetDateTime};
     use timetrack_adapters::postgres::PgDeliveryQueue;
     use timetrack_adapters::testing::TestDatabase;
+    use timetrack_domain::DomainResult;
     use timetrack_domain::delivery::{
-        AttemptOutcome, AttemptRecord, AttemptReport, FailureReason, NextStep, QueueStats,
+        AttemptOutcome, AttemptRecord, AttemptReport, ClaimedDelivery, FailureReason, NextStep,
+        QueueStats,
     };
     use timetrack_domain::ports::DeliveryQueue;
 
     const T0: OffsetDateTime = datetime!(2026-03-01 09:00 UTC);
+
+    /// A round with nothing to record: a plain claim.
+    trait Claim {
+        async fn claim(
+            &self,
+            now: OffsetDateTime,
+            lease_until: OffsetDateTime,
+            limit: u32,
+            per_subscription: u32,
+        ) -> DomainResult<Vec<ClaimedDelivery>>;
+    }
+
+    impl Claim for PgDeliveryQueue {
+        async fn claim(
+            &self,
+            now: OffsetDateTime,
+            lease_until: OffsetDateTime,
+            limit: u32,
+            per_subscription: u32,
+        ) -> DomainResult<Vec<ClaimedDelivery>> {
+            self.record_and_claim(&[], now, lease_until, limit, per_subscription)
+                .await
+        }
+    }
 
     async fn sql(db: &TestDatabase, statement: &str) {
         let pool = db.pool();
@@ -958,12 +984,9 @@ mod queue {
     }
 
     /// Arguments of `timetrack_record_attempts` for a success of each of `leased` at `at`.
-    fn record_arguments(
-        leased: &[timetrack_domain::delivery::ClaimedDelivery],
-        at: OffsetDateTime,
-    ) -> String {
+    fn record_arguments(leased: &[ClaimedDelivery], at: OffsetDateTime) -> String {
         let n = leased.len();
-        let column = |f: &dyn Fn(&timetrack_domain::delivery::ClaimedDelivery) -> String| {
+        let column = |f: &dyn Fn(&ClaimedDelivery) -> String| {
             leased.iter().map(f).collect::<Vec<_>>().join(",")
         };
         let same = |value: &str| format!("array_fill({value}, ARRAY[{n}])");

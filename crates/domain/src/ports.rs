@@ -387,20 +387,6 @@ pub trait WebhookSender: Send + Sync {
 /// The queue of pending deliveries, shared by every worker of every process.
 #[async_trait]
 pub trait DeliveryQueue: Send + Sync {
-    /// Claims up to `limit` due deliveries of active subscriptions (pending, next attempt at or
-    /// before `now`, no live lease), leasing them until `lease_until`, and commits the claim
-    /// before returning: a claimed delivery is invisible to other workers until its lease
-    /// expires (a crashed worker's deliveries come back then).
-    /// No subscription gets more than `per_subscription` deliveries leased at once (counting
-    /// those already in flight), so a slow subscriber cannot take every worker.
-    async fn claim(
-        &self,
-        now: OffsetDateTime,
-        lease_until: OffsetDateTime,
-        limit: u32,
-        per_subscription: u32,
-    ) -> DomainResult<Vec<crate::delivery::ClaimedDelivery>>;
-
     /// Records an attempt, in one transaction: the attempt row, the delivery's new state
     /// (delivered, pending again at the retry time, or failed), the subscription's failure clock,
     /// and, for `Unsubscribe` (410) or `disable_subscription`, the subscription's end with its
@@ -414,11 +400,15 @@ pub trait DeliveryQueue: Send + Sync {
 
     /// Records `attempts`, none of which may end or disable its subscription
     /// ([`AttemptRecord::ends_subscription`](crate::delivery::AttemptRecord::ends_subscription)
-    /// false: those go through [`record`](Self::record)), then claims as
-    /// [`claim`](Self::claim) does, in one transaction: the in-flight slots the recorded
-    /// deliveries held are free for the claim. Each attempt is recorded as `record` would. On
-    /// an error nothing is recorded and nothing is claimed. Empty `attempts` is a plain claim;
-    /// `limit` 0 records only.
+    /// false: those go through [`record`](Self::record)), each as `record` would; then claims up
+    /// to `limit` due deliveries of active subscriptions (pending, next attempt at or before
+    /// `now`, no live lease), leasing them until `lease_until`. Both in one transaction,
+    /// committed before returning: the in-flight slots the recorded deliveries held are free for
+    /// the claim, and a claimed delivery is invisible to other workers until its lease expires
+    /// (a crashed worker's deliveries come back then). No subscription gets more than
+    /// `per_subscription` deliveries leased at once (counting those already in flight), so a slow
+    /// subscriber cannot take every worker. On an error nothing is recorded and nothing claimed.
+    /// Empty `attempts` is a plain claim; `limit` 0 records only.
     async fn record_and_claim(
         &self,
         attempts: &[(

@@ -42,11 +42,8 @@ struct ClaimRow {
     failing_since: Option<OffsetDateTime>,
 }
 
-/// Claims due deliveries with the per-subscription cap: a function of migration
-/// `000005_queue_functions`, whose plan the server keeps per connection.
-const CLAIM: &str = "SELECT * FROM timetrack_claim_deliveries($1, $2, $3, $4)";
-
-/// Records a batch of attempts (as [`RECORD_BATCH`]) and then claims (as [`CLAIM`]) in one
+/// Records a batch of attempts (as [`RECORD_BATCH`]) and then claims due deliveries with the
+/// per-subscription cap (`timetrack_claim_deliveries`, migration `000005_queue_functions`) in one
 /// transaction, so the claim sees the slots the record freed: migration
 /// `000008_record_and_claim`.
 const RECORD_AND_CLAIM: &str = "SELECT * FROM timetrack_record_and_claim($1, $2, $3, $4, $5, $6, \
@@ -248,27 +245,6 @@ async fn end_subscription(
 
 #[async_trait]
 impl DeliveryQueue for PgDeliveryQueue {
-    async fn claim(
-        &self,
-        now: OffsetDateTime,
-        lease_until: OffsetDateTime,
-        limit: u32,
-        per_subscription: u32,
-    ) -> DomainResult<Vec<ClaimedDelivery>> {
-        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let rows: Vec<ClaimRow> = Prepared(
-            diesel::sql_query(CLAIM)
-                .bind::<Timestamptz, _>(now)
-                .bind::<Timestamptz, _>(lease_until)
-                .bind::<BigInt, _>(i64::from(limit))
-                .bind::<BigInt, _>(i64::from(per_subscription)),
-        )
-        .load(&mut conn)
-        .await
-        .map_err(|e| map_db_error(e, "claiming deliveries"))?;
-        rows.into_iter().map(claimed).collect()
-    }
-
     async fn record_and_claim(
         &self,
         attempts: &[(ClaimedDelivery, AttemptRecord)],
