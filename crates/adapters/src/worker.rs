@@ -45,7 +45,7 @@ impl Default for WorkerSettings {
 }
 
 /// What a delivery's task hands back to the loop: an attempt for the loop to record, with when
-/// its delivery was claimed; or `None`, nothing to record (the task recorded it itself, as it
+/// its task started (just after the claim); or `None`, nothing to record (the task recorded it itself, as it
 /// ended the subscription, or abandoned it to its lease).
 type Finished = Option<(ClaimedDelivery, AttemptRecord, Instant)>;
 
@@ -55,8 +55,8 @@ struct Held {
     count: usize,
     /// Finished attempts for the next round.
     done: Vec<(ClaimedDelivery, AttemptRecord)>,
-    /// When each delivery of `done` was claimed.
-    claimed_at: Vec<Instant>,
+    /// When the attempt of each delivery of `done` started (just after its claim).
+    started_at: Vec<Instant>,
 }
 
 impl Held {
@@ -64,7 +64,7 @@ impl Held {
         match finished {
             Some((delivery, record, at)) => {
                 self.done.push((delivery, record));
-                self.claimed_at.push(at);
+                self.started_at.push(at);
             }
             None => self.count -= 1,
         }
@@ -88,17 +88,17 @@ impl Held {
         }
         self.count -= self.done.len();
         self.done.clear();
-        self.claimed_at.clear();
+        self.started_at.clear();
     }
 
-    /// Gives up the attempts of `done` claimed longer than `deadline` ago: their leases may have
+    /// Gives up the attempts of `done` started longer than `deadline` ago: their leases may have
     /// passed to another worker.
     fn expire(&mut self, deadline: Duration, metrics: &Metrics) {
         let mut kept = 0;
         for i in 0..self.done.len() {
-            if self.claimed_at[i].elapsed() < deadline {
+            if self.started_at[i].elapsed() < deadline {
                 self.done.swap(kept, i);
-                self.claimed_at.swap(kept, i);
+                self.started_at.swap(kept, i);
                 kept += 1;
             } else {
                 metrics.observe_record_error();
@@ -106,7 +106,7 @@ impl Held {
         }
         self.count -= self.done.len() - kept;
         self.done.truncate(kept);
-        self.claimed_at.truncate(kept);
+        self.started_at.truncate(kept);
     }
 }
 
@@ -131,7 +131,7 @@ pub async fn run_worker(
     let mut held = Held {
         count: 0,
         done: Vec::new(),
-        claimed_at: Vec::new(),
+        started_at: Vec::new(),
     };
     // Whether to claim even with nothing to record: woken, polled, or the last claim was full.
     let mut claim = true;
@@ -204,7 +204,7 @@ async fn attempt(
     deadline: Duration,
     finished: mpsc::UnboundedSender<Finished>,
 ) {
-    let claimed_at = Instant::now();
+    let started_at = Instant::now();
     let outcome = tokio::time::timeout(deadline, async {
         let record = service.attempt(&delivery).await?;
         if record.ends_subscription() {
@@ -221,7 +221,7 @@ async fn attempt(
         ))
     });
     let message = match outcome {
-        Ok(Some(record)) => Some((delivery, record, claimed_at)),
+        Ok(Some(record)) => Some((delivery, record, started_at)),
         Ok(None) => None,
         Err(err) => {
             metrics.observe_record_error();
