@@ -1,0 +1,43 @@
+-- Back to 000006's statement.
+CREATE OR REPLACE FUNCTION timetrack_record_attempts(uuid[], text[], int[], timestamptz[], int[], int[],
+                                          text[], text[], text[], timestamptz[], timestamptz[],
+                                          bool[])
+RETURNS void
+LANGUAGE plpgsql
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+AS $fn$
+BEGIN
+    WITH r AS (
+        SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::timestamptz[], $5::int[],
+                             $6::int[], $7::text[], $8::text[], $9::text[], $10::timestamptz[],
+                             $11::timestamptz[], $12::bool[])
+            AS r(event_id, subscription_id, attempt, started_at, latency_ms, status_code, error,
+                 excerpt, status, next_at, finished, done)
+    ), attempt AS (
+        INSERT INTO delivery_attempts (event_id, subscription_id, attempt, started_at, latency_ms,
+                                       status_code, error, response_excerpt)
+        SELECT event_id, subscription_id, attempt, started_at, latency_ms, status_code, error, excerpt
+        FROM r
+        ON CONFLICT (event_id, subscription_id, attempt) DO NOTHING
+    ), delivery AS (
+        UPDATE deliveries d
+        SET status = r.status, attempts = r.attempt, next_attempt_at = r.next_at,
+            lease_expires_at = NULL, last_status_code = r.status_code, last_error = r.error,
+            updated_at = r.finished
+        FROM r
+        WHERE d.event_id = r.event_id AND d.subscription_id = r.subscription_id
+          -- Unless cancelled meanwhile. Written so that it cannot match the partial indexes of
+          -- pending deliveries: with statistics saying none is pending, the planner scanned one
+          -- of them whole, for every batch, instead of finding each row by its key.
+          AND d.status IS NOT DISTINCT FROM 'PENDING'
+    ), latest AS (
+        SELECT DISTINCT ON (subscription_id) subscription_id, done, started_at
+        FROM r ORDER BY subscription_id, finished DESC
+    )
+    UPDATE webhook_subscriptions s
+    SET failing_since = CASE WHEN latest.done THEN NULL ELSE latest.started_at END
+    FROM latest
+    WHERE s.id = latest.subscription_id
+      AND CASE WHEN latest.done THEN s.failing_since IS NOT NULL ELSE s.failing_since IS NULL END;
+END
+$fn$;
