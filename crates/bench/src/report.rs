@@ -183,8 +183,13 @@ impl Report {
              - Rerun: `just bench` (or `cargo build --release -p timetrack-api -p timetrack-bench \
              && target/release/timetrack-bench`). `DATABASE_URL` set: a `timetrack_bench` \
              database on that server; unset: a private durable cluster under \
-             `target/timetrack-bench/`. The search dataset is seeded once and kept.\n",
-            self.environment, s.runs
+             `target/timetrack-bench/`. The search dataset is seeded once and kept. Each run \
+             starts from the same event history: {} delivered events of the past day, each with \
+             its delivery and attempt (an installation that has been running, not a new one; \
+             see docs/reliability.md on a new installation's first minute).\n",
+            self.environment,
+            s.runs,
+            crate::setup::HISTORY_EVENTS
         );
 
         let _ = writeln!(md, "## Targets\n");

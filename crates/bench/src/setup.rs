@@ -133,11 +133,19 @@ impl Environment {
 
 /// Ends what earlier runs left: their subscriptions point at receivers that are gone, so their
 /// pending deliveries (a run that was stopped, or one that ended with a backlog) would only
-/// compete with this run's. Then empties the event history (events, deliveries, attempts) and
-/// vacuums, so every run starts from the same tables however many runs came before: each run
-/// adds about 300,000 deliveries, and a queue table grown over a day of runs made its autovacuum
-/// passes, and so the figures, depend on the day's history rather than on this run. The search
-/// dataset (clients, workspaces) is kept.
+/// compete with this run's. Then replaces the event history (events, deliveries, attempts) with a
+/// fixed one and vacuums, so every run starts from the same tables however many runs came before:
+/// each run adds about 300,000 deliveries, and a queue table grown over a day of runs made its
+/// autovacuum passes, and so the figures, depend on the day's history rather than on this run.
+/// The search dataset (clients, workspaces) is kept.
+///
+/// The fixed history is [`HISTORY_EVENTS`] delivered events of the past day, as an installation
+/// that has been running has. Emptied tables instead measured a new installation's first minute:
+/// the server's connections plan their foreign-key checks on the first requests, when `events`
+/// is a page or two and a sequential scan is its cheapest plan; PostgreSQL keeps that plan for
+/// the connection until autovacuum next analyzes the table (up to a minute), while the burst grows
+/// it by thousands of rows, and each check read the whole table (11 ms at the median, 106 ms at
+/// worst, measured with `auto_explain`). See docs/reliability.md.
 async fn clear_earlier_runs(url: &str) -> Result<()> {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
@@ -151,6 +159,10 @@ async fn clear_earlier_runs(url: &str) -> Result<()> {
         )
         .await
         .context("ending earlier runs' subscriptions")?;
+    client
+        .batch_execute(&history_sql(HISTORY_EVENTS))
+        .await
+        .context("writing the event history")?;
     // VACUUM cannot run in a transaction block: one statement per call.
     for table in [
         "deliveries",
@@ -166,6 +178,53 @@ async fn clear_earlier_runs(url: &str) -> Result<()> {
     drop(client);
     let _ = driver.await;
     Ok(())
+}
+
+/// Delivered events in the history every run starts from (see [`clear_earlier_runs`]).
+pub const HISTORY_EVENTS: u32 = 20_000;
+
+/// The history's owner: a workspace of its own, with the user, key and (deleted) subscription its
+/// deliveries went to.
+const HISTORY_WORKSPACE: &str = "7c000000-0000-4000-8000-000000000001";
+const HISTORY_USER: &str = "7c000000-0000-4000-8000-000000000002";
+const HISTORY_KEY: &str = "7c000000-0000-4000-8000-000000000003";
+const HISTORY_SUBSCRIPTION: &str = "wh_benchhistory00000000";
+
+/// Statements writing `events` delivered events of the past day, each with its delivery and one
+/// successful attempt, into tables just emptied.
+fn history_sql(events: u32) -> String {
+    format!(
+        "INSERT INTO workspaces (id, name, created_at) \
+         VALUES ('{HISTORY_WORKSPACE}', 'bench history', now()) ON CONFLICT DO NOTHING; \
+         INSERT INTO users (id, name, email, created_at) \
+         VALUES ('{HISTORY_USER}', 'bench history', 'history@bench.invalid', now()) \
+         ON CONFLICT DO NOTHING; \
+         INSERT INTO memberships (workspace_id, user_id, created_at) \
+         VALUES ('{HISTORY_WORKSPACE}', '{HISTORY_USER}', now()) ON CONFLICT DO NOTHING; \
+         INSERT INTO api_keys (id, workspace_id, user_id, name, key_prefix, key_hash, created_at, \
+                               revoked_at) \
+         VALUES ('{HISTORY_KEY}', '{HISTORY_WORKSPACE}', '{HISTORY_USER}', 'bench history', \
+                 'tt_history', sha256('bench history'), now(), now()) ON CONFLICT DO NOTHING; \
+         INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, \
+                                            secret, status, created_at, updated_at) \
+         VALUES ('{HISTORY_SUBSCRIPTION}', '{HISTORY_WORKSPACE}', '{HISTORY_USER}', '{HISTORY_KEY}', \
+                 'https://history.invalid/', ARRAY['CLIENT_CREATED'], 'whsec_history', 'DELETED', \
+                 now(), now()) ON CONFLICT DO NOTHING; \
+         INSERT INTO events (id, workspace_id, event_type, body, created_at) \
+         SELECT gen_random_uuid(), '{HISTORY_WORKSPACE}', 'CLIENT_CREATED', \
+                json_build_object('id', gen_random_uuid(), 'name', 'History client ' || n, \
+                                  'type', 'COMPANY', 'status', 'ACTIVE', 'currency', 'USD')::text, \
+                now() - interval '1 day' + n * (interval '1 day' / {events}) \
+         FROM generate_series(1, {events}) AS n; \
+         INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, \
+                                 next_attempt_at, last_status_code, created_at, updated_at) \
+         SELECT id, '{HISTORY_SUBSCRIPTION}', workspace_id, 'DELIVERED', 1, created_at, 200, \
+                created_at, created_at \
+         FROM events; \
+         INSERT INTO delivery_attempts (event_id, subscription_id, attempt, started_at, \
+                                        latency_ms, status_code) \
+         SELECT event_id, subscription_id, 1, created_at, 2, 200 FROM deliveries;"
+    )
 }
 
 /// Creates the bench database on `url`'s server unless it exists; its URL.
