@@ -6,6 +6,13 @@ use std::process::ExitCode;
 use timetrack_api::config::Cli;
 use timetrack_api::{commands, telemetry};
 
+/// mimalloc rather than the system allocator: a search request allocates and frees many small
+/// objects (rows, strings, JSON), and glibc's malloc took about a sixth of the server's CPU under
+/// the benchmark's search load (`perf`); with mimalloc the server used about 10 % less CPU per
+/// request (236.6 µs against 211.7 µs, and 271.6 against 240.5, over the whole search workload).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = match Cli::parse_args(std::env::args_os()) {
         Ok(cli) => cli,
