@@ -122,6 +122,11 @@ pub struct AttemptRecord {
 }
 
 impl AttemptRecord {
+    /// When the attempt ended: its start plus its latency.
+    pub fn finished_at(&self) -> OffsetDateTime {
+        self.started_at + self.report.latency
+    }
+
     /// Whether recording this attempt ends its subscription: deleted after a 410, or disabled
     /// after 5 days of failures. Such an attempt is recorded on its own, with the subscription's
     /// end, rather than in a batch.

@@ -115,7 +115,7 @@ struct RecordBatch {
 impl RecordBatch {
     /// Adds the columns of `attempt`, the next attempt of `claimed`.
     fn push(&mut self, claimed: &ClaimedDelivery, attempt: &AttemptRecord) {
-        let finished = attempt.started_at + attempt.report.latency;
+        let finished = attempt.finished_at();
         let (code, error) = last_result(&attempt.report.outcome);
         let (status, next_at) = match attempt.next {
             NextStep::Done => ("DELIVERED", finished),
@@ -296,7 +296,7 @@ impl DeliveryQueue for PgDeliveryQueue {
     }
 
     async fn record(&self, claimed: &ClaimedDelivery, attempt: &AttemptRecord) -> DomainResult<()> {
-        let finished = attempt.started_at + attempt.report.latency;
+        let finished = attempt.finished_at();
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         // The batch statement's writes, then the subscription's end, in one transaction.
         let mut batch = RecordBatch::default();
