@@ -81,34 +81,47 @@ struct Server {
 }
 
 impl Server {
+    /// Starts `cmd` on free ports and waits until it is healthy. A port is free only when
+    /// asked, and the server may find it taken when it binds (by the private cluster it starts
+    /// first, say): a server that exits before it is healthy is started again on new ports, up
+    /// to three times.
     fn start(mut cmd: Command) -> Self {
-        let port = free_port();
-        let metrics_port = free_port();
-        let child = cmd
-            .arg("--bind")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--metrics-bind")
-            .arg(format!("127.0.0.1:{metrics_port}"))
-            .env("TIMETRACK_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("starting timetrack");
-        let server = Self {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-            metrics: format!("http://127.0.0.1:{metrics_port}"),
-        };
-        server.wait_until_healthy();
-        server
+        for _ in 0..3 {
+            let port = free_port();
+            let metrics_port = free_port();
+            let child = cmd
+                .env("TIMETRACK_BIND", format!("127.0.0.1:{port}"))
+                .env(
+                    "TIMETRACK_METRICS_BIND",
+                    format!("127.0.0.1:{metrics_port}"),
+                )
+                .env("TIMETRACK_LOG", "warn")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("starting timetrack");
+            let mut server = Self {
+                child,
+                base: format!("http://127.0.0.1:{port}"),
+                metrics: format!("http://127.0.0.1:{metrics_port}"),
+            };
+            if server.wait_until_healthy() {
+                return server;
+            }
+        }
+        panic!("the server exited before it was healthy, three times");
     }
 
-    fn wait_until_healthy(&self) {
+    /// Whether the server became healthy; false if it exited first. Panics after 90 s.
+    fn wait_until_healthy(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(90);
         let url = format!("{}/api/health", self.base);
         while Instant::now() < deadline {
             if let Ok(200) = reqwest::blocking_get(&url) {
-                return;
+                return true;
+            }
+            if self.child.try_wait().unwrap().is_some() {
+                return false;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
