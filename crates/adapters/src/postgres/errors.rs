@@ -14,10 +14,14 @@ pub fn map_pool_error(err: PoolError) -> DomainError {
 /// A query failure that no caller turned into a more specific domain error.
 ///
 /// A lost connection is `Unavailable`; anything else is `Unexpected`, with `context` saying what
-/// was being done.
+/// was being done. diesel-async reports every failure that carries no SQLSTATE (the connection
+/// closed, an I/O error) as `UnableToSendCommand`: those are the connection's, not the query's.
 pub fn map_db_error(err: DieselError, context: &'static str) -> DomainError {
     match &err {
-        DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _)
+        DieselError::DatabaseError(
+            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
+            _,
+        )
         | DieselError::BrokenTransactionManager => {
             DomainError::Unavailable(format!("{context}: {err}"))
         }
@@ -38,5 +42,31 @@ pub(crate) fn violated_constraint(err: &DieselError) -> Option<&str> {
             info,
         ) => info.constraint_name(),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_closed_under_a_query_is_unavailable_not_unexpected() {
+        // What diesel-async makes of tokio-postgres's "connection closed" (no SQLSTATE).
+        let closed = DieselError::DatabaseError(
+            DatabaseErrorKind::UnableToSendCommand,
+            Box::new("connection closed".to_owned()),
+        );
+        assert!(matches!(
+            map_db_error(closed, "reading a workspace"),
+            DomainError::Unavailable(message) if message.contains("reading a workspace")
+        ));
+        let violated = DieselError::DatabaseError(
+            DatabaseErrorKind::CheckViolation,
+            Box::new("new row violates check constraint".to_owned()),
+        );
+        assert!(matches!(
+            map_db_error(violated, "writing"),
+            DomainError::Unexpected(_)
+        ));
     }
 }
