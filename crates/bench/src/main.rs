@@ -8,6 +8,7 @@
 //! HTTPS and commit rates, and the server's peak memory. See `docs/benchmarks.md`.
 
 mod delivery;
+mod lean;
 mod limits;
 mod report;
 mod search;
@@ -46,6 +47,15 @@ pub struct Options {
     /// then lacks the others.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub only: Vec<Workload>,
+    /// Search only these queries (comma-separated, from the workload's list), for quick looks.
+    #[arg(long, value_delimiter = ',')]
+    pub search_queries: Vec<String>,
+    /// Search only at these concurrencies (comma-separated, from 1, 8 and 32), for quick looks.
+    #[arg(long, value_delimiter = ',')]
+    pub search_concurrency: Vec<usize>,
+    /// How long each search measurement lasts, in milliseconds (default: 1,500; smoke: 100).
+    #[arg(long)]
+    pub search_window_ms: Option<u64>,
 }
 
 /// The workloads `--only` can pick.
@@ -128,6 +138,9 @@ fn main() -> Result<()> {
     if let Some(runs) = options.runs {
         sizes.runs = runs.max(1);
     }
+    if let Some(ms) = options.search_window_ms {
+        sizes.search_window = Duration::from_millis(ms.max(1));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -165,7 +178,7 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
         Vec::new()
     };
     let search = if options.runs(Workload::Search) {
-        search::measure(&env, &server, sizes).await?
+        search::measure(&env, &server, sizes, &options).await?
     } else {
         search::Search::default()
     };

@@ -15,10 +15,11 @@ use timetrack_domain::ids::WorkspaceId;
 use timetrack_domain::ports::ClientRepository;
 use uuid::Uuid;
 
+use crate::lean::LeanPost;
 use crate::limits::connect;
 use crate::setup::{Environment, Server};
 use crate::stats::{Latencies, Repeated};
-use crate::{Sizes, progress};
+use crate::{Options, Sizes, progress};
 
 /// The generator's seed: the same dataset every time.
 const SEED: u64 = 20_261_122;
@@ -227,7 +228,12 @@ pub struct Search {
 }
 
 /// Workload 3.
-pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result<Search> {
+pub async fn measure(
+    env: &Environment,
+    server: &Server,
+    sizes: Sizes,
+    options: &Options,
+) -> Result<Search> {
     let big = seed(env, sizes).await?;
     let account = env.account_in(&big.to_string()).await?;
     let repository = PgClientRepository::new(env.pool.clone(), DeliveryAnnouncer::new());
@@ -238,13 +244,19 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
         ),
         ..Search::default()
     };
-    for (chars, query, hit) in QUERIES {
+    let queries = QUERIES.into_iter().filter(|(_, query, _)| {
+        options.search_queries.is_empty() || options.search_queries.iter().any(|q| q == query)
+    });
+    for (chars, query, hit) in queries {
         let rows = repository
             .search(WorkspaceId(big), query, 100)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?
             .len();
-        for concurrency in CONCURRENCY {
+        let concurrencies = CONCURRENCY.into_iter().filter(|c| {
+            options.search_concurrency.is_empty() || options.search_concurrency.contains(c)
+        });
+        for concurrency in concurrencies {
             let mut case = SearchCase {
                 chars,
                 query,
@@ -254,29 +266,15 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
                 ..SearchCase::default()
             };
             for _ in 0..sizes.runs {
-                let body = Arc::new(json!({"workspace_id": big, "name": query}));
-                let (http, base, key) = (
-                    server.http.clone(),
-                    server.base.clone(),
-                    account.key.clone(),
-                );
+                let post = Arc::new(LeanPost::new(
+                    &server.base,
+                    "/api/integrations/automation/triggers/clients/find",
+                    &account.key,
+                    &json!({"workspace_id": big, "name": query}),
+                )?);
                 let (rps, latencies, errors) = drive(concurrency, sizes, move || {
-                    let (http, base, key, body) =
-                        (http.clone(), base.clone(), key.clone(), body.clone());
-                    async move {
-                        let res = http
-                            .post(format!(
-                                "{base}/api/integrations/automation/triggers/clients/find"
-                            ))
-                            .bearer_auth(&key)
-                            .json(&*body)
-                            .send()
-                            .await;
-                        match res {
-                            Ok(res) if res.status() == 200 => res.bytes().await.is_ok(),
-                            _ => false,
-                        }
-                    }
+                    let post = post.clone();
+                    async move { post.send().await }
                 })
                 .await;
                 case.service_rps.push(rps);
