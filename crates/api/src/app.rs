@@ -60,6 +60,10 @@ pub struct AppState {
     /// Hears of the deliveries that writes queue, after they commit (`serve` wakes its worker
     /// and the other processes with it).
     pub announcer: DeliveryAnnouncer,
+    /// The in-process rate-limit counts, shared by every copy made with [`AppState::on_pool`].
+    memory_limiter: Arc<InMemoryRateLimitStore>,
+    /// The settings the state was built with.
+    settings: StateSettings,
 }
 
 /// The rate limits applied by the `Caller` extractor.
@@ -129,15 +133,55 @@ impl Default for StateSettings {
     }
 }
 
+/// What every copy of the state shares, whichever pool it runs on: the in-process rate-limit
+/// counts, the metrics and the delivery announcer.
+#[derive(Clone)]
+struct Shared {
+    memory_limiter: Arc<InMemoryRateLimitStore>,
+    metrics: Arc<Metrics>,
+    announcer: DeliveryAnnouncer,
+}
+
 impl AppState {
     /// Wires the PostgreSQL adapters and the domain services on `pool`.
     pub fn new(pool: PgPool, clock: Arc<dyn Clock>, settings: StateSettings) -> Self {
+        let shared = Shared {
+            memory_limiter: Arc::new(InMemoryRateLimitStore::default()),
+            metrics: Arc::new(Metrics::new()),
+            announcer: DeliveryAnnouncer::new(),
+        };
+        Self::assemble(pool, clock, settings, shared)
+    }
+
+    /// The same state with every repository on `pool` instead: one HTTP worker's own pool, so
+    /// that its queries run on connections driven by its own thread. Rate-limit counts kept in
+    /// memory, metrics and the delivery announcer stay shared with `self`; each copy keeps its
+    /// own cache of verified keys.
+    pub fn on_pool(&self, pool: PgPool) -> Self {
+        let shared = Shared {
+            memory_limiter: self.memory_limiter.clone(),
+            metrics: self.metrics.clone(),
+            announcer: self.announcer.clone(),
+        };
+        Self::assemble(pool, self.clock.clone(), self.settings, shared)
+    }
+
+    fn assemble(
+        pool: PgPool,
+        clock: Arc<dyn Clock>,
+        settings: StateSettings,
+        shared: Shared,
+    ) -> Self {
         let workspaces = Arc::new(PgWorkspaceRepository::new(pool.clone()));
         let users = Arc::new(PgUserRepository::new(pool.clone()));
         let keys = Arc::new(PgApiKeyRepository::new(pool.clone()));
         let catalog = Arc::new(PgCatalogRepository::new(pool.clone()));
         let ids = Arc::new(UuidV7Ids);
-        let announcer = DeliveryAnnouncer::new();
+        let Shared {
+            memory_limiter,
+            metrics,
+            announcer,
+        } = shared;
         Self {
             auth: Arc::new(Authenticator::new(
                 keys,
@@ -168,15 +212,17 @@ impl AppState {
                 ids,
             ),
             limiter: match settings.rate_limit_store {
-                RateLimitStoreKind::Memory => Arc::new(InMemoryRateLimitStore::default()),
+                RateLimitStoreKind::Memory => memory_limiter.clone(),
                 RateLimitStoreKind::Postgres => Arc::new(PgRateLimitStore::new(pool.clone())),
             },
+            memory_limiter,
             limits: settings.rate_limits,
             idempotency: Arc::new(PgIdempotencyStore::new(pool.clone())),
             health: Arc::new(PgHealthProbe::new(pool, settings.health_timeout)),
             clock,
-            metrics: Arc::new(Metrics::new()),
+            metrics,
             announcer,
+            settings,
         }
     }
 }

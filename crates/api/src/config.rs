@@ -93,8 +93,8 @@ pub struct ServeSettings {
     /// from the API's address so metrics are never public by accident.
     #[arg(long, env = "TIMETRACK_METRICS_BIND", default_value = "127.0.0.1:9464")]
     pub metrics_bind: String,
-    /// Most database connections of the API's pool (the delivery worker has two of its own,
-    /// and the notification listener one).
+    /// Most database connections of the API, divided among its worker threads (background tasks
+    /// have four more, the delivery worker two, and the notification listener one).
     #[arg(long, env = "TIMETRACK_DB_POOL_SIZE", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub db_pool_size: u16,
     /// Seconds a verified API key is trusted before the database is asked again (0 to 30).

@@ -26,6 +26,9 @@ use crate::metrics::{MetricsState, metrics_app};
 /// Connections of the delivery worker, beside `--db-pool-size`: one for its rounds (one at a
 /// time), one for an attempt that ends its subscription.
 const DELIVERY_CONNECTIONS: usize = 2;
+/// Connections of the background tasks (start-up, the delivery notifier, housekeeping, the
+/// metrics listener), beside `--db-pool-size`.
+const BACKGROUND_CONNECTIONS: usize = 4;
 
 pub(super) async fn serve(global: &GlobalSettings, settings: &ServeSettings) -> Result<()> {
     let db = Database::open(global).await?;
@@ -39,10 +42,28 @@ async fn run_server(
     settings: &ServeSettings,
     db: &Database,
 ) -> Result<()> {
+    // Each HTTP worker thread gets a share of `--db-pool-size` as a pool of its own. A
+    // connection is driven by a task on the thread that opened it, so a request served on one
+    // worker with a connection opened on another paid two cross-thread wake-ups per round trip.
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    let per_worker = usize::from(settings.db_pool_size).div_ceil(workers).max(1);
+    let worker_pools = (0..workers)
+        .map(|_| {
+            build_pool(
+                db.url(),
+                PoolSettings {
+                    max_size: per_worker,
+                    ..PoolSettings::default()
+                },
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // Start-up, the notifier, housekeeping, the metrics listener and the demo key use a small
+    // pool of their own.
     let pool = build_pool(
         db.url(),
         PoolSettings {
-            max_size: usize::from(settings.db_pool_size),
+            max_size: BACKGROUND_CONNECTIONS,
             ..PoolSettings::default()
         },
     )?;
@@ -90,10 +111,16 @@ async fn run_server(
     let metrics = state.metrics.clone();
     let announcer = state.announcer.clone();
     let metrics_server = metrics_server(settings, &pool, metrics.clone())?;
-    let server = HttpServer::new(move || build_app(state.clone()))
-        .bind(&settings.bind)
-        .with_context(|| format!("binding {}", settings.bind))?
-        .shutdown_timeout(10);
+    let next_pool = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = HttpServer::new(move || {
+        // Called once on each worker thread (again if actix restarts one).
+        let index = next_pool.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        build_app(state.on_pool(worker_pools[index % worker_pools.len()].clone()))
+    })
+    .workers(workers)
+    .bind(&settings.bind)
+    .with_context(|| format!("binding {}", settings.bind))?
+    .shutdown_timeout(10);
     let addrs = server.addrs();
     let base_url = addrs
         .first()

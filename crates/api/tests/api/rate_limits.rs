@@ -240,3 +240,30 @@ async fn the_postgres_store_shares_counts_between_instances() {
     }
     assert_eq!(admitted, 5);
 }
+
+#[actix_web::test]
+async fn http_workers_on_pools_of_their_own_share_the_in_memory_counts() {
+    let t = TestApp::with_settings(limits(5, 1000, 1000)).await;
+    let first = t.service().await;
+    // `serve` gives each HTTP worker thread a copy of the state on a pool of its own.
+    let worker_pool = t.db().pool();
+    let second = test::init_service(timetrack_api::build_app(t.state.on_pool(worker_pool))).await;
+    let mut admitted = 0;
+    for n in 0..8 {
+        let req = test::TestRequest::get()
+            .uri("/api/me")
+            .insert_header(t.bearer())
+            .to_request();
+        let status = if n % 2 == 0 {
+            call(&first, req).await.0
+        } else {
+            call(&second, req).await.0
+        };
+        if status == 200 {
+            admitted += 1;
+        } else {
+            assert_eq!(status, 429);
+        }
+    }
+    assert_eq!(admitted, 5);
+}

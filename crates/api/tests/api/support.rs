@@ -16,7 +16,7 @@ use timetrack_domain::services::{AdminService, NewWorkspace};
 
 pub struct TestApp {
     /// Keeps the test's database alive (it is dropped with the app).
-    _db: TestDatabase,
+    db: TestDatabase,
     pub pool: PgPool,
     pub admin: AdminService,
     pub state: AppState,
@@ -76,7 +76,7 @@ impl TestApp {
             .unwrap();
         let state = AppState::new(pool.clone(), Arc::new(SystemClock), settings);
         Self {
-            _db: db,
+            db,
             pool: pool.clone(),
             admin,
             state,
@@ -95,6 +95,11 @@ impl TestApp {
         Error = actix_web::Error,
     > {
         test::init_service(build_app(self.state.clone())).await
+    }
+
+    /// The test's own database.
+    pub fn db(&self) -> &TestDatabase {
+        &self.db
     }
 
     pub fn bearer(&self) -> (&'static str, String) {
