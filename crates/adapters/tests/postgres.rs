@@ -1476,3 +1476,126 @@ mod queue {
         );
     }
 }
+
+mod client_search {
+    use diesel::QueryableByName;
+    use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
+    use timetrack_adapters::postgres::{DeliveryAnnouncer, PgClientRepository};
+    use timetrack_domain::ports::ClientRepository;
+
+    use super::*;
+
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+
+    #[derive(QueryableByName)]
+    struct Setting {
+        #[diesel(sql_type = Text)]
+        setting: String,
+    }
+
+    /// A workspace of 3,000 clients named "Acme Logistics N" (newest last) and one "Zqz Labs".
+    async fn seeded(f: &Fixture) -> WorkspaceId {
+        let ws = f.admin.create_workspace(named("Search")).await.unwrap();
+        let mut conn = f.db.pool().get().await.unwrap();
+        diesel::sql_query(
+            "INSERT INTO clients (id, workspace_id, name, name_lower, type, status, currency, \
+                                  created_at, updated_at) \
+             SELECT gen_random_uuid(), $1, n, lower(n), 'company', 'active', 'USD', \
+                    timestamptz '2026-01-01' + i * interval '1 second', \
+                    timestamptz '2026-01-01' + i * interval '1 second' \
+             FROM (SELECT i, CASE WHEN i = 10 THEN 'Zqz Labs' ELSE 'Acme Logistics ' || i END \
+                   FROM generate_series(1, 3000) i) AS t(i, n)",
+        )
+        .bind::<SqlUuid, _>(ws.id.0)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        diesel::sql_query("ANALYZE clients")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        ws.id
+    }
+
+    #[tokio::test]
+    async fn three_characters_or_more_run_through_one_kept_statement_newest_first() {
+        let f = fixture().await;
+        let ws = seeded(&f).await;
+        // One connection, so every search below runs on it.
+        let pool = build_pool(
+            f.db.url(),
+            PoolSettings {
+                max_size: 1,
+                ..PoolSettings::default()
+            },
+        )
+        .unwrap();
+        let repository = PgClientRepository::new(pool.clone(), DeliveryAnnouncer::new());
+        for _ in 0..3 {
+            let found = repository.search(ws, "logistics", 100).await.unwrap();
+            assert_eq!(found.len(), 100);
+            assert_eq!(found[0].name, "Acme Logistics 3000");
+            assert_eq!(found[99].name, "Acme Logistics 2901");
+            let found = repository.search(ws, "zqz", 100).await.unwrap();
+            assert_eq!(
+                found.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+                ["Zqz Labs"]
+            );
+            assert!(repository.search(ws, "zqzq", 100).await.unwrap().is_empty());
+        }
+        // Kept by the connection (one round trip per search), and one statement for every
+        // pattern: the function plans each call for its own pattern.
+        let mut conn = pool.get().await.unwrap();
+        // The pattern is a parameter, so this query's own text does not match it.
+        let kept: Count = diesel::sql_query(
+            "SELECT count(*) AS n FROM pg_prepared_statements WHERE statement LIKE $1",
+        )
+        .bind::<Text, _>("%FROM timetrack_find_clients(%")
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+        assert_eq!(kept.n, 1);
+    }
+
+    #[tokio::test]
+    async fn the_search_is_planned_per_call_and_its_index_keeps_no_pending_list() {
+        let f = fixture().await;
+        let ws = seeded(&f).await;
+        let mut conn = f.db.pool().get().await.unwrap();
+        let config: Setting = diesel::sql_query(
+            "SELECT array_to_string(proconfig, ',') AS setting FROM pg_proc \
+             WHERE proname = 'timetrack_find_clients'",
+        )
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+        assert_eq!(config.setting, "plan_cache_mode=force_custom_plan");
+        let options: Setting = diesel::sql_query(
+            "SELECT array_to_string(reloptions, ',') AS setting FROM pg_class \
+             WHERE relname = 'clients_workspace_name_trgm_idx'",
+        )
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+        assert_eq!(options.setting, "fastupdate=off");
+        // New names are in the index itself at once: a search finds a client created after the
+        // index was last cleaned, with nothing pending.
+        diesel::sql_query(
+            "INSERT INTO clients (id, workspace_id, name, name_lower, type, status, currency, \
+                                  created_at, updated_at) \
+             VALUES (gen_random_uuid(), $1, 'Qqzz Freight', 'qqzz freight', 'company', \
+                     'active', 'USD', now(), now())",
+        )
+        .bind::<SqlUuid, _>(ws.0)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        let repository = PgClientRepository::new(f.db.pool(), DeliveryAnnouncer::new());
+        let found = repository.search(ws, "qqzz", 100).await.unwrap();
+        assert_eq!(found.len(), 1);
+    }
+}

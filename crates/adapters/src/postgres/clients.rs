@@ -261,20 +261,20 @@ impl ClientRepository for PgClientRepository {
                 .map_err(|e| map_db_error(e, "searching clients"))?;
             return to_clients(rows);
         }
-        // Three characters or more: sent as text, never as a cached prepared statement. The best
-        // plan depends on the pattern (the trigram index for rare ones, the newest-first index
-        // for common ones), and a cached statement falls back to one generic plan for every
-        // pattern, which scans the whole workspace on a miss. Planning costs a fraction of a
-        // millisecond.
-        let rows: Vec<ClientRow> = diesel::sql_query(
-            "SELECT id, workspace_id, name, name_lower, type, type AS type_, status, email, \
-             phone, address, note, currency, created_at, updated_at \
-             FROM clients WHERE workspace_id = $1 AND name_lower LIKE $2 \
-             ORDER BY created_at DESC, id DESC LIMIT $3",
+        // Three characters or more: the best plan depends on the pattern (the trigram index for
+        // rare ones, the newest-first index for common ones), and a statement planned once falls
+        // back to one generic plan for every pattern, which scans the whole workspace on a miss.
+        // The function plans its query for each call's pattern, and is called through a
+        // statement the connection keeps: one round trip (migration 000011).
+        let rows: Vec<ClientRow> = Prepared(diesel::sql_query(
+            "SELECT id, workspace_id, name, name_lower, type, type AS type_, status, email, phone, \
+             address, note, currency, created_at, updated_at \
+             FROM timetrack_find_clients($1, $2, $3)",
+            )
+            .bind::<SqlUuid, _>(workspace.0)
+            .bind::<Text, _>(contains_pattern(needle))
+            .bind::<diesel::sql_types::BigInt, _>(i64::from(limit)),
         )
-        .bind::<SqlUuid, _>(workspace.0)
-        .bind::<Text, _>(contains_pattern(needle))
-        .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
         .load(&mut conn)
         .await
         .map_err(|e| map_db_error(e, "searching clients"))?;
