@@ -1562,7 +1562,7 @@ mod client_search {
     }
 
     #[tokio::test]
-    async fn the_search_is_planned_per_call_and_its_index_keeps_no_pending_list() {
+    async fn the_search_is_planned_per_call_on_finer_statistics_with_a_short_pending_list() {
         let f = fixture().await;
         let ws = seeded(&f).await;
         let mut conn = f.db.pool().get().await.unwrap();
@@ -1581,9 +1581,16 @@ mod client_search {
         .get_result(&mut conn)
         .await
         .unwrap();
-        assert_eq!(options.setting, "fastupdate=off");
-        // New names are in the index itself at once: a search finds a client created after the
-        // index was last cleaned, with nothing pending.
+        assert_eq!(options.setting, "gin_pending_list_limit=128");
+        let target: Count = diesel::sql_query(
+            "SELECT attstattarget::bigint AS n FROM pg_attribute \
+             WHERE attrelid = 'clients'::regclass AND attname = 'name_lower'",
+        )
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+        assert_eq!(target.n, 500);
+        // A name still waiting in the pending list is found like any other.
         diesel::sql_query(
             "INSERT INTO clients (id, workspace_id, name, name_lower, type, status, currency, \
                                   created_at, updated_at) \
