@@ -172,11 +172,17 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
     };
     let load_rss = server.memory()?;
     progress(&format!("peak RSS under load {:.1} MB", load_rss.peak_mb()));
+    if options.runs(Workload::Throughput) {
+        env.settle().await?;
+    }
     let latency = if options.runs(Workload::Latency) {
         delivery::latency(&env, &server, sizes).await?
     } else {
         Vec::new()
     };
+    if options.runs(Workload::Latency) {
+        env.settle().await?;
+    }
     let search = if options.runs(Workload::Search) {
         search::measure(&env, &server, sizes, &options).await?
     } else {

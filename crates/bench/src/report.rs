@@ -292,8 +292,10 @@ impl Report {
             md,
             "## 3. Find client\n\n\
              Dataset: {}. `POST /api/integrations/automation/triggers/clients/find` on the big \
-             workspace, rate limit lifted; \"direct\" is the same repository query through a pool \
-             of the same size in the tool's process. Each measurement lasts {:.1} s.\n",
+             workspace, rate limit lifted, sent as `wrk` sends it (one kept-alive HTTP/1.1 \
+             connection per concurrent loop, the body serialized once); \"direct\" is the same \
+             repository query through a pool of the same size in the tool's process. Each \
+             measurement lasts {:.1} s.\n",
             self.search.dataset,
             s.search_window.as_secs_f64()
         );

@@ -310,7 +310,9 @@ pub async fn measure(
     let (client, driver) = connect(&env.database_url).await?;
     for query in ["log", "logistic", "zqz", "a", "z"] {
         // The statement the repository runs (see `PgClientRepository::search`): one or two
-        // characters pick the newest matches from the index alone, then fetch them by key.
+        // characters pick the newest matches from the index alone, then fetch them by key; three
+        // or more run this query inside `timetrack_find_clients`, which plans it for each call's
+        // pattern, so the plan shown is the one each call gets.
         let columns = "id, workspace_id, name, type, status, email, phone, address, note, \
                        currency, created_at, updated_at";
         let matching = format!(

@@ -163,6 +163,14 @@ async fn clear_earlier_runs(url: &str) -> Result<()> {
         .batch_execute(&history_sql(HISTORY_EVENTS))
         .await
         .context("writing the event history")?;
+    vacuum_delivery_tables(&client).await?;
+    drop(client);
+    let _ = driver.await;
+    Ok(())
+}
+
+/// Vacuums and analyzes the tables a delivery workload writes.
+async fn vacuum_delivery_tables(client: &tokio_postgres::Client) -> Result<()> {
     // VACUUM cannot run in a transaction block: one statement per call.
     for table in [
         "deliveries",
@@ -175,9 +183,26 @@ async fn clear_earlier_runs(url: &str) -> Result<()> {
             .await
             .with_context(|| format!("vacuuming {table}"))?;
     }
-    drop(client);
-    let _ = driver.await;
     Ok(())
+}
+
+impl Environment {
+    /// Lets the next workload start on settled tables, as `pgbench` vacuums before each run:
+    /// the throughput workload leaves some 150,000 dead delivery rows and index entries, and
+    /// autovacuum clears them up to a minute later, in the middle of whatever is measured then
+    /// (delivery latency at S = 10 right after it had p99 8.7-12.7 ms). docs/reliability.md
+    /// gives what a burst costs the traffic that follows it.
+    pub async fn settle(&self) -> Result<()> {
+        let (client, connection) =
+            tokio_postgres::connect(&self.database_url, tokio_postgres::NoTls)
+                .await
+                .context("connecting to the bench database")?;
+        let driver = tokio::spawn(connection);
+        vacuum_delivery_tables(&client).await?;
+        drop(client);
+        let _ = driver.await;
+        Ok(())
+    }
 }
 
 /// Delivered events in the history every run starts from (see [`clear_earlier_runs`]).
