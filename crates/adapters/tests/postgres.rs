@@ -1566,22 +1566,22 @@ mod client_search {
         let f = fixture().await;
         let ws = seeded(&f).await;
         let mut conn = f.db.pool().get().await.unwrap();
-        let config: Setting = diesel::sql_query(
-            "SELECT array_to_string(proconfig, ',') AS setting FROM pg_proc \
-             WHERE proname = 'timetrack_find_clients'",
-        )
-        .get_result(&mut conn)
-        .await
-        .unwrap();
-        assert_eq!(config.setting, "plan_cache_mode=force_custom_plan");
-        let options: Setting = diesel::sql_query(
-            "SELECT array_to_string(reloptions, ',') AS setting FROM pg_class \
-             WHERE relname = 'clients_workspace_name_trgm_idx'",
-        )
-        .get_result(&mut conn)
-        .await
-        .unwrap();
-        assert_eq!(options.setting, "gin_pending_list_limit=128");
+        // (query, expected): the function's settings, the index's options.
+        for (sql, expected) in [
+            (
+                "SELECT array_to_string(proconfig, ',') AS setting FROM pg_proc \
+                 WHERE proname = 'timetrack_find_clients'",
+                "plan_cache_mode=force_custom_plan",
+            ),
+            (
+                "SELECT array_to_string(reloptions, ',') AS setting FROM pg_class \
+                 WHERE relname = 'clients_workspace_name_trgm_idx'",
+                "gin_pending_list_limit=128",
+            ),
+        ] {
+            let found: Setting = diesel::sql_query(sql).get_result(&mut conn).await.unwrap();
+            assert_eq!(found.setting, expected);
+        }
         let target: Count = diesel::sql_query(
             "SELECT attstattarget::bigint AS n FROM pg_attribute \
              WHERE attrelid = 'clients'::regclass AND attname = 'name_lower'",

@@ -1,5 +1,7 @@
 //! Rate limits: per key on every authenticated endpoint, failed authentications per address.
 
+use actix_web::body::MessageBody;
+use actix_web::dev::{Service, ServiceResponse};
 use actix_web::test;
 use serde_json::json;
 use timetrack_api::{RateLimitStoreKind, RateLimits, StateSettings};
@@ -23,10 +25,7 @@ fn limits(per_minute: u32, per_second: u32, failures: u32) -> StateSettings {
     }
 }
 
-fn header(
-    res: &actix_web::dev::ServiceResponse<impl actix_web::body::MessageBody>,
-    name: &str,
-) -> Option<String> {
+fn header(res: &ServiceResponse<impl MessageBody>, name: &str) -> Option<String> {
     res.headers()
         .get(name)
         .map(|v| v.to_str().unwrap().to_owned())
@@ -221,24 +220,7 @@ async fn the_postgres_store_shares_counts_between_instances() {
         settings,
     );
     let second = test::init_service(timetrack_api::build_app(second_state)).await;
-    let mut admitted = 0;
-    for n in 0..8 {
-        let req = test::TestRequest::get()
-            .uri("/api/me")
-            .insert_header(t.bearer())
-            .to_request();
-        let status = if n % 2 == 0 {
-            call(&first, req).await.0
-        } else {
-            call(&second, req).await.0
-        };
-        if status == 200 {
-            admitted += 1;
-        } else {
-            assert_eq!(status, 429);
-        }
-    }
-    assert_eq!(admitted, 5);
+    assert_eq!(admitted_alternately(&t, &first, &second).await, 5);
 }
 
 #[actix_web::test]
@@ -248,6 +230,18 @@ async fn http_workers_on_pools_of_their_own_share_the_in_memory_counts() {
     // `serve` gives each HTTP worker thread a copy of the state on a pool of its own.
     let worker_pool = t.db().pool();
     let second = test::init_service(timetrack_api::build_app(t.state.on_pool(worker_pool))).await;
+    assert_eq!(admitted_alternately(&t, &first, &second).await, 5);
+}
+
+/// Sends 8 requests with the test key, alternately to `first` and `second`: how many were
+/// admitted (the others must be 429).
+async fn admitted_alternately<S1, B1, S2, B2>(t: &TestApp, first: &S1, second: &S2) -> usize
+where
+    S1: Service<actix_http::Request, Response = ServiceResponse<B1>, Error = actix_web::Error>,
+    B1: MessageBody,
+    S2: Service<actix_http::Request, Response = ServiceResponse<B2>, Error = actix_web::Error>,
+    B2: MessageBody,
+{
     let mut admitted = 0;
     for n in 0..8 {
         let req = test::TestRequest::get()
@@ -255,9 +249,9 @@ async fn http_workers_on_pools_of_their_own_share_the_in_memory_counts() {
             .insert_header(t.bearer())
             .to_request();
         let status = if n % 2 == 0 {
-            call(&first, req).await.0
+            call(first, req).await.0
         } else {
-            call(&second, req).await.0
+            call(second, req).await.0
         };
         if status == 200 {
             admitted += 1;
@@ -265,5 +259,5 @@ async fn http_workers_on_pools_of_their_own_share_the_in_memory_counts() {
             assert_eq!(status, 429);
         }
     }
-    assert_eq!(admitted, 5);
+    admitted
 }
