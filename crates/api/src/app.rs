@@ -60,8 +60,6 @@ pub struct AppState {
     /// Hears of the deliveries that writes queue, after they commit (`serve` wakes its worker
     /// and the other processes with it).
     pub announcer: DeliveryAnnouncer,
-    /// The in-process rate-limit counts, shared by every copy made with [`AppState::on_pool`].
-    memory_limiter: Arc<InMemoryRateLimitStore>,
     /// The settings the state was built with.
     settings: StateSettings,
 }
@@ -133,11 +131,11 @@ impl Default for StateSettings {
     }
 }
 
-/// What every copy of the state shares, whichever pool it runs on: the in-process rate-limit
-/// counts, the metrics and the delivery announcer.
-#[derive(Clone)]
+/// What every copy of the state shares, whichever pool it runs on: the rate-limit counts when
+/// they are kept in this process, the metrics and the delivery announcer.
 struct Shared {
-    memory_limiter: Arc<InMemoryRateLimitStore>,
+    /// Used when the counts are kept in memory; a PostgreSQL store is made on each copy's pool.
+    in_process_limiter: Arc<dyn RateLimitStore>,
     metrics: Arc<Metrics>,
     announcer: DeliveryAnnouncer,
 }
@@ -146,7 +144,7 @@ impl AppState {
     /// Wires the PostgreSQL adapters and the domain services on `pool`.
     pub fn new(pool: PgPool, clock: Arc<dyn Clock>, settings: StateSettings) -> Self {
         let shared = Shared {
-            memory_limiter: Arc::new(InMemoryRateLimitStore::default()),
+            in_process_limiter: Arc::new(InMemoryRateLimitStore::default()),
             metrics: Arc::new(Metrics::new()),
             announcer: DeliveryAnnouncer::new(),
         };
@@ -159,7 +157,7 @@ impl AppState {
     /// own cache of verified keys.
     pub fn on_pool(&self, pool: PgPool) -> Self {
         let shared = Shared {
-            memory_limiter: self.memory_limiter.clone(),
+            in_process_limiter: self.limiter.clone(),
             metrics: self.metrics.clone(),
             announcer: self.announcer.clone(),
         };
@@ -178,7 +176,7 @@ impl AppState {
         let catalog = Arc::new(PgCatalogRepository::new(pool.clone()));
         let ids = Arc::new(UuidV7Ids);
         let Shared {
-            memory_limiter,
+            in_process_limiter,
             metrics,
             announcer,
         } = shared;
@@ -212,10 +210,9 @@ impl AppState {
                 ids,
             ),
             limiter: match settings.rate_limit_store {
-                RateLimitStoreKind::Memory => memory_limiter.clone(),
+                RateLimitStoreKind::Memory => in_process_limiter,
                 RateLimitStoreKind::Postgres => Arc::new(PgRateLimitStore::new(pool.clone())),
             },
-            memory_limiter,
             limits: settings.rate_limits,
             idempotency: Arc::new(PgIdempotencyStore::new(pool.clone())),
             health: Arc::new(PgHealthProbe::new(pool, settings.health_timeout)),

@@ -45,37 +45,26 @@ async fn run_server(
     // Each HTTP worker thread gets a share of `--db-pool-size` as a pool of its own. A
     // connection is driven by a task on the thread that opened it, so a request served on one
     // worker with a connection opened on another paid two cross-thread wake-ups per round trip.
+    let pool_of = |max_size| {
+        build_pool(
+            db.url(),
+            PoolSettings {
+                max_size,
+                ..PoolSettings::default()
+            },
+        )
+    };
     let workers = std::thread::available_parallelism().map_or(1, usize::from);
     let per_worker = usize::from(settings.db_pool_size).div_ceil(workers).max(1);
     let worker_pools = (0..workers)
-        .map(|_| {
-            build_pool(
-                db.url(),
-                PoolSettings {
-                    max_size: per_worker,
-                    ..PoolSettings::default()
-                },
-            )
-        })
+        .map(|_| pool_of(per_worker))
         .collect::<Result<Vec<_>>>()?;
     // Start-up, the notifier, housekeeping, the metrics listener and the demo key use a small
     // pool of their own.
-    let pool = build_pool(
-        db.url(),
-        PoolSettings {
-            max_size: BACKGROUND_CONNECTIONS,
-            ..PoolSettings::default()
-        },
-    )?;
+    let pool = pool_of(BACKGROUND_CONNECTIONS)?;
     // The delivery worker has connections of its own, so its rounds never wait behind API
     // requests for a pooled connection.
-    let delivery_pool = build_pool(
-        db.url(),
-        PoolSettings {
-            max_size: DELIVERY_CONNECTIONS,
-            ..PoolSettings::default()
-        },
-    )?;
+    let delivery_pool = pool_of(DELIVERY_CONNECTIONS)?;
     let delivery = delivery_service(settings, &delivery_pool)?;
     let demo = if db.is_private() {
         Some(demo::ensure_demo(&global.data_dir, &pool).await?)
