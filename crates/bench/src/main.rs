@@ -172,18 +172,21 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
     };
     let load_rss = server.memory()?;
     progress(&format!("peak RSS under load {:.1} MB", load_rss.peak_mb()));
-    if options.runs(Workload::Throughput) {
-        env.settle().await?;
-    }
+    // Each workload after a delivery workload starts on vacuumed delivery tables.
+    let delivered = options.runs(Workload::Throughput);
     let latency = if options.runs(Workload::Latency) {
+        if delivered {
+            env.settle().await?;
+        }
         delivery::latency(&env, &server, sizes).await?
     } else {
         Vec::new()
     };
-    if options.runs(Workload::Latency) {
-        env.settle().await?;
-    }
+    let delivered = delivered || options.runs(Workload::Latency);
     let search = if options.runs(Workload::Search) {
+        if delivered {
+            env.settle().await?;
+        }
         search::measure(&env, &server, sizes, &options).await?
     } else {
         search::Search::default()

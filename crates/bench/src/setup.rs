@@ -11,6 +11,7 @@ use timetrack_adapters::{
 };
 
 use crate::Options;
+use crate::limits::connect;
 
 /// The bench's database on `DATABASE_URL`'s server.
 const DATABASE: &str = "timetrack_bench";
@@ -147,10 +148,9 @@ impl Environment {
 /// it by thousands of rows, and each check read the whole table (11 ms at the median, 106 ms at
 /// worst, measured with `auto_explain`). See docs/reliability.md.
 async fn clear_earlier_runs(url: &str) -> Result<()> {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+    let (client, driver) = connect(url)
         .await
         .context("connecting to the bench database")?;
-    let driver = tokio::spawn(connection);
     client
         .batch_execute(
             "UPDATE webhook_subscriptions SET status = 'DELETED', updated_at = now() \
@@ -193,11 +193,9 @@ impl Environment {
     /// (delivery latency at S = 10 right after it had p99 8.7-12.7 ms). docs/reliability.md
     /// gives what a burst costs the traffic that follows it.
     pub async fn settle(&self) -> Result<()> {
-        let (client, connection) =
-            tokio_postgres::connect(&self.database_url, tokio_postgres::NoTls)
-                .await
-                .context("connecting to the bench database")?;
-        let driver = tokio::spawn(connection);
+        let (client, driver) = connect(&self.database_url)
+            .await
+            .context("connecting to the bench database")?;
         vacuum_delivery_tables(&client).await?;
         drop(client);
         let _ = driver.await;
