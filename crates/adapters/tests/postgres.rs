@@ -333,6 +333,44 @@ async fn health_probe_reports_a_reachable_database() {
     probe.check_database().await.unwrap();
 }
 
+/// After a burst, the pool hands out the connection returned last, so a lighter load stays on a
+/// few warm backends instead of rotating through every connection the burst opened.
+#[tokio::test]
+async fn the_pool_reuses_the_connection_returned_last() {
+    #[derive(diesel::QueryableByName)]
+    struct Backend {
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        pid: i32,
+    }
+    async fn backend(conn: &mut diesel_async::AsyncPgConnection) -> i32 {
+        diesel::sql_query("SELECT pg_backend_pid() AS pid")
+            .get_result::<Backend>(conn)
+            .await
+            .unwrap()
+            .pid
+    }
+    let db = TestDatabase::new().await;
+    let pool = db.pool();
+    let mut burst = Vec::new();
+    for _ in 0..3 {
+        burst.push(pool.get().await.unwrap());
+    }
+    let mut pids = Vec::new();
+    for conn in &mut burst {
+        pids.push(backend(conn).await);
+    }
+    assert_eq!(
+        pids.iter().collect::<std::collections::HashSet<_>>().len(),
+        3
+    );
+    // Returned in order: the third one is the most recent.
+    drop(burst);
+    for _ in 0..5 {
+        let mut conn = pool.get().await.unwrap();
+        assert_eq!(backend(&mut conn).await, pids[2]);
+    }
+}
+
 #[tokio::test]
 async fn health_probe_reports_an_unreachable_database_quickly() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
