@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use timetrack_adapters::testing::Received;
 
 use crate::setup::{Account, Environment, Server};
-use crate::stats::{Latencies, Repeated};
+use crate::stats::{Latencies, Repeated, slow_span};
 use crate::{Sizes, progress};
 
 /// Subscription counts measured.
@@ -148,6 +148,7 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
             let mut ticker =
                 tokio::time::interval(Duration::from_secs(1) / sizes.latency_rate.max(1));
             let mut requests = Vec::new();
+            let started = Instant::now();
             for n in 0..total {
                 ticker.tick().await;
                 let answered = answered.clone();
@@ -187,6 +188,8 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
             let expected = answered.len() * s;
             let received = wait_for(env, before, expected).await;
             let mut samples = Latencies::default();
+            // Each sample with its time into the run, to tell a spread tail from a stall.
+            let mut timed = Vec::new();
             let mut seen = HashSet::new();
             for r in received
                 .iter()
@@ -202,15 +205,26 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
                     && seen.insert((r.path.clone(), id.to_owned()))
                 {
                     // A delivery can beat the response to the client: that is 0, not negative.
-                    samples.push(r.at.saturating_duration_since(*answered_at));
+                    let latency = r.at.saturating_duration_since(*answered_at);
+                    samples.push(latency);
+                    timed.push((
+                        answered_at.saturating_duration_since(started).as_secs_f64(),
+                        latency.as_secs_f64() * 1_000.0,
+                    ));
                 }
             }
             figures.lost += expected.saturating_sub(seen.len());
             figures.p50.push(samples.percentile(50.0));
             figures.p95.push(samples.percentile(95.0));
             figures.p99.push(samples.percentile(99.0));
+            let slow = slow_span(&timed, samples.percentile(99.0)).map_or_else(String::new, |w| {
+                format!(
+                    "; the {} over p99 answered {:.1}-{:.1} s into the run, {} of them in second {}",
+                    w.count, w.first, w.last, w.worst_count, w.worst_second
+                )
+            });
             progress(&format!(
-                "latency S={s} run {}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} samples)",
+                "latency S={s} run {}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} samples){slow}",
                 run + 1,
                 samples.percentile(50.0),
                 samples.percentile(95.0),
