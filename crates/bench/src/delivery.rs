@@ -188,8 +188,9 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
             let expected = answered.len() * s;
             let received = wait_for(env, before, expected).await;
             let mut samples = Latencies::default();
-            // Each sample with its time into the run, to tell a spread tail from a stall.
-            let mut timed = Vec::new();
+            // When each sample's request was answered, in seconds into the run (beside
+            // `samples`, in the same order), to tell a spread tail from a stall.
+            let mut answered_after = Vec::new();
             let mut seen = HashSet::new();
             for r in received
                 .iter()
@@ -205,19 +206,21 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
                     && seen.insert((r.path.clone(), id.to_owned()))
                 {
                     // A delivery can beat the response to the client: that is 0, not negative.
-                    let latency = r.at.saturating_duration_since(*answered_at);
-                    samples.push(latency);
-                    timed.push((
-                        answered_at.saturating_duration_since(started).as_secs_f64(),
-                        latency.as_secs_f64() * 1_000.0,
-                    ));
+                    samples.push(r.at.saturating_duration_since(*answered_at));
+                    answered_after
+                        .push(answered_at.saturating_duration_since(started).as_secs_f64());
                 }
             }
             figures.lost += expected.saturating_sub(seen.len());
             figures.p50.push(samples.percentile(50.0));
             figures.p95.push(samples.percentile(95.0));
-            figures.p99.push(samples.percentile(99.0));
-            let slow = slow_span(&timed, samples.percentile(99.0)).map_or_else(String::new, |w| {
+            let p99 = samples.percentile(99.0);
+            figures.p99.push(p99);
+            let timed: Vec<_> = answered_after
+                .into_iter()
+                .zip(samples.0.iter().copied())
+                .collect();
+            let slow = slow_span(&timed, p99).map_or_else(String::new, |w| {
                 format!(
                     "; the {} over p99 answered {:.1}-{:.1} s into the run, {} of them in second {}",
                     w.count, w.first, w.last, w.worst_count, w.worst_second
@@ -228,7 +231,7 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
                 run + 1,
                 samples.percentile(50.0),
                 samples.percentile(95.0),
-                samples.percentile(99.0),
+                p99,
                 samples.0.len()
             ));
             runs.push(samples);

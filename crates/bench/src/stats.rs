@@ -78,8 +78,8 @@ pub fn slow_span(timed: &[(f64, f64)], threshold_ms: f64) -> Option<SlowSpan> {
     let last = slow.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let mut per_second = std::collections::BTreeMap::<u64, usize>::new();
     for at in &slow {
-        // Times are never negative; a second is its whole part.
-        *per_second.entry(at.max(0.0) as u64).or_default() += 1;
+        // A second is the time's whole part (times are never negative).
+        *per_second.entry(*at as u64).or_default() += 1;
     }
     // The earliest of the busiest seconds.
     let (worst_second, worst_count) = per_second.into_iter().fold(

@@ -119,7 +119,7 @@ pub fn build_pool(url: &str, settings: PoolSettings) -> Result<PgPool> {
         // The most recently returned connection is handed out first, so after a burst the load
         // runs on a few warm backends instead of rotating through every connection the burst
         // opened (measured: p99 of a search at concurrency 8 right after one at 32 went from
-        // ~30 ms to ~13 ms; docs/benchmarks.md).
+        // ~30 ms to ~13 ms; docs/decisions.md).
         .queue_mode(deadpool::managed::QueueMode::Lifo)
         .runtime(deadpool::Runtime::Tokio1)
         .build()
