@@ -1,0 +1,61 @@
+-- The claim of 000009 (migration 000006's statement, planned per call) and its leased index.
+CREATE INDEX deliveries_leased_subscription_idx
+    ON deliveries (subscription_id, lease_expires_at)
+    WHERE status = 'PENDING' AND lease_expires_at IS NOT NULL;
+DROP INDEX deliveries_leased_due_idx;
+
+CREATE OR REPLACE FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint)
+RETURNS TABLE (event_id uuid, subscription_id text, workspace_id uuid, event_type text,
+               body text, url text, secret text, attempts integer,
+               failing_since timestamptz)
+LANGUAGE plpgsql
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+    WITH RECURSIVE subs(id) AS (
+        -- The subscriptions with due deliveries, one index probe each (a skip scan).
+        (SELECT d.subscription_id FROM deliveries d
+         WHERE d.status = 'PENDING' AND d.next_attempt_at <= $1
+         ORDER BY d.subscription_id LIMIT 1)
+        UNION ALL
+        SELECT (SELECT d.subscription_id FROM deliveries d
+                WHERE d.status = 'PENDING' AND d.next_attempt_at <= $1 AND d.subscription_id > subs.id
+                ORDER BY d.subscription_id LIMIT 1)
+        FROM subs WHERE subs.id IS NOT NULL
+    ), picked AS MATERIALIZED (
+        -- Each active one's oldest due deliveries, up to its free in-flight slots, locked
+        -- (skipping those another claim holds; a row changed meanwhile is re-checked against
+        -- these conditions when it is locked).
+        SELECT x.event_id, x.subscription_id, x.next_attempt_at
+        FROM subs
+        JOIN webhook_subscriptions s ON s.id = subs.id AND s.status = 'ACTIVE'
+        CROSS JOIN LATERAL (
+            SELECT d.event_id, d.subscription_id, d.next_attempt_at
+            FROM deliveries d
+            WHERE d.subscription_id = subs.id AND d.status = 'PENDING' AND d.next_attempt_at <= $1
+              AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)
+            ORDER BY d.subscription_id, d.next_attempt_at
+            LIMIT least($3, greatest(0, $4 - (SELECT count(*) FROM deliveries f
+                                              WHERE f.subscription_id = subs.id
+                                                AND f.status = 'PENDING'
+                                                AND f.lease_expires_at IS NOT NULL
+                                                AND f.lease_expires_at > $1)))
+            FOR UPDATE OF d SKIP LOCKED
+        ) x
+    ), due AS MATERIALIZED (
+        -- The oldest of them across subscriptions, up to the batch. The others stay unleased
+        -- (their locks end with this statement's transaction).
+        SELECT p.event_id, p.subscription_id FROM picked p ORDER BY p.next_attempt_at LIMIT $3
+    )
+    UPDATE deliveries d
+    SET lease_expires_at = $2
+    FROM due, events e, webhook_subscriptions s
+    WHERE d.event_id = due.event_id AND d.subscription_id = due.subscription_id
+      AND e.id = d.event_id AND s.id = d.subscription_id
+    RETURNING d.event_id, d.subscription_id, d.workspace_id, e.event_type, e.body, s.url, s.secret,
+              d.attempts, s.failing_since;
+END
+$fn$;
