@@ -212,9 +212,13 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
                 }
             }
             figures.lost += expected.saturating_sub(seen.len());
-            figures.p50.push(samples.percentile(50.0));
-            figures.p95.push(samples.percentile(95.0));
-            let p99 = samples.percentile(99.0);
+            let (p50, p95, p99) = (
+                samples.percentile(50.0),
+                samples.percentile(95.0),
+                samples.percentile(99.0),
+            );
+            figures.p50.push(p50);
+            figures.p95.push(p95);
             figures.p99.push(p99);
             let timed: Vec<_> = answered_after
                 .into_iter()
@@ -229,8 +233,8 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
             progress(&format!(
                 "latency S={s} run {}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} samples){slow}",
                 run + 1,
-                samples.percentile(50.0),
-                samples.percentile(95.0),
+                p50,
+                p95,
                 p99,
                 samples.0.len()
             ));
