@@ -25,6 +25,9 @@ pub struct Throughput {
     pub accepted_per_s: Repeated,
     /// Unique deliveries per second, from the first request to the last arrival.
     pub deliveries_per_s: Repeated,
+    /// Deliveries per second that arrived while events were still being created: how far
+    /// delivery kept up with a burst that shares the machine with it.
+    pub during_creation_per_s: Repeated,
     /// Deliveries expected and never received, summed over the repetitions.
     pub lost: usize,
     /// Deliveries received more than once, summed over the repetitions.
@@ -95,6 +98,8 @@ pub async fn throughput(
                 client.await?;
             }
             let accept_time = started.elapsed();
+            // How far delivery kept up while events were still being created.
+            let during_burst = env.receiver.count() - before;
             let accepted = accepted.load(Ordering::Relaxed);
             let expected = accepted * s;
             let received = wait_for(env, before, expected).await;
@@ -114,14 +119,19 @@ pub async fn throughput(
             figures
                 .deliveries_per_s
                 .push(unique.len() as f64 / span.max(1e-9));
+            figures
+                .during_creation_per_s
+                .push(during_burst as f64 / accept_time.as_secs_f64());
             figures.lost += expected.saturating_sub(unique.len());
             figures.duplicates += mine.len() - unique.len();
             figures.refused += sizes.burst_events - accepted;
             progress(&format!(
-                "throughput S={s} run {}: {:.0} accepted/s, {:.0} deliveries/s, lost {}, duplicates {}",
+                "throughput S={s} run {}: {:.0} accepted/s, {:.0} deliveries/s ({during_burst} \
+                 arrived in the {:.2} s of creation), lost {}, duplicates {}",
                 run + 1,
                 accepted as f64 / accept_time.as_secs_f64(),
                 unique.len() as f64 / span.max(1e-9),
+                accept_time.as_secs_f64(),
                 expected.saturating_sub(unique.len()),
                 mine.len() - unique.len()
             ));
