@@ -1242,6 +1242,88 @@ mod queue {
     }
 
     #[tokio::test]
+    async fn the_queue_functions_are_never_compiled_just_in_time() {
+        // A kept plan is costed without the call's values, and once a large queue was analyzed
+        // the claim's estimate passed `jit_above_cost`: every claim compiled 61 expressions
+        // first, about 20 ms a round, and delivery fell seconds behind. Here every statement of
+        // the session passes the threshold, and `auto_explain` reports each plan, nested ones
+        // included, as a notice.
+        use futures_util::StreamExt;
+        let (db, queue) = setup(20).await;
+        let (client, mut connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let driver = tokio::spawn(async move {
+            let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(Ok(message)) = messages.next().await {
+                if let tokio_postgres::AsyncMessage::Notice(notice) = message {
+                    let _ = tx.send(notice.message().to_owned());
+                }
+            }
+        });
+        let plans = |rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>| {
+            let mut all = Vec::new();
+            while let Ok(plan) = rx.try_recv() {
+                all.push(plan);
+            }
+            all
+        };
+        client
+            .batch_execute(
+                "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; \
+                 SET auto_explain.log_nested_statements = on; SET auto_explain.log_analyze = on; \
+                 SET client_min_messages = log; SET jit_above_cost = 0",
+            )
+            .await
+            .unwrap();
+        client
+            .batch_execute("SELECT count(*) FROM deliveries WHERE attempts >= 0")
+            .await
+            .unwrap();
+        assert!(
+            plans(&mut rx).iter().any(|plan| plan.contains("JIT:")),
+            "this server compiles an ordinary statement here (else the test could not fail)"
+        );
+        let at = T0 + Duration::seconds(5);
+        let leased = queue
+            .claim(at, at + Duration::seconds(30), 10, 10)
+            .await
+            .unwrap();
+        let calls = [
+            format!(
+                "SELECT count(*) FROM timetrack_claim_deliveries('{at}', '{}', 100, 10)",
+                at + Duration::seconds(30)
+            ),
+            format!(
+                "SELECT timetrack_record_attempts({})",
+                record_arguments(&leased, at)
+            ),
+        ];
+        for call in calls {
+            for _ in 0..3 {
+                client
+                    .batch_execute(&format!("BEGIN; {call}; ROLLBACK"))
+                    .await
+                    .unwrap();
+            }
+            // The statements inside the function, not the call itself (this session's own
+            // statement, compiled here as any would be).
+            let inside: Vec<String> = plans(&mut rx)
+                .into_iter()
+                .filter(|plan| !plan.contains(&call))
+                .collect();
+            assert!(!inside.is_empty(), "the plans inside {call} were reported");
+            assert!(
+                inside.iter().all(|plan| !plan.contains("JIT:")),
+                "a statement inside {call} was compiled just in time: {inside:#?}"
+            );
+        }
+        drop(client);
+        let _ = driver.await;
+    }
+
+    #[tokio::test]
     async fn a_held_snapshot_makes_a_claim_walk_its_dead_entries_once_not_three_times() {
         // While a snapshot older than the deliveries' last changes is held, the index entries of
         // their earlier versions cannot be marked dead, and a scan meeting them visits the heap
@@ -1809,6 +1891,80 @@ mod client_search {
         .await
         .unwrap();
         assert_eq!(kept.n, 1);
+    }
+
+    #[tokio::test]
+    async fn a_search_of_one_or_two_characters_never_reads_the_trigram_index() {
+        // A trigram index cannot narrow a pattern of fewer than three characters; asked for one,
+        // it returns every client of the workspace to be checked and sorted (about 900 ms for
+        // "a" on 200,000 clients). The short search is a statement each connection keeps, and a
+        // plan kept for it once chose that index. Here every statement of the database keeps
+        // its generic plan from the first call; the index's scans are counted by PostgreSQL
+        // and read once the repository's connections have closed (a backend reports them when
+        // it ends).
+        let f = fixture().await;
+        let ws = seeded(&f).await;
+        let scans = async |db: &TestDatabase| -> i64 {
+            let mut conn = db.pool().get().await.unwrap();
+            let count: Count = diesel::sql_query(
+                "SELECT idx_scan AS n FROM pg_stat_user_indexes \
+                 WHERE indexrelname = 'clients_workspace_name_trgm_idx'",
+            )
+            .get_result(&mut conn)
+            .await
+            .unwrap();
+            count.n
+        };
+        {
+            let mut conn = f.db.pool().get().await.unwrap();
+            for statement in [
+                // Many small workspaces beside the big one, as in any installation: a kept plan
+                // estimates a workspace at the average size.
+                "INSERT INTO workspaces (id, name, created_at) \
+                 SELECT gen_random_uuid(), 'Small ' || w, now() FROM generate_series(1, 300) w",
+                "INSERT INTO clients (id, workspace_id, name, name_lower, type, status, \
+                                      currency, created_at, updated_at) \
+                 SELECT gen_random_uuid(), w.id, 'Client ' || i, 'client ' || i, 'company', \
+                        'active', 'USD', now(), now() \
+                 FROM workspaces w CROSS JOIN generate_series(1, 10) i \
+                 WHERE w.name LIKE 'Small %'",
+                "ANALYZE clients",
+                "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET plan_cache_mode = \
+                 force_generic_plan', current_database()); END $$",
+            ] {
+                diesel::sql_query(statement)
+                    .execute(&mut conn)
+                    .await
+                    .unwrap();
+            }
+        }
+        let before = scans(&f.db).await;
+        {
+            let repository = PgClientRepository::new(f.db.pool(), DeliveryAnnouncer::new());
+            for (needle, expected) in [("a", 100), ("lo", 100), ("zq", 1), ("qj", 0)] {
+                for _ in 0..3 {
+                    let found = repository.search(ws, needle, 100).await.unwrap();
+                    assert_eq!(found.len(), expected, "{needle}");
+                }
+            }
+            // Three characters: the trigram index is the plan for a rare pattern (and shows
+            // that its scans are counted here).
+            let found = repository.search(ws, "zqz", 100).await.unwrap();
+            assert_eq!(found.len(), 1);
+        }
+        let mut after = scans(&f.db).await;
+        for _ in 0..100 {
+            if after > before {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            after = scans(&f.db).await;
+        }
+        assert_eq!(
+            after - before,
+            1,
+            "the trigram index was read by the searches of one and two characters"
+        );
     }
 
     #[tokio::test]

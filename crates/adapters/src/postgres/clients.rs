@@ -84,6 +84,12 @@ fn to_clients(rows: Vec<ClientRow>) -> DomainResult<Vec<Client>> {
     rows.into_iter().map(Client::try_from).collect()
 }
 
+define_sql_function! {
+    /// PostgreSQL's `strpos(string, substring)`: the 1-based position of `substring` in
+    /// `string`, 0 when absent.
+    fn strpos(string: Text, substring: Text) -> Integer;
+}
+
 /// `needle` as a LIKE pattern matching it anywhere, with `\`, `%` and `_` taken literally.
 fn contains_pattern(needle: &str) -> String {
     let mut pattern = String::with_capacity(needle.len() + 2);
@@ -235,15 +241,14 @@ impl ClientRepository for PgClientRepository {
             // the newest-first index, which carries the lowercased name (an index-only scan, so
             // a miss on a big workspace reads about a tenth of its pages), and only the matches
             // are then fetched by key. One plan serves every such pattern, so the cached
-            // prepared statement keeps it.
+            // prepared statement keeps it. The name is matched with `strpos`, which no index
+            // serves: with `LIKE`, a kept plan costed on a large table chose the trigram index
+            // (a pattern it cannot narrow below three characters), which returned every client
+            // of the workspace to sort (about 900 ms for "a" on 200,000 clients).
             let matched = diesel::alias!(clients as matched);
             let newest_matches = matched
                 .filter(matched.field(clients::workspace_id).eq(workspace.0))
-                .filter(
-                    matched
-                        .field(clients::name_lower)
-                        .like(contains_pattern(needle)),
-                )
+                .filter(strpos(matched.field(clients::name_lower), needle).gt(0))
                 .order((
                     matched.field(clients::created_at).desc(),
                     matched.field(clients::id).desc(),
