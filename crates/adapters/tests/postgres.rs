@@ -937,6 +937,26 @@ mod queue {
         );
     }
 
+    /// 20,000 more events of the setup's workspace (ids `...-0001-<n>`, after the setup's own),
+    /// with no deliveries yet: the burst that grows the event log.
+    async fn burst_of_events(db: &TestDatabase) {
+        sql(db, "INSERT INTO events (id, workspace_id, event_type, body, created_at) SELECT ('00000000-0000-0000-0001-' || lpad(g::text, 12, '0'))::uuid, '00000000-0000-0000-0000-0000000000a1', 'CLIENT_CREATED', '{}', '2026-03-01 09:00Z' FROM generate_series(1, 20000) g").await;
+    }
+
+    /// The rows of `table` that `client`'s open transaction has read, scanned or fetched through
+    /// an index.
+    async fn rows_read(client: &tokio_postgres::Client, table: &str) -> i64 {
+        client
+            .query_one(
+                "SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) \
+                 FROM pg_stat_xact_user_tables WHERE relname = $1",
+                &[&table],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    }
+
     /// Runs the statement of PL/pgSQL function `function` (its one SQL statement, as the
     /// function runs it) on `arguments`, under `EXPLAIN (ANALYZE, BUFFERS)` with
     /// `plan_cache_mode` `mode`, in a transaction rolled back afterwards.
@@ -1146,19 +1166,11 @@ mod queue {
         for _ in 0..10 {
             client.batch_execute(&record).await.unwrap();
         }
-        sql(&db, "INSERT INTO events (id, workspace_id, event_type, body, created_at) SELECT ('00000000-0000-0000-0001-' || lpad(g::text, 12, '0'))::uuid, '00000000-0000-0000-0000-0000000000a1', 'CLIENT_CREATED', '{}', '2026-03-01 09:00Z' FROM generate_series(1, 20000) g").await;
+        burst_of_events(&db).await;
         sql(&db, "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, next_attempt_at, created_at, updated_at) SELECT id, 'wh_aaaaaaaaaaaaaaaaaaaaaaaa', workspace_id, 'DELIVERED', 1, created_at, created_at, created_at FROM events WHERE id > '00000000-0000-0000-0001-000000000000'").await;
         client.batch_execute("BEGIN").await.unwrap();
         client.batch_execute(&record).await.unwrap();
-        let read: i64 = client
-            .query_one(
-                "SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) \
-                 FROM pg_stat_xact_user_tables WHERE relname = 'deliveries'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
+        let read = rows_read(&client, "deliveries").await;
         client.batch_execute("ROLLBACK").await.unwrap();
         drop(client);
         let _ = driver.await;
@@ -1204,22 +1216,14 @@ mod queue {
                     .await
                     .unwrap();
             }
-            sql(&db, "INSERT INTO events (id, workspace_id, event_type, body, created_at) SELECT ('00000000-0000-0000-0001-' || lpad(g::text, 12, '0'))::uuid, '00000000-0000-0000-0000-0000000000a1', 'CLIENT_CREATED', '{}', '2026-03-01 09:00Z' FROM generate_series(1, 20000) g").await;
+            burst_of_events(&db).await;
             sql(&db, "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, next_attempt_at, created_at, updated_at) SELECT e.id, s.id, e.workspace_id, 'PENDING', 0, e.created_at, e.created_at, e.created_at FROM events e CROSS JOIN webhook_subscriptions s WHERE e.id > '00000000-0000-0000-0001-000000000000'").await;
             client.batch_execute("BEGIN").await.unwrap();
             let claimed: i64 = client.query_one(&claim, &[]).await.unwrap().get(0);
-            let read: Vec<(String, i64)> = client
-                .query(
-                    "SELECT relname::text, coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) \
-                     FROM pg_stat_xact_user_tables WHERE relname IN ('deliveries', 'events') \
-                     ORDER BY relname",
-                    &[],
-                )
-                .await
-                .unwrap()
-                .iter()
-                .map(|row| (row.get(0), row.get(1)))
-                .collect();
+            let mut read = Vec::new();
+            for table in ["deliveries", "events"] {
+                read.push((table, rows_read(&client, table).await));
+            }
             client.batch_execute("ROLLBACK").await.unwrap();
             drop(client);
             let _ = driver.await;

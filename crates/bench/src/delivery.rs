@@ -99,7 +99,7 @@ pub async fn throughput(
             }
             let accept_time = started.elapsed();
             // How far delivery kept up while events were still being created.
-            let during_burst = env.receiver.count() - before;
+            let during_creation = env.receiver.count() - before;
             let accepted = accepted.load(Ordering::Relaxed);
             let expected = accepted * s;
             let received = wait_for(env, before, expected).await;
@@ -121,12 +121,12 @@ pub async fn throughput(
                 .push(unique.len() as f64 / span.max(1e-9));
             figures
                 .during_creation_per_s
-                .push(during_burst as f64 / accept_time.as_secs_f64());
+                .push(during_creation as f64 / accept_time.as_secs_f64());
             figures.lost += expected.saturating_sub(unique.len());
             figures.duplicates += mine.len() - unique.len();
             figures.refused += sizes.burst_events - accepted;
             progress(&format!(
-                "throughput S={s} run {}: {:.0} accepted/s, {:.0} deliveries/s ({during_burst} \
+                "throughput S={s} run {}: {:.0} accepted/s, {:.0} deliveries/s ({during_creation} \
                  arrived in the {:.2} s of creation), lost {}, duplicates {}",
                 run + 1,
                 accepted as f64 / accept_time.as_secs_f64(),
