@@ -104,6 +104,49 @@ fn contains_pattern(needle: &str) -> String {
     pattern
 }
 
+/// The client search of three characters or more: `$1` the workspace, `$2` the lowercased
+/// needle, `$3` the same as a `LIKE` pattern ([`contains_pattern`]), `$4` the most rows.
+///
+/// Two plans serve it, and which is better depends on how common the needle is in the workspace:
+/// a needle carried by many names is best found by walking the workspace newest first until
+/// `$4` match (the newest-first index, each name checked with `strpos`), a rare one through the
+/// trigram index, which returns every match to be sorted. The search used to be planned for each
+/// call's pattern inside a function (migration 000011), so that the planner chose on statistics
+/// of the whole table; that planning and the function's overhead were about a third of a
+/// common-word search. Here the statement itself chooses, on the workspace's own names: it counts
+/// the needle in the workspace's 500 newest names (an index-only read), and walks when every
+/// name was in that sample or when the needle is in at least one in 20 × `$4` of them (1 % for
+/// 100 rows: the walk is then expected to read at most about 10,000 names); otherwise it reads
+/// the trigram index. Each branch runs only when chosen (a one-time filter on the count).
+///
+/// Every value is read through a sub-select, so no plan of it depends on the values: the
+/// custom plans of a statement's first five runs cost the same as its generic plan, and
+/// PostgreSQL then keeps the generic one (no planning per search). That plan is costed for the
+/// average workspace, so the rare branch names the workspace as text, the form only the trigram
+/// index keys it by (migration 000014): no btree index can serve it, and a plan that walked a
+/// big workspace for a rare needle cannot be chosen. The result is exact in both branches: the
+/// walk stops only at `$4` matches or at the workspace's oldest client.
+pub const SEARCH_SQL: &str = "\
+WITH newest AS MATERIALIZED ( \
+    SELECT count(*) < 500 \
+        OR count(*) FILTER (WHERE strpos(name_lower, (SELECT $2::text)) > 0) * 20 \
+           >= (SELECT $4::bigint) AS walk \
+    FROM (SELECT name_lower FROM clients WHERE workspace_id = (SELECT $1::uuid) \
+          ORDER BY created_at DESC, id DESC LIMIT 500) AS sample), \
+rare AS MATERIALIZED ( \
+    SELECT * FROM clients \
+    WHERE workspace_id::text = (SELECT $1::uuid::text) AND name_lower LIKE (SELECT $3::text) \
+      AND NOT (SELECT walk FROM newest)) \
+SELECT id, workspace_id, name, name_lower, type, type AS type_, status, email, phone, address, \
+       note, currency, created_at, updated_at \
+FROM ((SELECT * FROM clients \
+       WHERE workspace_id = (SELECT $1::uuid) AND strpos(name_lower, (SELECT $2::text)) > 0 \
+         AND (SELECT walk FROM newest) \
+       ORDER BY created_at DESC, id DESC LIMIT (SELECT $4::bigint)) \
+      UNION ALL \
+      (SELECT * FROM rare ORDER BY created_at DESC, id DESC LIMIT (SELECT $4::bigint))) AS found \
+ORDER BY created_at DESC, id DESC";
+
 /// [`ClientRepository`] on PostgreSQL; events go through the outbox in the same transaction.
 #[derive(Clone)]
 pub struct PgClientRepository {
@@ -266,19 +309,14 @@ impl ClientRepository for PgClientRepository {
                 .map_err(|e| map_db_error(e, "searching clients"))?;
             return to_clients(rows);
         }
-        // Three characters or more: the best plan depends on the pattern (the trigram index for
-        // rare ones, the newest-first index for common ones), and a statement planned once falls
-        // back to one generic plan for every pattern, which scans the whole workspace on a miss.
-        // The function plans its query for each call's pattern, and is called through a
-        // statement the connection keeps: one round trip (migration 000011).
-        let rows: Vec<ClientRow> = Prepared(diesel::sql_query(
-            "SELECT id, workspace_id, name, name_lower, type, type AS type_, status, email, phone, \
-             address, note, currency, created_at, updated_at \
-             FROM timetrack_find_clients($1, $2, $3)",
-            )
-            .bind::<SqlUuid, _>(workspace.0)
-            .bind::<Text, _>(contains_pattern(needle))
-            .bind::<diesel::sql_types::BigInt, _>(i64::from(limit)),
+        // Three characters or more: one statement the connection keeps, whose plan does not
+        // depend on the values (see [`SEARCH_SQL`]).
+        let rows: Vec<ClientRow> = Prepared(
+            diesel::sql_query(SEARCH_SQL)
+                .bind::<SqlUuid, _>(workspace.0)
+                .bind::<Text, _>(needle)
+                .bind::<Text, _>(contains_pattern(needle))
+                .bind::<diesel::sql_types::BigInt, _>(i64::from(limit)),
         )
         .load(&mut conn)
         .await
