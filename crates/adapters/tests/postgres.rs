@@ -1901,26 +1901,15 @@ mod client_search {
 
     /// A workspace of 3,000 clients named "Acme Logistics N" (newest last) and one "Zqz Labs".
     async fn seeded(f: &Fixture) -> WorkspaceId {
-        let ws = f.admin.create_workspace(named("Search")).await.unwrap();
-        let mut conn = f.db.pool().get().await.unwrap();
-        diesel::sql_query(
-            "INSERT INTO clients (id, workspace_id, name, name_lower, type, status, currency, \
-                                  created_at, updated_at) \
-             SELECT gen_random_uuid(), $1, n, lower(n), 'company', 'active', 'USD', \
-                    timestamptz '2026-01-01' + i * interval '1 second', \
-                    timestamptz '2026-01-01' + i * interval '1 second' \
-             FROM (SELECT i, CASE WHEN i = 10 THEN 'Zqz Labs' ELSE 'Acme Logistics ' || i END \
-                   FROM generate_series(1, 3000) i) AS t(i, n)",
+        let ws = f.admin.create_workspace(named("Search")).await.unwrap().id;
+        insert_named(
+            f,
+            ws,
+            3_000,
+            "CASE WHEN i = 10 THEN 'Zqz Labs' ELSE 'Acme Logistics ' || i END",
         )
-        .bind::<SqlUuid, _>(ws.id.0)
-        .execute(&mut conn)
-        .await
-        .unwrap();
-        diesel::sql_query("ANALYZE clients")
-            .execute(&mut conn)
-            .await
-            .unwrap();
-        ws.id
+        .await;
+        ws
     }
 
     #[tokio::test]
