@@ -1966,28 +1966,17 @@ mod client_search {
         // it ends).
         let f = fixture().await;
         let ws = seeded(&f).await;
+        // Many small workspaces beside the big one.
+        crowd(&f, 300, 10).await;
         {
             let mut conn = f.db.pool().get().await.unwrap();
-            for statement in [
-                // Many small workspaces beside the big one, as in any installation: a kept plan
-                // estimates a workspace at the average size.
-                "INSERT INTO workspaces (id, name, created_at) \
-                 SELECT gen_random_uuid(), 'Small ' || w, now() FROM generate_series(1, 300) w",
-                "INSERT INTO clients (id, workspace_id, name, name_lower, type, status, \
-                                      currency, created_at, updated_at) \
-                 SELECT gen_random_uuid(), w.id, 'Client ' || i, 'client ' || i, 'company', \
-                        'active', 'USD', now(), now() \
-                 FROM workspaces w CROSS JOIN generate_series(1, 10) i \
-                 WHERE w.name LIKE 'Small %'",
-                "ANALYZE clients",
+            diesel::sql_query(
                 "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET plan_cache_mode = \
                  force_generic_plan', current_database()); END $$",
-            ] {
-                diesel::sql_query(statement)
-                    .execute(&mut conn)
-                    .await
-                    .unwrap();
-            }
+            )
+            .execute(&mut conn)
+            .await
+            .unwrap();
         }
         let before = trigram_scans(&f.db).await;
         {
@@ -2010,32 +1999,41 @@ mod client_search {
         );
     }
 
-    /// 20,000 clients in 4,000 other workspaces of 5, as in many installations: a kept plan is
+    /// `workspaces` more workspaces of `each` clients, as in any installation: a kept plan is
     /// costed for the average workspace, which is then small. Analyzed.
-    async fn crowd(f: &Fixture) {
+    async fn crowd(f: &Fixture, workspaces: i32, each: i32) {
         let mut conn = f.db.pool().get().await.unwrap();
-        for statement in [
+        diesel::sql_query(
             "INSERT INTO workspaces (id, name, created_at) \
-             SELECT gen_random_uuid(), 'Crowd ' || w, now() FROM generate_series(1, 4000) w",
+             SELECT gen_random_uuid(), 'Crowd ' || w, now() FROM generate_series(1, $1) w",
+        )
+        .bind::<diesel::sql_types::Integer, _>(workspaces)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        diesel::sql_query(
             "INSERT INTO clients (id, workspace_id, name, name_lower, type, status, currency, \
                                   created_at, updated_at) \
              SELECT gen_random_uuid(), w.id, 'Crowd Client ' || i, 'crowd client ' || i, \
                     'company', 'active', 'USD', now(), now() \
-             FROM workspaces w CROSS JOIN generate_series(1, 5) i \
+             FROM workspaces w CROSS JOIN generate_series(1, $1) i \
              WHERE w.name LIKE 'Crowd %'",
-            "ANALYZE clients",
-        ] {
-            diesel::sql_query(statement)
-                .execute(&mut conn)
-                .await
-                .unwrap();
-        }
+        )
+        .bind::<diesel::sql_types::Integer, _>(each)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        diesel::sql_query("ANALYZE clients")
+            .execute(&mut conn)
+            .await
+            .unwrap();
     }
 
-    /// A workspace whose newest 500 names lack a word its older names carry, and carry words
-    /// their elders lack: 2,400 "Acme Freight N", then 580 "Nova Labs N", then 20 "Orbit Works N"
-    /// (newest).
-    async fn shifting(f: &Fixture) -> WorkspaceId {
+    /// Two workspaces. One whose newest 500 names lack a word its older names carry, and carry
+    /// words their elders lack: 2,400 "Acme Freight N", then 580 "Nova Labs N", then 20 "Orbit
+    /// Works N" (newest). One of 40 "Tiny Freight N", fewer than the 500 newest names a search
+    /// counts.
+    async fn shifting_and_tiny(f: &Fixture) -> (WorkspaceId, WorkspaceId) {
         let ws = f
             .admin
             .create_workspace(named("Shifting"))
@@ -2050,16 +2048,17 @@ mod client_search {
                   WHEN i <= 2980 THEN 'Nova Labs ' || i ELSE 'Orbit Works ' || i END",
         )
         .await;
-        ws
+        let tiny = f.admin.create_workspace(named("Tiny")).await.unwrap().id;
+        insert_named(f, tiny, 40, "'Tiny Freight ' || i").await;
+        (ws, tiny)
     }
 
     #[tokio::test]
     async fn a_needle_common_among_the_newest_names_walks_and_a_rare_one_reads_the_trigram_index() {
         let f = fixture().await;
-        let ws = shifting(&f).await;
-        let tiny = f.admin.create_workspace(named("Tiny")).await.unwrap().id;
-        insert_named(&f, tiny, 40, "'Tiny Freight ' || i").await;
-        crowd(&f).await;
+        let (ws, tiny) = shifting_and_tiny(&f).await;
+        // 20,000 clients in 4,000 workspaces of 5.
+        crowd(&f, 4_000, 5).await;
         let names = |found: &[timetrack_domain::model::Client]| {
             found.iter().map(|c| c.name.clone()).collect::<Vec<_>>()
         };
@@ -2103,11 +2102,9 @@ mod client_search {
     }
 
     #[tokio::test]
-    async fn every_search_returns_what_a_plain_like_query_returns() {
+    async fn every_search_returns_what_a_plain_substring_query_returns() {
         let f = fixture().await;
-        let ws = shifting(&f).await;
-        let tiny = f.admin.create_workspace(named("Tiny")).await.unwrap().id;
-        insert_named(&f, tiny, 40, "'Tiny Freight ' || i").await;
+        let (ws, tiny) = shifting_and_tiny(&f).await;
         let repository = PgClientRepository::new(f.db.pool(), DeliveryAnnouncer::new());
         let mut conn = f.db.pool().get().await.unwrap();
         #[derive(QueryableByName)]
