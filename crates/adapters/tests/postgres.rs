@@ -2105,6 +2105,10 @@ mod client_search {
     async fn every_search_returns_what_a_plain_substring_query_returns() {
         let f = fixture().await;
         let (ws, tiny) = shifting_and_tiny(&f).await;
+        // Among the oldest names, so that a search for their `%`, `_` and `\` (none in the
+        // newest 500) goes through the trigram index and its LIKE pattern, where they must be
+        // taken literally: "t_1" as a pattern would match every "acme freight 1...".
+        insert_named(&f, ws, 5, "'Promo t_1 50% Off\\Deal ' || i").await;
         let repository = PgClientRepository::new(f.db.pool(), DeliveryAnnouncer::new());
         let mut conn = f.db.pool().get().await.unwrap();
         #[derive(QueryableByName)]
@@ -2129,6 +2133,12 @@ mod client_search {
             "ight 24",
             "nova labs 2980",
             "orbit works 3000x",
+            "t_1",
+            "0% o",
+            "f\\de",
+            "%",
+            "_",
+            "\\",
         ];
         for workspace in [ws, tiny] {
             for needle in needles {
