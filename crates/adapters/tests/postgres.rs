@@ -1816,7 +1816,7 @@ mod queue {
 mod client_search {
     use diesel::QueryableByName;
     use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
-    use timetrack_adapters::postgres::{DeliveryAnnouncer, PgClientRepository};
+    use timetrack_adapters::postgres::{DeliveryAnnouncer, PgClientRepository, SearchSlots};
     use timetrack_domain::ports::ClientRepository;
 
     use super::*;
@@ -1953,6 +1953,117 @@ mod client_search {
         .await
         .unwrap();
         assert_eq!((kept.statements, kept.custom, kept.generic), (1, 5, 4));
+    }
+
+    /// Backends of this database running a query on clients right now, waiting or not.
+    async fn searches_on_the_database(db: &TestDatabase) -> i64 {
+        let mut conn = db.pool().get().await.unwrap();
+        let count: Count = diesel::sql_query(
+            "SELECT count(*) AS n FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid() \
+               AND state = 'active' AND query ~* 'from \"?clients'",
+        )
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+        count.n
+    }
+
+    #[tokio::test]
+    async fn searches_beyond_the_slots_wait_before_reaching_the_database() {
+        let f = fixture().await;
+        let ws = seeded(&f).await;
+        let repository = PgClientRepository::new(f.db.pool(), DeliveryAnnouncer::new())
+            .with_search_slots(SearchSlots::new(1));
+        // The table locked against reads: a search that reaches the database waits there,
+        // holding its slot, and shows in pg_stat_activity.
+        let mut lock = f.db.pool().get().await.unwrap();
+        diesel::sql_query("BEGIN").execute(&mut lock).await.unwrap();
+        diesel::sql_query("LOCK TABLE clients IN ACCESS EXCLUSIVE MODE")
+            .execute(&mut lock)
+            .await
+            .unwrap();
+        let searches: Vec<_> = ["a", "logistics"]
+            .into_iter()
+            .map(|needle| {
+                let repository = repository.clone();
+                tokio::spawn(async move { repository.search(ws, needle, 100).await })
+            })
+            .collect();
+        let mut reached = 0;
+        for _ in 0..100 {
+            reached = searches_on_the_database(&f.db).await;
+            if reached > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(reached, 1, "the first search reaches the database");
+        // The second waits for the slot, not in PostgreSQL: without the slots it shows up within
+        // milliseconds.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(searches_on_the_database(&f.db).await, 1);
+        diesel::sql_query("COMMIT")
+            .execute(&mut lock)
+            .await
+            .unwrap();
+        for search in searches {
+            let found = search.await.unwrap().unwrap();
+            assert_eq!(found.len(), 100);
+        }
+        // A slot is waited for no longer than a pooled connection (2 s): a search behind one
+        // that does not finish gets "unavailable" (503), not an endless wait.
+        diesel::sql_query("BEGIN").execute(&mut lock).await.unwrap();
+        diesel::sql_query("LOCK TABLE clients IN ACCESS EXCLUSIVE MODE")
+            .execute(&mut lock)
+            .await
+            .unwrap();
+        let stuck = {
+            let repository = repository.clone();
+            tokio::spawn(async move { repository.search(ws, "logistics", 100).await })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let waited = Instant::now();
+        let behind = repository.search(ws, "a", 100).await;
+        assert!(
+            matches!(behind, Err(DomainError::Unavailable(_))),
+            "{behind:?}"
+        );
+        assert!(waited.elapsed() >= Duration::from_millis(1_500));
+        diesel::sql_query("COMMIT")
+            .execute(&mut lock)
+            .await
+            .unwrap();
+        assert_eq!(stuck.await.unwrap().unwrap().len(), 100);
+        // Without slots both reach the database at once (the check above can fail).
+        let unlimited = PgClientRepository::new(f.db.pool(), DeliveryAnnouncer::new());
+        diesel::sql_query("BEGIN").execute(&mut lock).await.unwrap();
+        diesel::sql_query("LOCK TABLE clients IN ACCESS EXCLUSIVE MODE")
+            .execute(&mut lock)
+            .await
+            .unwrap();
+        let searches: Vec<_> = ["a", "logistics"]
+            .into_iter()
+            .map(|needle| {
+                let repository = unlimited.clone();
+                tokio::spawn(async move { repository.search(ws, needle, 100).await })
+            })
+            .collect();
+        for _ in 0..100 {
+            reached = searches_on_the_database(&f.db).await;
+            if reached == 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(reached, 2);
+        diesel::sql_query("COMMIT")
+            .execute(&mut lock)
+            .await
+            .unwrap();
+        for search in searches {
+            assert_eq!(search.await.unwrap().unwrap().len(), 100);
+        }
     }
 
     #[tokio::test]

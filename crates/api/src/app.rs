@@ -11,7 +11,7 @@ use actix_web::{App, HttpMessage, HttpResponse, web};
 use timetrack_adapters::postgres::{
     DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgHealthProbe,
     PgIdempotencyStore, PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository,
-    PgWorkspaceRepository,
+    PgWorkspaceRepository, SearchSlots,
 };
 use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore};
 use timetrack_adapters::{Metrics, PgPool};
@@ -117,6 +117,9 @@ pub struct StateSettings {
     pub rate_limits: RateLimits,
     /// Where rate-limit counts are kept.
     pub rate_limit_store: RateLimitStoreKind,
+    /// Most client searches on the database at once through one copy of the state (each
+    /// worker's copy admits its own); `None` admits every search at once.
+    pub search_concurrency: Option<usize>,
 }
 
 impl Default for StateSettings {
@@ -127,6 +130,7 @@ impl Default for StateSettings {
             webhooks: WebhookSettings::default(),
             rate_limits: RateLimits::default(),
             rate_limit_store: RateLimitStoreKind::Memory,
+            search_concurrency: None,
         }
     }
 }
@@ -180,6 +184,10 @@ impl AppState {
             metrics,
             announcer,
         } = shared;
+        let mut client_repository = PgClientRepository::new(pool.clone(), announcer.clone());
+        if let Some(slots) = settings.search_concurrency {
+            client_repository = client_repository.with_search_slots(SearchSlots::new(slots));
+        }
         Self {
             auth: Arc::new(Authenticator::new(
                 keys,
@@ -188,7 +196,7 @@ impl AppState {
             )),
             accounts: AccountService::new(users.clone(), workspaces.clone()),
             clients: ClientService::new(
-                Arc::new(PgClientRepository::new(pool.clone(), announcer.clone())),
+                Arc::new(client_repository),
                 workspaces.clone(),
                 clock.clone(),
                 ids.clone(),

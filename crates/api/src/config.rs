@@ -9,6 +9,7 @@
 //! | `serve --bind` | `TIMETRACK_BIND` | `127.0.0.1:8080` |
 //! | `serve --metrics-bind` | `TIMETRACK_METRICS_BIND` | `127.0.0.1:9464` (or `off`) |
 //! | `serve --db-pool-size` | `TIMETRACK_DB_POOL_SIZE` | `16` |
+//! | `serve --search-concurrency` | `TIMETRACK_SEARCH_CONCURRENCY` | 2 × CPUs |
 //! | `serve --auth-cache-seconds` | `TIMETRACK_AUTH_CACHE_SECONDS` | `5` (0 to 30) |
 //! | `serve --webhook-allow-private-targets` | `TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS` | `false` |
 //! | `serve --webhook-retry-schedule` | `TIMETRACK_WEBHOOK_RETRY_SCHEDULE` | `5s,5m,30m,2h,5h,10h,14h,20h,24h` |
@@ -97,6 +98,11 @@ pub struct ServeSettings {
     /// have four more, the delivery worker two, and the notification listener one).
     #[arg(long, env = "TIMETRACK_DB_POOL_SIZE", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub db_pool_size: u16,
+    /// Most client searches running on the database at once, divided among the worker threads
+    /// like `--db-pool-size`; more wait their turn in arrival order. Default: two per worker
+    /// thread (one per CPU).
+    #[arg(long, env = "TIMETRACK_SEARCH_CONCURRENCY", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub search_concurrency: Option<u16>,
     /// Seconds a verified API key is trusted before the database is asked again (0 to 30).
     #[arg(long, env = "TIMETRACK_AUTH_CACHE_SECONDS", default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=30))]
     pub auth_cache_seconds: u8,

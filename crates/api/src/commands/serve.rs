@@ -29,6 +29,12 @@ const DELIVERY_CONNECTIONS: usize = 2;
 /// Connections of the background tasks (start-up, the delivery notifier, housekeeping, the
 /// metrics listener), beside `--db-pool-size`.
 const BACKGROUND_CONNECTIONS: usize = 4;
+/// Client searches each HTTP worker runs on the database at once unless `--search-concurrency`
+/// says otherwise: one on the database while the worker reads another's rows. Per worker, like
+/// the pools, so a finished search hands its slot to a search on the same thread (a slot
+/// shared by every worker cost 20-40 % of the throughput of short searches in cross-thread
+/// wake-ups; docs/decisions.md).
+const SEARCHES_PER_WORKER: usize = 2;
 
 pub(super) async fn serve(global: &GlobalSettings, settings: &ServeSettings) -> Result<()> {
     let db = Database::open(global).await?;
@@ -94,6 +100,7 @@ async fn run_server(
                 RateLimitStoreArg::Memory => RateLimitStoreKind::Memory,
                 RateLimitStoreArg::Postgres => RateLimitStoreKind::Postgres,
             },
+            search_concurrency: Some(searches_per_worker(settings, workers)),
             ..StateSettings::default()
         },
     );
@@ -225,6 +232,16 @@ fn delivery_service(
     ))
 }
 
+/// Searches each worker admits at once: `--search-concurrency` divided among the workers (rounded
+/// up), or [`SEARCHES_PER_WORKER`].
+fn searches_per_worker(settings: &ServeSettings, workers: usize) -> usize {
+    settings
+        .search_concurrency
+        .map_or(SEARCHES_PER_WORKER, |total| {
+            usize::from(total).div_ceil(workers.max(1)).max(1)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,6 +263,20 @@ mod tests {
             PoolSettings::default(),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn searches_are_divided_among_the_workers() {
+        assert_eq!(searches_per_worker(&settings(&[]), 2), 2);
+        assert_eq!(searches_per_worker(&settings(&[]), 8), 2);
+        let five = settings(&["--search-concurrency", "5"]);
+        assert_eq!(searches_per_worker(&five, 2), 3);
+        assert_eq!(searches_per_worker(&five, 1), 5);
+        assert_eq!(searches_per_worker(&five, 8), 1);
+        for bad in ["0", "-1", "1001", "two"] {
+            let args = ["timetrack", "serve", "--search-concurrency", bad];
+            assert!(Cli::parse_args(args).is_err(), "{bad}");
+        }
     }
 
     #[actix_web::test]
