@@ -1816,7 +1816,10 @@ mod queue {
 mod client_search {
     use diesel::QueryableByName;
     use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
+    use diesel_async::AsyncPgConnection;
     use timetrack_adapters::postgres::{DeliveryAnnouncer, PgClientRepository, SearchSlots};
+    use timetrack_domain::DomainResult;
+    use timetrack_domain::model::Client;
     use timetrack_domain::ports::ClientRepository;
 
     use super::*;
@@ -1969,59 +1972,74 @@ mod client_search {
         count.n
     }
 
+    /// Locks the clients table against reads on `conn` until [`unlock`]: a search that reaches
+    /// the database then waits there, holding its slot, and shows in pg_stat_activity.
+    async fn lock_clients(conn: &mut AsyncPgConnection) {
+        diesel::sql_query("BEGIN").execute(conn).await.unwrap();
+        diesel::sql_query("LOCK TABLE clients IN ACCESS EXCLUSIVE MODE")
+            .execute(conn)
+            .await
+            .unwrap();
+    }
+
+    async fn unlock(conn: &mut AsyncPgConnection) {
+        diesel::sql_query("COMMIT").execute(conn).await.unwrap();
+    }
+
+    /// One task per needle searching `ws`.
+    fn spawn_searches(
+        repository: &PgClientRepository,
+        ws: WorkspaceId,
+        needles: &[&'static str],
+    ) -> Vec<tokio::task::JoinHandle<DomainResult<Vec<Client>>>> {
+        needles
+            .iter()
+            .map(|&needle| {
+                let repository = repository.clone();
+                tokio::spawn(async move { repository.search(ws, needle, 100).await })
+            })
+            .collect()
+    }
+
+    /// Searches on the database once they reach `expected` (or after five seconds).
+    async fn searches_reaching(db: &TestDatabase, expected: i64) -> i64 {
+        let mut reached = 0;
+        for _ in 0..100 {
+            reached = searches_on_the_database(db).await;
+            if reached >= expected {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        reached
+    }
+
     #[tokio::test]
     async fn searches_beyond_the_slots_wait_before_reaching_the_database() {
         let f = fixture().await;
         let ws = seeded(&f).await;
         let repository = PgClientRepository::new(f.db.pool(), DeliveryAnnouncer::new())
             .with_search_slots(SearchSlots::new(1));
-        // The table locked against reads: a search that reaches the database waits there,
-        // holding its slot, and shows in pg_stat_activity.
         let mut lock = f.db.pool().get().await.unwrap();
-        diesel::sql_query("BEGIN").execute(&mut lock).await.unwrap();
-        diesel::sql_query("LOCK TABLE clients IN ACCESS EXCLUSIVE MODE")
-            .execute(&mut lock)
-            .await
-            .unwrap();
-        let searches: Vec<_> = ["a", "logistics"]
-            .into_iter()
-            .map(|needle| {
-                let repository = repository.clone();
-                tokio::spawn(async move { repository.search(ws, needle, 100).await })
-            })
-            .collect();
-        let mut reached = 0;
-        for _ in 0..100 {
-            reached = searches_on_the_database(&f.db).await;
-            if reached > 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert_eq!(reached, 1, "the first search reaches the database");
+        lock_clients(&mut lock).await;
+        let searches = spawn_searches(&repository, ws, &["a", "logistics"]);
+        assert_eq!(
+            searches_reaching(&f.db, 1).await,
+            1,
+            "the first search reaches the database"
+        );
         // The second waits for the slot, not in PostgreSQL: without the slots it shows up within
         // milliseconds.
         tokio::time::sleep(Duration::from_millis(500)).await;
         assert_eq!(searches_on_the_database(&f.db).await, 1);
-        diesel::sql_query("COMMIT")
-            .execute(&mut lock)
-            .await
-            .unwrap();
+        unlock(&mut lock).await;
         for search in searches {
-            let found = search.await.unwrap().unwrap();
-            assert_eq!(found.len(), 100);
+            assert_eq!(search.await.unwrap().unwrap().len(), 100);
         }
         // A slot is waited for no longer than a pooled connection (2 s): a search behind one
         // that does not finish gets "unavailable" (503), not an endless wait.
-        diesel::sql_query("BEGIN").execute(&mut lock).await.unwrap();
-        diesel::sql_query("LOCK TABLE clients IN ACCESS EXCLUSIVE MODE")
-            .execute(&mut lock)
-            .await
-            .unwrap();
-        let stuck = {
-            let repository = repository.clone();
-            tokio::spawn(async move { repository.search(ws, "logistics", 100).await })
-        };
+        lock_clients(&mut lock).await;
+        let stuck = spawn_searches(&repository, ws, &["logistics"]);
         tokio::time::sleep(Duration::from_millis(200)).await;
         let waited = Instant::now();
         let behind = repository.search(ws, "a", 100).await;
@@ -2030,37 +2048,16 @@ mod client_search {
             "{behind:?}"
         );
         assert!(waited.elapsed() >= Duration::from_millis(1_500));
-        diesel::sql_query("COMMIT")
-            .execute(&mut lock)
-            .await
-            .unwrap();
-        assert_eq!(stuck.await.unwrap().unwrap().len(), 100);
+        unlock(&mut lock).await;
+        for search in stuck {
+            assert_eq!(search.await.unwrap().unwrap().len(), 100);
+        }
         // Without slots both reach the database at once (the check above can fail).
         let unlimited = PgClientRepository::new(f.db.pool(), DeliveryAnnouncer::new());
-        diesel::sql_query("BEGIN").execute(&mut lock).await.unwrap();
-        diesel::sql_query("LOCK TABLE clients IN ACCESS EXCLUSIVE MODE")
-            .execute(&mut lock)
-            .await
-            .unwrap();
-        let searches: Vec<_> = ["a", "logistics"]
-            .into_iter()
-            .map(|needle| {
-                let repository = unlimited.clone();
-                tokio::spawn(async move { repository.search(ws, needle, 100).await })
-            })
-            .collect();
-        for _ in 0..100 {
-            reached = searches_on_the_database(&f.db).await;
-            if reached == 2 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert_eq!(reached, 2);
-        diesel::sql_query("COMMIT")
-            .execute(&mut lock)
-            .await
-            .unwrap();
+        lock_clients(&mut lock).await;
+        let searches = spawn_searches(&unlimited, ws, &["a", "logistics"]);
+        assert_eq!(searches_reaching(&f.db, 2).await, 2);
+        unlock(&mut lock).await;
         for search in searches {
             assert_eq!(search.await.unwrap().unwrap().len(), 100);
         }
@@ -2170,9 +2167,7 @@ mod client_search {
         let (ws, tiny) = shifting_and_tiny(&f).await;
         // 20,000 clients in 4,000 workspaces of 5.
         crowd(&f, 4_000, 5).await;
-        let names = |found: &[timetrack_domain::model::Client]| {
-            found.iter().map(|c| c.name.clone()).collect::<Vec<_>>()
-        };
+        let names = |found: &[Client]| found.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
         let range = |word: &str, newest: i32, count: i32| {
             (0..count)
                 .map(|k| format!("{word} {}", newest - k))
