@@ -233,12 +233,12 @@ fn delivery_service(
 }
 
 /// Searches each worker admits at once: `--search-concurrency` divided among the workers (rounded
-/// up), or [`SEARCHES_PER_WORKER`].
+/// up, so at least one: the flag is at least 1), or [`SEARCHES_PER_WORKER`].
 fn searches_per_worker(settings: &ServeSettings, workers: usize) -> usize {
     settings
         .search_concurrency
         .map_or(SEARCHES_PER_WORKER, |total| {
-            usize::from(total).div_ceil(workers.max(1)).max(1)
+            usize::from(total).div_ceil(workers.max(1))
         })
 }
 
