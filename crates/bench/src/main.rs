@@ -7,6 +7,7 @@
 //! search on a large dataset beside the same query run directly through a pool, the machine's
 //! HTTPS and commit rates, and the server's peak memory. See `docs/benchmarks.md`.
 
+mod cpu;
 mod delivery;
 mod lean;
 mod limits;

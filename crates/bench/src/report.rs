@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::Sizes;
+use crate::cpu::CpuPerRequest;
 use crate::delivery::{Latency, Throughput};
 use crate::limits::{COMMIT_CONNECTIONS, HTTPS_CONCURRENCY, HTTPS_WIDE_CONCURRENCY, Limits};
 use crate::search::Search;
@@ -331,6 +332,45 @@ impl Report {
              carries the name), stopping at 100, then fetch those rows by key; a miss reads every \
              index entry of the workspace. The target applies to 3+ characters.\n"
         );
+        let cpu_rows: Vec<_> = self
+            .search
+            .cases
+            .iter()
+            .filter(|c| c.chars >= 3)
+            .filter_map(|c| {
+                let service = CpuPerRequest::median(&c.service_cpu)?;
+                let direct = CpuPerRequest::median(&c.direct_cpu)?;
+                Some((c, service, direct))
+            })
+            .collect();
+        if !cpu_rows.is_empty() {
+            let _ = writeln!(
+                md,
+                "CPU time per request, in µs (medians; from `/proc`: the tool's and the server's \
+                 own time, and the rest of the machine's busy time, which is the database's and \
+                 little else on an otherwise idle machine). The two cores are shared, so each \
+                 throughput is about 2 s of CPU per second divided by the total: the ratio is \
+                 the direct total over the service's.\n\n\
+                 | query | c | service: tool | server | database and rest | total | direct: tool | database and rest | total |\n\
+                 |---|---|---|---|---|---|---|---|---|"
+            );
+            for (c, service, direct) in cpu_rows {
+                let _ = writeln!(
+                    md,
+                    "| `{}` | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+                    c.query,
+                    c.concurrency,
+                    service.tool,
+                    service.server,
+                    service.rest,
+                    service.total(),
+                    direct.tool,
+                    direct.rest + direct.server,
+                    direct.total()
+                );
+            }
+            let _ = writeln!(md);
+        }
         for (query, plan) in &self.search.plans {
             let _ = writeln!(
                 md,

@@ -15,6 +15,7 @@ use timetrack_domain::ids::WorkspaceId;
 use timetrack_domain::ports::ClientRepository;
 use uuid::Uuid;
 
+use crate::cpu::{CpuPerRequest, CpuSample};
 use crate::lean::LeanPost;
 use crate::limits::connect;
 use crate::setup::{Environment, Server};
@@ -207,6 +208,10 @@ pub struct SearchCase {
     pub direct_rps: Repeated,
     pub direct_p50: Repeated,
     pub direct_p99: Repeated,
+    /// CPU per request through the API, one per repetition (where `/proc` could be read).
+    pub service_cpu: Vec<CpuPerRequest>,
+    /// CPU per direct query, one per repetition.
+    pub direct_cpu: Vec<CpuPerRequest>,
     /// Requests not answered 200.
     pub errors: usize,
 }
@@ -272,18 +277,19 @@ pub async fn measure(
                     &account.key,
                     &json!({"workspace_id": big, "name": query}),
                 )?);
-                let (rps, latencies, errors) = drive(concurrency, sizes, move || {
+                let (rps, latencies, errors, cpu) = drive(concurrency, sizes, server, move || {
                     let post = post.clone();
                     async move { post.send().await }
                 })
                 .await;
+                case.service_cpu.extend(cpu);
                 case.service_rps.push(rps);
                 case.service_p50.push(latencies.percentile(50.0));
                 case.service_p99.push(latencies.percentile(99.0));
                 case.errors += errors;
 
                 let repository = repository.clone();
-                let (rps, latencies, _) = drive(concurrency, sizes, move || {
+                let (rps, latencies, _, cpu) = drive(concurrency, sizes, server, move || {
                     let repository = repository.clone();
                     async move {
                         repository
@@ -293,15 +299,26 @@ pub async fn measure(
                     }
                 })
                 .await;
+                case.direct_cpu.extend(cpu);
                 case.direct_rps.push(rps);
                 case.direct_p50.push(latencies.percentile(50.0));
                 case.direct_p99.push(latencies.percentile(99.0));
             }
+            let cpu = |runs: &[CpuPerRequest]| {
+                CpuPerRequest::median(runs).map_or_else(String::new, |c| {
+                    format!(
+                        " (CPU µs: tool {:.0}, server {:.0}, rest {:.0})",
+                        c.tool, c.server, c.rest
+                    )
+                })
+            };
             progress(&format!(
-                "find {query:?} c={concurrency}: {:.0} req/s p99 {:.2} ms; direct {:.0} req/s; ratio {:.2}",
+                "find {query:?} c={concurrency}: {:.0} req/s p99 {:.2} ms{}; direct {:.0} req/s{}; ratio {:.2}",
                 case.service_rps.median(),
                 case.service_p99.median(),
+                cpu(&case.service_cpu),
                 case.direct_rps.median(),
+                cpu(&case.direct_cpu),
                 case.ratio()
             ));
             search.cases.push(case);
@@ -350,9 +367,14 @@ pub async fn measure(
     Ok(search)
 }
 
-/// Runs `request` from `concurrency` loops for the window: requests per second, latencies, and
-/// failures.
-async fn drive<F, Fut>(concurrency: usize, sizes: Sizes, request: F) -> (f64, Latencies, usize)
+/// Runs `request` from `concurrency` loops for the window: requests per second, latencies,
+/// failures, and the CPU each answered request cost the tool, the server and the rest.
+async fn drive<F, Fut>(
+    concurrency: usize,
+    sizes: Sizes,
+    server: &Server,
+    request: F,
+) -> (f64, Latencies, usize, Option<CpuPerRequest>)
 where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: Future<Output = bool> + Send,
@@ -370,6 +392,7 @@ where
     }
     let latencies = Arc::new(Mutex::new(Latencies::default()));
     let failures = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let cpu_before = CpuSample::now(server.pid());
     let started = Instant::now();
     let deadline = started + sizes.search_window;
     let tasks: Vec<_> = (0..concurrency)
@@ -398,12 +421,17 @@ where
         let _ = task.await;
     }
     let elapsed = started.elapsed().as_secs_f64();
+    let cpu_after = CpuSample::now(server.pid());
     let latencies = std::mem::take(&mut *latencies.lock().unwrap_or_else(PoisonError::into_inner));
     let rps = latencies.0.len() as f64 / elapsed;
+    let cpu = cpu_before
+        .zip(cpu_after)
+        .and_then(|(before, after)| before.per_request(&after, latencies.0.len()));
     (
         rps,
         latencies,
         failures.load(std::sync::atomic::Ordering::Relaxed),
+        cpu,
     )
 }
 

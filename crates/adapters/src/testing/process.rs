@@ -205,7 +205,7 @@ impl ServerProcess {
 
     /// The process's resident and peak resident memory, from `/proc`.
     pub fn memory(&self) -> Result<Memory> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))?;
         let kb = |name: &str| {
             status
                 .lines()
