@@ -18,15 +18,15 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    method: String,
-    route: String,
+    method: &'static str,
+    route: &'static str,
     status: u16,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabels {
-    method: String,
-    route: String,
+    method: &'static str,
+    route: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -160,25 +160,35 @@ impl Metrics {
     }
 
     /// Counts an answered HTTP request. `route` is the matched pattern (not the path, so ids do
-    /// not make new series), or `unmatched`.
-    pub fn observe_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+    /// not make new series), or `unmatched`. The labels are borrowed, so counting allocates
+    /// nothing once a series exists.
+    pub fn observe_request(
+        &self,
+        method: &str,
+        route: &'static str,
+        status: u16,
+        elapsed: Duration,
+    ) {
         // Any other method is one series, so clients cannot create series at will.
         let method = match method {
-            "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" => method,
+            "GET" => "GET",
+            "HEAD" => "HEAD",
+            "POST" => "POST",
+            "PUT" => "PUT",
+            "PATCH" => "PATCH",
+            "DELETE" => "DELETE",
+            "OPTIONS" => "OPTIONS",
             _ => "OTHER",
         };
         self.requests
             .get_or_create(&RequestLabels {
-                method: method.to_owned(),
-                route: route.to_owned(),
+                method,
+                route,
                 status,
             })
             .inc();
         self.request_seconds
-            .get_or_create(&RouteLabels {
-                method: method.to_owned(),
-                route: route.to_owned(),
-            })
+            .get_or_create(&RouteLabels { method, route })
             .observe(elapsed.as_secs_f64());
     }
 

@@ -16,8 +16,13 @@ use timetrack_domain::model::Page;
 
 use crate::app::method_not_allowed;
 
-/// The integration surface's prefix.
-pub const INTEGRATION: &str = "/api/integrations/automation";
+/// A path of the integration surface (under `/api/integrations/automation`), as a
+/// `&'static str`.
+macro_rules! integration {
+    ($path:literal) => {
+        concat!("/api/integrations/automation", $path)
+    };
+}
 
 /// `{data: [...], next_cursor: string|null}`, the body of every paginated list.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -36,9 +41,14 @@ impl<T> ListResponse<T> {
     }
 }
 
+/// The pattern of the resource that served a request, in the request's app data: the route
+/// label of metrics and logs, read without matching the path again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoutePattern(pub &'static str);
+
 /// A resource at `path` serving each route for its method, and 405 JSON with `Allow` for any
 /// other method.
-fn resource(path: &str, routes: Vec<(Method, Route)>) -> actix_web::Resource {
+fn resource(path: &'static str, routes: Vec<(Method, Route)>) -> actix_web::Resource {
     let allow = routes
         .iter()
         .map(|(method, _)| method.as_str())
@@ -46,14 +56,28 @@ fn resource(path: &str, routes: Vec<(Method, Route)>) -> actix_web::Resource {
         .join(", ");
     routes
         .into_iter()
-        .fold(web::resource(path), |resource, (method, route)| {
-            resource.route(route.method(method))
-        })
+        .fold(
+            web::resource(path).app_data(RoutePattern(path)),
+            |resource, (method, route)| resource.route(route.method(method)),
+        )
         .default_service(web::to(move || method_not_allowed(allow.clone())))
 }
 
 /// Registers every route of the API.
+///
+/// actix tries the resources in the order registered, and a pattern with a `{param}` is matched
+/// by a regular expression, a fixed one by comparing strings. The integration surface's fixed
+/// paths, polled by the automation platform, come first; the patterns with parameters of the
+/// integration surface come last, so no request runs more of them than it must. No two patterns
+/// overlap, so the order changes nothing else.
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    integration_fixed(cfg);
+    core(cfg);
+    integration_with_ids(cfg);
+}
+
+/// The core REST API.
+fn core(cfg: &mut web::ServiceConfig) {
     cfg.service(resource(
         "/api/health",
         vec![(Method::GET, web::to(health::health))],
@@ -125,41 +149,49 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             (Method::PATCH, web::to(time_entries::update)),
             (Method::DELETE, web::to(time_entries::delete)),
         ],
-    ))
-    .service(resource(
-        &format!("{INTEGRATION}/triggers/time-entries/manual_entry/fallback"),
+    ));
+}
+
+/// The integration surface's paths without parameters.
+fn integration_fixed(cfg: &mut web::ServiceConfig) {
+    cfg.service(resource(
+        integration!("/triggers/time-entries/manual_entry/fallback"),
         vec![(Method::GET, web::to(fallbacks::manual_entry))],
     ))
     .service(resource(
-        &format!("{INTEGRATION}/triggers/time-entries/stop/fallback"),
+        integration!("/triggers/time-entries/stop/fallback"),
         vec![(Method::GET, web::to(fallbacks::stop))],
     ))
     .service(resource(
-        &format!("{INTEGRATION}/triggers/time-entries/start/fallback"),
+        integration!("/triggers/time-entries/start/fallback"),
         vec![(Method::GET, web::to(fallbacks::start))],
     ))
     .service(resource(
-        &format!("{INTEGRATION}/triggers/clients/fallback"),
+        integration!("/triggers/clients/fallback"),
         vec![(Method::GET, web::to(fallbacks::clients))],
     ))
     .service(resource(
-        &format!("{INTEGRATION}/triggers/clients/find"),
+        integration!("/triggers/clients/find"),
         vec![(Method::POST, web::to(find_client::find))],
     ))
     .service(resource(
-        &format!("{INTEGRATION}/webhooks/subscribe"),
+        integration!("/webhooks/subscribe"),
         vec![(Method::POST, web::to(webhooks::subscribe))],
     ))
     .service(resource(
-        &format!("{INTEGRATION}/webhooks"),
+        integration!("/webhooks"),
         vec![(Method::GET, web::to(webhooks::list))],
-    ))
-    .service(resource(
-        &format!("{INTEGRATION}/webhooks/{{id}}"),
+    ));
+}
+
+/// The integration surface's paths with a subscription id.
+fn integration_with_ids(cfg: &mut web::ServiceConfig) {
+    cfg.service(resource(
+        integration!("/webhooks/{id}"),
         vec![(Method::DELETE, web::to(webhooks::delete))],
     ))
     .service(resource(
-        &format!("{INTEGRATION}/webhooks/{{id}}/deliveries"),
+        integration!("/webhooks/{id}/deliveries"),
         vec![(Method::GET, web::to(webhooks::deliveries))],
     ));
 }

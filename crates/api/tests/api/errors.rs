@@ -83,3 +83,82 @@ async fn every_response_carries_a_request_id() {
         assert!(uuid::Uuid::parse_str(id).is_ok(), "{id}");
     }
 }
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[actix_web::test]
+async fn each_request_logs_one_line_with_its_route_status_and_request_id() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let captured = Captured::default();
+    let writer = captured.clone();
+    // The server's logger as `telemetry::init` installs it in JSON, on this thread only.
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_current_span(true)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let id = uuid::Uuid::new_v4();
+    let mut answered = Vec::new();
+    for req in [
+        test::TestRequest::get()
+            .uri(&format!("/api/clients/{id}"))
+            .insert_header(t.bearer()),
+        test::TestRequest::post().uri("/api/health"),
+        test::TestRequest::get().uri("/api/nope?x=1"),
+    ] {
+        let res = test::call_service(&app, req.to_request()).await;
+        let request_id = res
+            .headers()
+            .get("x-request-id")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        answered.push((res.status().as_u16(), request_id));
+    }
+    let lines: Vec<serde_json::Value> = String::from_utf8(captured.0.lock().unwrap().clone())
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        // The line each request's span logs when it closes (an error also logs its own).
+        .filter(|line: &serde_json::Value| {
+            line["span"]["name"] == "HTTP request" && line["fields"]["message"] == "close"
+        })
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    let expected = [
+        ("GET", format!("/api/clients/{id}"), "/api/clients/{id}"),
+        ("POST", "/api/health".to_owned(), "/api/health"),
+        ("GET", "/api/nope".to_owned(), "unmatched"),
+    ];
+    for ((line, (status, request_id)), (method, target, route)) in
+        lines.iter().zip(&answered).zip(expected)
+    {
+        let span = &line["span"];
+        assert_eq!(span["http.method"], method, "{line}");
+        assert_eq!(span["http.target"], target.as_str(), "{line}");
+        assert_eq!(span["http.route"], route, "{line}");
+        assert_eq!(span["http.status_code"], *status, "{line}");
+        assert_eq!(span["request_id"], request_id.as_str(), "{line}");
+    }
+    assert_eq!(
+        answered.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+        [404, 405, 404]
+    );
+}
