@@ -348,9 +348,10 @@ impl Report {
                 md,
                 "CPU time per request, in µs (medians; from `/proc`: the tool's and the server's \
                  own time, and the rest of the machine's busy time, which is the database's and \
-                 little else on an otherwise idle machine). The two cores are shared, so each \
-                 throughput is about 2 s of CPU per second divided by the total: the ratio is \
-                 the direct total over the service's.\n\n\
+                 little else on an otherwise idle machine). Where the two shared cores are \
+                 saturated (c = 8 and 32), a throughput is about 2 s of CPU per second divided \
+                 by the total, so the ratio is about the direct total over the service's; at \
+                 c = 1 the round trips' waits set the rate.\n\n\
                  | query | c | service: tool | server | database and rest | total | direct: tool | database and rest | total |\n\
                  |---|---|---|---|---|---|---|---|---|"
             );
