@@ -17,11 +17,11 @@ use uuid::Uuid;
 use super::announce::DeliveryAnnouncer;
 use super::errors::violated_constraint;
 use super::outbox::{EventColumns, Queued, outbox_statement};
-use super::prepared::Prepared;
+use super::prepared::{Prepared, Typed};
 use super::schema::clients;
 use super::{PgPool, keyset_before, map_db_error, map_pool_error, opaque_debug};
 
-#[derive(Debug, Queryable, QueryableByName, Selectable, Insertable, AsChangeset)]
+#[derive(Debug, Queryable, Selectable, Insertable, AsChangeset)]
 #[diesel(table_name = clients, check_for_backend(diesel::pg::Pg), treat_none_as_null = true)]
 struct ClientRow {
     id: Uuid,
@@ -39,6 +39,23 @@ struct ClientRow {
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
 }
+
+/// The SQL types of [`ClientRow`]'s columns, in its order: what [`SEARCH_SQL`] outputs.
+type ClientColumns = (
+    SqlUuid,
+    SqlUuid,
+    Text,
+    Text,
+    Text,
+    Text,
+    Nullable<Text>,
+    Nullable<Text>,
+    Nullable<Text>,
+    Nullable<Text>,
+    Text,
+    Timestamptz,
+    Timestamptz,
+);
 
 impl From<&Client> for ClientRow {
     fn from(c: &Client) -> Self {
@@ -140,8 +157,8 @@ rare AS MATERIALIZED ( \
     SELECT * FROM clients \
     WHERE workspace_id::text = (SELECT $1::uuid::text) AND name_lower LIKE (SELECT $3::text) \
       AND NOT (SELECT walk FROM newest)) \
-SELECT id, workspace_id, name, name_lower, type, type AS type_, status, email, phone, address, \
-       note, currency, created_at, updated_at \
+SELECT id, workspace_id, name, name_lower, type, status, email, phone, address, note, currency, \
+       created_at, updated_at \
 FROM ((SELECT * FROM clients \
        WHERE workspace_id = (SELECT $1::uuid) AND strpos(name_lower, (SELECT $2::text)) > 0 \
          AND (SELECT walk FROM newest) \
@@ -367,13 +384,13 @@ impl ClientRepository for PgClientRepository {
         }
         // Three characters or more: one statement the connection keeps, whose plan does not
         // depend on the values (see [`SEARCH_SQL`]).
-        let rows: Vec<ClientRow> = Prepared(
+        let rows: Vec<ClientRow> = Prepared(Typed::<_, ClientColumns>::new(
             diesel::sql_query(SEARCH_SQL)
                 .bind::<SqlUuid, _>(workspace.0)
                 .bind::<Text, _>(needle)
                 .bind::<Text, _>(contains_pattern(needle))
                 .bind::<diesel::sql_types::BigInt, _>(i64::from(limit)),
-        )
+        ))
         .load(&mut conn)
         .await
         .map_err(|e| map_db_error(e, "searching clients"))?;

@@ -7,9 +7,13 @@
 //! [`Prepared`] tells the connection's statement cache that the text is fixed: the statement is
 //! prepared once per connection and found again by its text.
 
+use std::marker::PhantomData;
+
 use diesel::QueryResult;
+use diesel::expression::TypedExpressionType;
 use diesel::pg::Pg;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
+use diesel::sql_types::SqlType;
 
 /// A query whose SQL text is one of a fixed few, so its prepared statement may be kept.
 ///
@@ -36,6 +40,40 @@ impl<Q> QueryId for Prepared<Q> {
 
 impl<Q: Query> Query for Prepared<Q> {
     type SqlType = Q::SqlType;
+}
+
+/// A query written in SQL whose rows are read by position as the SQL types `ST`, like a query
+/// built with diesel's DSL, rather than by column name as `sql_query` reads them.
+///
+/// Reading by name looks every column up in the row's field names, for every row: for a search
+/// answering 100 clients that was about a sixth of the server's time (`NamedRow::get` in
+/// `perf`). The statement's output columns must be `ST`, in order; a mismatch is an error when
+/// the rows are read.
+pub(crate) struct Typed<Q, ST>(Q, PhantomData<fn() -> ST>);
+
+impl<Q, ST> Typed<Q, ST> {
+    pub(crate) fn new(query: Q) -> Self {
+        Self(query, PhantomData)
+    }
+}
+
+impl<Q: QueryFragment<Pg>, ST> QueryFragment<Pg> for Typed<Q, ST> {
+    fn walk_ast<'b>(&'b self, pass: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        self.0.walk_ast(pass)
+    }
+
+    fn is_safe_to_cache_prepared(&self, backend: &Pg) -> QueryResult<bool> {
+        self.0.is_safe_to_cache_prepared(backend)
+    }
+}
+
+impl<Q, ST> QueryId for Typed<Q, ST> {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<Q, ST: SqlType + TypedExpressionType> Query for Typed<Q, ST> {
+    type SqlType = ST;
 }
 
 #[cfg(test)]
@@ -81,5 +119,34 @@ mod tests {
             statements.push(found.n);
         }
         assert_eq!(statements, [1, 0]);
+    }
+
+    #[tokio::test]
+    async fn a_typed_query_reads_its_columns_by_position() {
+        let db = crate::testing::TestDatabase::new().await;
+        let mut conn = db.pool().get().await.unwrap();
+        // Column names that match no field: only the positions are read.
+        let rows: Vec<(i64, String)> = Prepared(Typed::<_, (BigInt, Text)>::new(
+            diesel::sql_query("SELECT n * 2 AS a, 'row ' || n AS b FROM generate_series(1, $1) n")
+                .bind::<BigInt, _>(3_i64),
+        ))
+        .load(&mut conn)
+        .await
+        .unwrap();
+        assert_eq!(
+            rows,
+            [
+                (2, "row 1".into()),
+                (4, "row 2".into()),
+                (6, "row 3".into())
+            ]
+        );
+        // Columns that do not match the types are an error, not a misread.
+        let wrong: QueryResult<Vec<(i64, String)>> = Typed::<_, (BigInt, Text)>::new(
+            diesel::sql_query("SELECT 'x'::text AS a, 1::bigint AS b"),
+        )
+        .load(&mut conn)
+        .await;
+        assert!(wrong.is_err());
     }
 }
