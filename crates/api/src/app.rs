@@ -281,19 +281,19 @@ fn app_with(
         .wrap(TracingLogger::<RequestSpan>::new())
 }
 
-/// The span of each request: method, path, request id, then route and status once answered
-/// (the line logged when it closes).
+/// The span of each request: method, path, client address, user agent and request id, then
+/// route and status once answered (the line logged when it closes).
 ///
-/// tracing-actix-web's default span also carries host, scheme, client address, user agent and
-/// route, and computes them for every request whether the span is recorded or not, matching the
-/// path against every route a second time for the route; that was about 5 µs of the server's
-/// ~65 µs per cheap search (docs/decisions.md). Here the values are computed only when the span
-/// is enabled, and the route is read from the resource that answered.
+/// tracing-actix-web's default span (which also carries host, scheme, HTTP version and an
+/// OpenTelemetry name) computes its values for every request whether the span is recorded or
+/// not, and matches the path against every route a second time for the route; that was about
+/// 5 µs of the server's ~65 µs per cheap search (docs/decisions.md). Here every value is
+/// computed only when the span is enabled, and the route is read from the resource that
+/// answered.
 struct RequestSpan;
 
 impl RootSpanBuilder for RequestSpan {
     fn on_request_start(request: &ServiceRequest) -> tracing::Span {
-        let request_id = request.extensions().get::<RequestId>().copied();
         tracing::info_span!(
             "HTTP request",
             http.method = %request.method(),
@@ -307,7 +307,10 @@ impl RootSpanBuilder for RequestSpan {
                 .unwrap_or(""),
             http.status_code = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,
-            request_id = request_id.map(tracing::field::display),
+            request_id = request
+                .extensions()
+                .get::<RequestId>()
+                .map(|id| tracing::field::display(*id)),
             exception.message = tracing::field::Empty,
             exception.details = tracing::field::Empty,
         )
