@@ -105,13 +105,12 @@ async fn each_request_logs_one_line_with_its_route_status_and_request_id() {
     let app = t.service().await;
     let captured = Captured::default();
     let writer = captured.clone();
-    // The server's logger as `telemetry::init` installs it in JSON, on this thread only.
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_current_span(true)
-        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
-        .with_writer(move || writer.clone())
-        .finish();
+    // The server's logger as `telemetry::init` installs it in JSON at `info`, on this thread.
+    let subscriber = timetrack_api::telemetry::subscriber(
+        tracing_subscriber::EnvFilter::new("info"),
+        timetrack_api::config::LogFormat::Json,
+        move || writer.clone(),
+    );
     let _guard = tracing::subscriber::set_default(subscriber);
     let id = uuid::Uuid::new_v4();
     let mut answered = Vec::new();
