@@ -16,7 +16,7 @@ pub mod testing;
 pub use http::{HyperWebhookSender, SenderSettings};
 pub use local_postgres::{Durability, LocalPostgres};
 pub use metrics::Metrics;
-pub use postgres::{PgPool, PoolSettings, build_pool, run_migrations};
+pub use postgres::{PgPool, PoolSettings, build_pool, is_on_this_machine, run_migrations};
 pub use ratelimit::{InMemoryRateLimitStore, PgRateLimitStore};
 pub use resolver::SystemResolver;
 pub use system::{OsRandom, SystemClock, UuidV7Ids};

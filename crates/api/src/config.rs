@@ -9,7 +9,8 @@
 //! | `serve --bind` | `TIMETRACK_BIND` | `127.0.0.1:8080` |
 //! | `serve --metrics-bind` | `TIMETRACK_METRICS_BIND` | `127.0.0.1:9464` (or `off`) |
 //! | `serve --db-pool-size` | `TIMETRACK_DB_POOL_SIZE` | `16` |
-//! | `serve --search-concurrency` | `TIMETRACK_SEARCH_CONCURRENCY` | 2 × CPUs |
+//! | `serve --http-workers` | `TIMETRACK_HTTP_WORKERS` | CPUs, or CPUs / 2 with a database on this machine |
+//! | `serve --search-concurrency` | `TIMETRACK_SEARCH_CONCURRENCY` | 3 × CPUs |
 //! | `serve --auth-cache-seconds` | `TIMETRACK_AUTH_CACHE_SECONDS` | `5` (0 to 30) |
 //! | `serve --webhook-allow-private-targets` | `TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS` | `false` |
 //! | `serve --webhook-retry-schedule` | `TIMETRACK_WEBHOOK_RETRY_SCHEDULE` | `5s,5m,30m,2h,5h,10h,14h,20h,24h` |
@@ -94,13 +95,17 @@ pub struct ServeSettings {
     /// from the API's address so metrics are never public by accident.
     #[arg(long, env = "TIMETRACK_METRICS_BIND", default_value = "127.0.0.1:9464")]
     pub metrics_bind: String,
+    /// HTTP worker threads. Default: one per CPU, or one per two CPUs (at least one) when the
+    /// database runs on this machine (the private cluster, or a URL naming only loopback hosts
+    /// or Unix sockets), as PostgreSQL then needs the other half.
+    #[arg(long, env = "TIMETRACK_HTTP_WORKERS", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub http_workers: Option<u16>,
     /// Most database connections of the API, divided among its worker threads (background tasks
     /// have four more, the delivery worker two, and the notification listener one).
     #[arg(long, env = "TIMETRACK_DB_POOL_SIZE", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub db_pool_size: u16,
     /// Most client searches running on the database at once, divided among the worker threads
-    /// like `--db-pool-size`; more wait their turn in arrival order. Default: two per worker
-    /// thread (one per CPU).
+    /// like `--db-pool-size`; more wait their turn in arrival order. Default: three per CPU.
     #[arg(long, env = "TIMETRACK_SEARCH_CONCURRENCY", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub search_concurrency: Option<u16>,
     /// Seconds a verified API key is trusted before the database is asked again (0 to 30).

@@ -126,6 +126,32 @@ pub fn build_pool(url: &str, settings: PoolSettings) -> Result<PgPool> {
         .context("building the PostgreSQL pool")
 }
 
+/// Whether the database at `url` runs on this machine: every host it names is a Unix socket,
+/// `localhost` or a loopback address (libpq's default, no host at all, is a Unix socket too).
+/// `false` for a URL that does not parse; connecting reports that error.
+pub fn is_on_this_machine(url: &str) -> bool {
+    use std::str::FromStr as _;
+    use tokio_postgres::config::Host;
+    let Ok(config) = tokio_postgres::Config::from_str(url) else {
+        return false;
+    };
+    let hosts_local = config.get_hosts().iter().all(|host| match host {
+        Host::Unix(_) => true,
+        Host::Tcp(name) => {
+            let bare = name.trim_start_matches('[').trim_end_matches(']');
+            name.eq_ignore_ascii_case("localhost")
+                || bare
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        }
+    });
+    hosts_local
+        && config
+            .get_hostaddrs()
+            .iter()
+            .all(std::net::IpAddr::is_loopback)
+}
+
 /// Applies every pending migration and returns the versions applied.
 ///
 /// Runs on its own thread with its own connection, under an advisory lock, so several processes
@@ -155,4 +181,37 @@ fn migrate_blocking(url: &str) -> Result<Vec<String>> {
     let _ = diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"))
         .execute(&mut conn);
     applied
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_on_this_machine;
+
+    #[test]
+    fn a_database_on_loopback_or_a_socket_is_on_this_machine() {
+        for local in [
+            "postgres://u:p@127.0.0.1:5432/db",
+            "postgres://u@localhost/db",
+            "postgresql://u@LOCALHOST:6543/db?sslmode=disable",
+            "postgres://u@[::1]:5432/db",
+            "postgres://u@127.0.0.2/db",
+            "postgres://u@localhost,127.0.0.1/db",
+            "postgres://u@%2Frun%2Fpostgresql/db",
+            "postgres:///db?host=/var/run/postgresql",
+            "postgres://u@/db",
+            "host=localhost user=u dbname=db",
+        ] {
+            assert!(is_on_this_machine(local), "{local}");
+        }
+        for remote in [
+            "postgres://u:p@db.example.com:5432/db",
+            "postgres://u@10.0.0.5/db",
+            "postgres://u@localhost,db.example.com/db",
+            "postgres://u@localhost/db?hostaddr=10.0.0.5",
+            "host=db.internal user=u",
+            "not a url",
+        ] {
+            assert!(!is_on_this_machine(remote), "{remote}");
+        }
+    }
 }

@@ -29,12 +29,14 @@ const DELIVERY_CONNECTIONS: usize = 2;
 /// Connections of the background tasks (start-up, the delivery notifier, housekeeping, the
 /// metrics listener), beside `--db-pool-size`.
 const BACKGROUND_CONNECTIONS: usize = 4;
-/// Client searches each HTTP worker runs on the database at once unless `--search-concurrency`
-/// says otherwise: one on the database while the worker reads another's rows. Per worker, like
-/// the pools, so a finished search hands its slot to a search on the same thread (a slot
-/// shared by every worker cost 20-40 % of the throughput of short searches in cross-thread
-/// wake-ups; docs/decisions.md).
-const SEARCHES_PER_WORKER: usize = 2;
+/// Client searches running on the database at once per CPU unless `--search-concurrency` says
+/// otherwise. Divided among the workers, like the pools, so a finished search hands its slot to
+/// a search on the same thread (a slot shared by every worker cost 20-40 % of the throughput of
+/// short searches in cross-thread wake-ups). With PostgreSQL on the same two CPUs and one HTTP
+/// worker, 4 slots left one-letter searches (100 rows to encode, a slot held while the worker
+/// does it) 10-20 % below the direct query's rate, 8 let a common word's p99 reach 9.5 ms, and
+/// 6 kept both (docs/decisions.md).
+const SEARCHES_PER_CPU: usize = 3;
 
 pub(super) async fn serve(global: &GlobalSettings, settings: &ServeSettings) -> Result<()> {
     let db = Database::open(global).await?;
@@ -60,7 +62,15 @@ async fn run_server(
             },
         )
     };
-    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let local_db = db.is_private() || timetrack_adapters::is_on_this_machine(db.url());
+    let workers = http_workers(settings, cpus, local_db);
+    tracing::info!(
+        workers,
+        cpus,
+        database_on_this_machine = local_db,
+        "HTTP workers"
+    );
     let per_worker = usize::from(settings.db_pool_size).div_ceil(workers).max(1);
     let worker_pools = (0..workers)
         .map(|_| pool_of(per_worker))
@@ -100,7 +110,7 @@ async fn run_server(
                 RateLimitStoreArg::Memory => RateLimitStoreKind::Memory,
                 RateLimitStoreArg::Postgres => RateLimitStoreKind::Postgres,
             },
-            search_concurrency: Some(searches_per_worker(settings, workers)),
+            search_concurrency: Some(searches_per_worker(settings, workers, cpus)),
             ..StateSettings::default()
         },
     );
@@ -232,14 +242,30 @@ fn delivery_service(
     ))
 }
 
-/// Searches each worker admits at once: `--search-concurrency` divided among the workers (rounded
-/// up, so at least one: the flag is at least 1), or [`SEARCHES_PER_WORKER`].
-fn searches_per_worker(settings: &ServeSettings, workers: usize) -> usize {
-    settings
+/// HTTP worker threads: `--http-workers`, or one per CPU, or one per two CPUs (at least one) when
+/// the database shares the machine. A worker beyond what the CPUs left to it can run adds sleeps
+/// and wake-ups to every request: with PostgreSQL on the same two CPUs, one worker spent 15-25 %
+/// less CPU per short search than two (docs/decisions.md).
+fn http_workers(settings: &ServeSettings, cpus: usize, database_on_this_machine: bool) -> usize {
+    settings.http_workers.map_or_else(
+        || {
+            if database_on_this_machine {
+                (cpus / 2).max(1)
+            } else {
+                cpus.max(1)
+            }
+        },
+        usize::from,
+    )
+}
+
+/// Searches each worker admits at once: `--search-concurrency`, or [`SEARCHES_PER_CPU`] per CPU,
+/// divided among the workers (rounded up, so at least one).
+fn searches_per_worker(settings: &ServeSettings, workers: usize, cpus: usize) -> usize {
+    let total = settings
         .search_concurrency
-        .map_or(SEARCHES_PER_WORKER, |total| {
-            usize::from(total).div_ceil(workers.max(1))
-        })
+        .map_or(SEARCHES_PER_CPU * cpus.max(1), usize::from);
+    total.div_ceil(workers.max(1)).max(1)
 }
 
 #[cfg(test)]
@@ -267,14 +293,35 @@ mod tests {
 
     #[test]
     fn searches_are_divided_among_the_workers() {
-        assert_eq!(searches_per_worker(&settings(&[]), 2), 2);
-        assert_eq!(searches_per_worker(&settings(&[]), 8), 2);
+        // Three per CPU by default, whatever the number of workers.
+        assert_eq!(searches_per_worker(&settings(&[]), 2, 2), 3);
+        assert_eq!(searches_per_worker(&settings(&[]), 1, 2), 6);
+        assert_eq!(searches_per_worker(&settings(&[]), 8, 8), 3);
+        assert_eq!(searches_per_worker(&settings(&[]), 4, 8), 6);
+        assert_eq!(searches_per_worker(&settings(&[]), 4, 1), 1);
         let five = settings(&["--search-concurrency", "5"]);
-        assert_eq!(searches_per_worker(&five, 2), 3);
-        assert_eq!(searches_per_worker(&five, 1), 5);
-        assert_eq!(searches_per_worker(&five, 8), 1);
+        assert_eq!(searches_per_worker(&five, 2, 2), 3);
+        assert_eq!(searches_per_worker(&five, 1, 2), 5);
+        assert_eq!(searches_per_worker(&five, 8, 8), 1);
         for bad in ["0", "-1", "1001", "two"] {
             let args = ["timetrack", "serve", "--search-concurrency", bad];
+            assert!(Cli::parse_args(args).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_database_on_this_machine_leaves_it_half_the_cpus() {
+        let default = settings(&[]);
+        assert_eq!(http_workers(&default, 2, false), 2);
+        assert_eq!(http_workers(&default, 2, true), 1);
+        assert_eq!(http_workers(&default, 8, true), 4);
+        assert_eq!(http_workers(&default, 1, true), 1);
+        assert_eq!(http_workers(&default, 1, false), 1);
+        let three = settings(&["--http-workers", "3"]);
+        assert_eq!(http_workers(&three, 2, true), 3);
+        assert_eq!(http_workers(&three, 8, false), 3);
+        for bad in ["0", "257", "many"] {
+            let args = ["timetrack", "serve", "--http-workers", bad];
             assert!(Cli::parse_args(args).is_err(), "{bad}");
         }
     }
