@@ -63,7 +63,8 @@ async fn run_server(
         )
     };
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    let local_db = db.is_private() || timetrack_adapters::is_on_this_machine(db.url());
+    // The private cluster is reached at 127.0.0.1, so its URL says it is local too.
+    let local_db = timetrack_adapters::is_on_this_machine(db.url());
     let workers = http_workers(settings, cpus, local_db);
     tracing::info!(
         workers,
