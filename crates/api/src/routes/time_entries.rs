@@ -4,13 +4,12 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use timetrack_domain::DomainError;
 use timetrack_domain::ids::{ProjectId, TagId, TaskId, TimeEntryId, UserId};
 use timetrack_domain::model::{PageRequest, TimeEntry};
 use timetrack_domain::ports::EntryFilter;
 use timetrack_domain::services::{EntryDraft, EntryPatch};
-use timetrack_domain::timefmt::rfc3339;
+use timetrack_domain::timefmt::{parse_rfc3339, rfc3339};
 use uuid::Uuid;
 
 use crate::app::AppState;
@@ -136,9 +135,7 @@ pub struct EntryQuery {
 }
 
 fn timestamp(field: &str, value: &str) -> Result<OffsetDateTime, ApiError> {
-    OffsetDateTime::parse(value, &Rfc3339).map_err(|_| {
-        DomainError::validation(format!("{field} must be an RFC 3339 timestamp")).into()
-    })
+    Ok(parse_rfc3339(field, value)?)
 }
 
 fn required_timestamp(field: &str, value: Option<&str>) -> Result<OffsetDateTime, ApiError> {

@@ -405,3 +405,138 @@ async fn list_filters_and_paginates_and_other_workspaces_entries_are_404() {
     );
     assert_eq!(t.scalar("SELECT count(*) AS n FROM time_entries").await, 2);
 }
+
+/// URL-safe base64 (no padding) of a cursor's text, `<unix microseconds>:<uuid>`.
+fn cursor(micros: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(format!("{micros}:00000000-0000-0000-0000-000000000001"))
+}
+
+#[actix_web::test]
+async fn times_at_the_edges_of_the_calendar_are_400_in_bodies_queries_and_patches() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let range = |field: &str| {
+        format!("{field} must be between 0001-01-02T00:00:00Z and 9999-12-30T23:59:59Z")
+    };
+    // Each converts past year 9999 or before year 1 in UTC, or leaves no four-digit date in some
+    // time zone.
+    let edges = [
+        "9999-12-31T23:30:00-01:00",
+        "9999-12-31T23:59:59Z",
+        "9999-12-31T23:59:59.999999999Z",
+        "0000-01-01T00:00:00Z",
+        "0000-01-01T00:30:00+01:00",
+        "0001-01-01T00:00:00Z",
+    ];
+    for edge in edges {
+        let body = json!({"start": "2026-01-05T09:00:00Z", "end": edge});
+        let (status, _, json) = call(&app, post(&t, "/api/time-entries", body)).await;
+        assert_eq!(
+            (status, json),
+            (400, json!({"error": range("end")})),
+            "{edge}"
+        );
+        let body = json!({"start": edge, "end": "2026-01-05T09:00:00Z"});
+        let (status, _, json) = call(&app, post(&t, "/api/time-entries", body)).await;
+        assert_eq!(
+            (status, json),
+            (400, json!({"error": range("start")})),
+            "{edge}"
+        );
+        let query = format!("/api/time-entries?to={}", edge.replace('+', "%2B"));
+        let (status, _, json) = call(&app, get(&t, &query)).await;
+        assert_eq!(
+            (status, json),
+            (400, json!({"error": range("to")})),
+            "{edge}"
+        );
+    }
+    assert_eq!(t.scalar("SELECT count(*) AS n FROM time_entries").await, 0);
+
+    // The edges of the range itself are accepted, and shown in RFC 3339.
+    let body = json!({"start": "0001-01-02T00:00:00Z", "end": "9999-12-30T23:59:59Z"});
+    let (status, _, entry) = call(&app, post(&t, "/api/time-entries", body)).await;
+    assert_eq!(status, 201, "{entry}");
+    assert_eq!(
+        (&entry["start"], &entry["end"]),
+        (
+            &json!("0001-01-02T00:00:00Z"),
+            &json!("9999-12-30T23:59:59Z")
+        )
+    );
+    let (status, _, sample) = call(
+        &app,
+        get(
+            &t,
+            "/api/integrations/automation/triggers/time-entries/manual_entry/fallback",
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{sample}");
+    assert_eq!(
+        (&sample[0]["startTime"], &sample[0]["endTime"]),
+        (
+            &json!("0001-01-02T00:00:00Z"),
+            &json!("9999-12-30T23:59:59Z")
+        )
+    );
+
+    let id = entry["id"].as_str().unwrap();
+    for edge in edges {
+        let req = test::TestRequest::patch()
+            .uri(&format!("/api/time-entries/{id}"))
+            .insert_header(t.bearer())
+            .set_json(json!({"end": edge}))
+            .to_request();
+        let (status, _, json) = call(&app, req).await;
+        assert_eq!(
+            (status, json),
+            (400, json!({"error": range("end")})),
+            "{edge}"
+        );
+    }
+    let (_, _, unchanged) = call(&app, get(&t, &format!("/api/time-entries/{id}"))).await;
+    assert_eq!(unchanged, entry);
+}
+
+#[actix_web::test]
+async fn well_formed_cursors_outside_the_calendar_are_400_on_every_list() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let (_, _, project) = call(&app, post(&t, "/api/projects", json!({"name": "Site"}))).await;
+    let tasks = format!("/api/projects/{}/tasks", project["id"].as_str().unwrap());
+    for micros in [
+        i64::MAX.to_string(),
+        i64::MIN.to_string(),
+        i128::MAX.to_string(),
+        "-377705116800000000".into(),
+        "253402300800000000".into(),
+        "-62135596800000001".into(),
+    ] {
+        let cursor = cursor(&micros);
+        for list in [
+            "/api/clients",
+            "/api/projects",
+            "/api/tags",
+            "/api/time-entries",
+            &tasks,
+        ] {
+            let uri = format!("{list}?cursor={cursor}");
+            let (status, _, body) = call(&app, get(&t, &uri)).await;
+            assert_eq!(
+                (status, body),
+                (400, json!({"error": "invalid cursor"})),
+                "{uri} ({micros})"
+            );
+        }
+    }
+    // A position inside the calendar is a valid (empty) page.
+    let uri = format!("/api/clients?cursor={}", cursor("0"));
+    let (status, _, body) = call(&app, get(&t, &uri)).await;
+    assert_eq!(
+        (status, body),
+        (200, json!({"data": [], "next_cursor": null}))
+    );
+}

@@ -39,8 +39,12 @@ impl Cursor {
         let text = String::from_utf8(bytes).map_err(|_| invalid())?;
         let (micros, id) = text.split_once(':').ok_or_else(invalid)?;
         let micros: i128 = micros.parse().map_err(|_| invalid())?;
-        let created_at =
-            OffsetDateTime::from_unix_timestamp_nanos(micros * 1_000).map_err(|_| invalid())?;
+        // A position outside the accepted times names no row, and could not be bound to a query.
+        let created_at = micros
+            .checked_mul(1_000)
+            .and_then(|nanos| OffsetDateTime::from_unix_timestamp_nanos(nanos).ok())
+            .and_then(crate::timefmt::within_range)
+            .ok_or_else(invalid)?;
         let id = Uuid::parse_str(id).map_err(|_| invalid())?;
         Ok(Self { created_at, id })
     }
@@ -116,6 +120,12 @@ mod tests {
             "!!!",
             &URL_SAFE_NO_PAD.encode("12:nope"),
             &URL_SAFE_NO_PAD.encode("a:b"),
+            // Well-formed, but outside the calendar or the accepted times.
+            &URL_SAFE_NO_PAD.encode(format!("{}:{}", i128::MAX, Uuid::nil())),
+            &URL_SAFE_NO_PAD.encode(format!("{}:{}", i64::MIN, Uuid::nil())),
+            &URL_SAFE_NO_PAD.encode(format!("-377705116800000000:{}", Uuid::nil())),
+            &URL_SAFE_NO_PAD.encode(format!("253402300800000000:{}", Uuid::nil())),
+            &URL_SAFE_NO_PAD.encode(format!("-62135596800000000:{}", Uuid::nil())),
         ] {
             assert!(
                 matches!(Cursor::decode(text), Err(DomainError::Validation(_))),
