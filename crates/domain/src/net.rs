@@ -2,8 +2,8 @@
 //!
 //! Every address that is not publicly routable is refused: loopback, private, link-local, shared
 //! (carrier-grade NAT), unique-local, multicast, reserved, documentation and benchmarking ranges,
-//! and IPv6 addresses that embed an IPv4 address (mapped, compatible, NAT64, 6to4, Teredo) are
-//! judged by the IPv4 address they carry.
+//! and IPv6 addresses that embed an IPv4 address (mapped, translated, compatible, NAT64, 6to4,
+//! Teredo, ISATAP) are judged by the IPv4 address they carry.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -86,6 +86,9 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<(Ipv4Addr, &'static str)> {
     if in_v6(ip, [0, 0, 0, 0, 0, 0xffff, 0, 0], 96) {
         return Some((low32, "IPv4-mapped"));
     }
+    if in_v6(ip, [0, 0, 0, 0, 0xffff, 0, 0, 0], 96) {
+        return Some((low32, "IPv4-translated"));
+    }
     if in_v6(ip, [0x64, 0xff9b, 0, 0, 0, 0, 0, 0], 96) {
         return Some((low32, "NAT64"));
     }
@@ -98,6 +101,12 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<(Ipv4Addr, &'static str)> {
     if in_v6(ip, [0x2001, 0, 0, 0, 0, 0, 0, 0], 32) {
         // Teredo: the client's address is the last 32 bits, inverted.
         return Some((Ipv4Addr::from(!((bits & 0xffff_ffff) as u32)), "Teredo"));
+    }
+    // ISATAP: an interface identifier of `0:5efe` or `200:5efe` (any prefix) carries the IPv4
+    // address of the tunnel's end.
+    let isatap = ((bits >> 32) as u32) & 0xfdff_ffff;
+    if isatap == 0x0000_5efe {
+        return Some((low32, "ISATAP"));
     }
     None
 }
@@ -182,6 +191,12 @@ impl WebhookTarget {
     pub fn port(&self) -> u16 {
         self.parsed.port_or_known_default().unwrap_or(443)
     }
+
+    /// The URL a request goes to: the parsed form this check judged (host lower-cased, default
+    /// port and dot segments removed), so the sender never parses the text a second way.
+    pub fn request_uri(&self) -> &str {
+        self.parsed.as_str()
+    }
 }
 
 /// Checks the URL rules: an absolute `https://` URL of at most 2,048 bytes with a host and no
@@ -200,8 +215,12 @@ pub fn check_webhook_url(raw: &str, allow_private: bool) -> Option<WebhookTarget
     if !starts_https || url.len() > MAX_URL_LEN || url.chars().any(odd) {
         return None;
     }
-    if url[8..].starts_with(['/', '\\']) {
-        // `https:///x`: no authority; a lenient parser would take the path for the host.
+    // Parsers disagree on backslashes (WHATWG reads `\\` as `/`, RFC 3986 parsers as part of the
+    // authority) and on what an `@` hides, so neither is accepted anywhere: the host this check
+    // judges is then the host every parser finds. The request itself is built from `parsed`
+    // (`WebhookTarget::request_uri`), never from the text.
+    let authority = url[8..].split(['/', '?', '#']).next().unwrap_or("");
+    if url.contains('\\') || authority.is_empty() || authority.contains('@') {
         return None;
     }
     let parsed = Url::parse(url).ok()?;
@@ -384,6 +403,67 @@ mod tests {
                 "allowed with private targets: {url}"
             );
         }
+    }
+
+    #[test]
+    fn backslashes_and_any_userinfo_are_refused_even_with_private_targets_allowed() {
+        // A parser that reads `\` as `/` sees 8.8.8.8; one that does not sees 127.0.0.1.
+        for url in [
+            "https://8.8.8.8\\@127.0.0.1/",
+            "https://8.8.8.8\\\\@127.0.0.1/",
+            "https://hooks.example.com\\path",
+            "https://hooks.example.com/a\\b",
+            "https://:@8.8.8.8/",
+            "https://@8.8.8.8/",
+            "https://user@8.8.8.8/",
+            "https://:pw@8.8.8.8/",
+            "https://8.8.8.8%5C@127.0.0.1/",
+            "https://hooks.example.com/@x",
+        ] {
+            let checked = check_webhook_url(url, true);
+            if url.ends_with("/@x") {
+                // An `@` in the path is not userinfo.
+                assert!(checked.is_some(), "{url}");
+                continue;
+            }
+            assert_eq!(checked, None, "{url}");
+        }
+    }
+
+    #[test]
+    fn every_ipv6_form_embedding_an_ipv4_address_is_judged_by_it() {
+        let cases = [
+            // IPv4-translated (RFC 2765): ::ffff:0:a.b.c.d.
+            ("::ffff:0:7f00:1", true),
+            ("::ffff:0:a00:1", true),
+            ("::ffff:0:808:808", false),
+            // ISATAP interface identifiers carry the IPv4 address of the tunnel end.
+            ("2606:4700::5efe:7f00:1", true),
+            ("2606:4700::200:5efe:a00:1", true),
+            ("2606:4700::5efe:808:808", false),
+            // NAT64 (well-known prefix), mapped, compatible, 6to4, Teredo.
+            ("64:ff9b::7f00:1", true),
+            ("64:ff9b::808:808", false),
+            ("::ffff:808:808", false),
+            ("::a00:1", true),
+            ("2002:808:808::1", false),
+            ("2002:a00:1::1", true),
+        ];
+        for (ip, expected) in cases {
+            assert_eq!(blocked(ip), expected, "{ip}");
+        }
+        for url in [
+            "https://[::ffff:0:7f00:1]/",
+            "https://[::ffff:0:127.0.0.1]/",
+        ] {
+            assert_eq!(check_webhook_url(url, false), None, "{url}");
+        }
+    }
+
+    #[test]
+    fn the_target_sent_to_is_the_url_the_check_parsed() {
+        let target = check_webhook_url("HTTPS://Hooks.Example.com:443/a/../b?x=1", false).unwrap();
+        assert_eq!(target.request_uri(), "https://hooks.example.com/b?x=1");
     }
 
     #[test]

@@ -192,8 +192,10 @@ impl HyperWebhookSender {
     }
 
     async fn attempt(&self, request: &WebhookRequest) -> (AttemptOutcome, Option<String>) {
-        // Literals never reach the resolver: check them (and the URL rules) here.
-        if check_webhook_url(&request.url, self.settings.allow_private_targets).is_none() {
+        // Literals never reach the resolver: check them (and the URL rules) here. The request
+        // goes to the URL as this check parsed it, so what was checked is what is sent.
+        let Some(target) = check_webhook_url(&request.url, self.settings.allow_private_targets)
+        else {
             return (
                 failed(
                     FailureReason::BlockedTarget,
@@ -201,8 +203,8 @@ impl HyperWebhookSender {
                 ),
                 None,
             );
-        }
-        let mut builder = Request::post(&request.url);
+        };
+        let mut builder = Request::post(target.request_uri());
         for (name, value) in &request.headers {
             match HeaderValue::from_str(value) {
                 Ok(value) => {
