@@ -7,6 +7,7 @@ pub mod metrics;
 pub mod postgres;
 pub mod ratelimit;
 pub mod resolver;
+pub mod secrets;
 pub mod system;
 pub mod worker;
 
@@ -19,5 +20,6 @@ pub use metrics::Metrics;
 pub use postgres::{PgPool, PoolSettings, build_pool, is_on_this_machine, run_migrations};
 pub use ratelimit::{InMemoryRateLimitStore, PgRateLimitStore};
 pub use resolver::SystemResolver;
+pub use secrets::{SecretBox, SecretKey};
 pub use system::{OsRandom, SystemClock, UuidV7Ids};
 pub use worker::{WorkerSettings, run_housekeeping, run_listener, run_worker};

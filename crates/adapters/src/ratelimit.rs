@@ -48,6 +48,29 @@ impl RateLimitStore for InMemoryRateLimitStore {
         }
         Ok(decision)
     }
+
+    async fn peek(
+        &self,
+        key: &str,
+        now: OffsetDateTime,
+        policy: RatePolicy,
+    ) -> DomainResult<RateDecision> {
+        let hits = self
+            .hits
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let recent: Vec<OffsetDateTime> = hits
+            .get(key)
+            .map(|times| {
+                times
+                    .iter()
+                    .copied()
+                    .filter(|t| *t > now - MINUTE)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(decide(&recent, now, policy))
+    }
 }
 
 /// Counts in PostgreSQL, shared by every instance on the database. Each check takes a
@@ -106,6 +129,24 @@ impl RateLimitStore for PgRateLimitStore {
         .await
         .map_err(|e| map_db_error(e, "checking a rate limit"))
     }
+
+    async fn peek(
+        &self,
+        key: &str,
+        now: OffsetDateTime,
+        policy: RatePolicy,
+    ) -> DomainResult<RateDecision> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let recent: Vec<OffsetDateTime> = rate_limit_hits::table
+            .filter(rate_limit_hits::key.eq(key))
+            .filter(rate_limit_hits::at.gt(now - MINUTE))
+            .order(rate_limit_hits::at.asc())
+            .select(rate_limit_hits::at)
+            .load(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "reading a rate limit"))?;
+        Ok(decide(&recent, now, policy))
+    }
 }
 
 #[cfg(test)]
@@ -133,5 +174,24 @@ mod tests {
             "3 per minute"
         );
         assert!(store.hit("a", t0 + MINUTE, policy).await.unwrap().allowed);
+    }
+
+    #[tokio::test]
+    async fn a_peek_decides_as_a_hit_would_and_counts_nothing() {
+        let store = InMemoryRateLimitStore::default();
+        let policy = RatePolicy {
+            per_minute: 2,
+            per_second: 10,
+        };
+        let t0 = datetime!(2026-01-05 09:00 UTC);
+        for _ in 0..5 {
+            assert!(store.peek("a", t0, policy).await.unwrap().allowed);
+        }
+        assert!(store.hit("a", t0, policy).await.unwrap().allowed);
+        assert!(store.hit("a", t0, policy).await.unwrap().allowed);
+        let peeked = store.peek("a", t0, policy).await.unwrap();
+        assert_eq!(peeked, store.hit("a", t0, policy).await.unwrap());
+        assert!(!peeked.allowed);
+        assert!(store.peek("a", t0 + MINUTE, policy).await.unwrap().allowed);
     }
 }

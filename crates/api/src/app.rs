@@ -15,15 +15,16 @@ use timetrack_adapters::postgres::{
 };
 use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore};
 use timetrack_adapters::{Metrics, PgPool};
-use timetrack_adapters::{OsRandom, SystemResolver, UuidV7Ids};
+use timetrack_adapters::{OsRandom, SecretBox, SystemResolver, UuidV7Ids};
 use timetrack_domain::ports::{Clock, HealthProbe, IdempotencyStore, RateLimitStore};
 use timetrack_domain::ratelimit::{RateDecision, RatePolicy};
 use timetrack_domain::services::{
-    AccountService, Authenticator, CatalogService, ClientService, TimeEntryService, WebhookService,
-    WebhookSettings,
+    AccountService, Admission, AdmissionLimits, Authenticator, CatalogService, ClientService,
+    TimeEntryService, WebhookService, WebhookSettings,
 };
 use tracing_actix_web::{DefaultRootSpanBuilder, RequestId, RootSpanBuilder, TracingLogger};
 
+use crate::client_ip::TrustedProxies;
 use crate::error::json_error;
 use crate::routes;
 use crate::routes::RoutePattern;
@@ -34,8 +35,10 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// Everything the handlers need, cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
-    /// Resolves bearer keys to principals.
-    pub auth: Arc<Authenticator>,
+    /// Authenticates callers and applies their rate limits.
+    pub admission: Admission,
+    /// The proxies whose forwarding headers name the client.
+    pub trusted_proxies: TrustedProxies,
     /// The caller's own account.
     pub accounts: AccountService,
     /// Clients.
@@ -50,10 +53,8 @@ pub struct AppState {
     pub health: Arc<dyn HealthProbe>,
     /// The current time.
     pub clock: Arc<dyn Clock>,
-    /// Where rate-limit counts live.
-    pub limiter: Arc<dyn RateLimitStore>,
-    /// The rate limits.
-    pub limits: RateLimits,
+    /// Where this copy's rate-limit counts live when they are kept in this process.
+    in_process_limiter: Arc<dyn RateLimitStore>,
     /// Idempotency keys of POST requests.
     pub idempotency: Arc<dyn IdempotencyStore>,
     /// This process's Prometheus metrics.
@@ -65,7 +66,7 @@ pub struct AppState {
     settings: StateSettings,
 }
 
-/// The rate limits applied by the `Caller` extractor.
+/// The rate limits admission applies.
 #[derive(Debug, Clone, Copy)]
 pub struct RateLimits {
     /// Per API key, on every authenticated endpoint.
@@ -106,7 +107,7 @@ impl std::fmt::Debug for AppState {
 }
 
 /// Settings of the state that tests and operators may vary.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct StateSettings {
     /// How long a verified key is trusted before storage is asked again (at most 30 s).
     pub auth_cache_ttl: time::Duration,
@@ -121,6 +122,12 @@ pub struct StateSettings {
     /// Most client searches on the database at once through one copy of the state (each
     /// worker's copy admits its own); `None` admits every search at once.
     pub search_concurrency: Option<usize>,
+    /// Proxies whose `X-Forwarded-For`/`Forwarded` name the client (none by default).
+    pub trusted_proxies: TrustedProxies,
+    /// Seals webhook secrets and stored idempotent responses at rest. The default is a new
+    /// random key, for tests and tools whose database lives no longer than the process; `serve`
+    /// always passes `TIMETRACK_SECRET_KEY`'s.
+    pub secrets: SecretBox,
 }
 
 impl Default for StateSettings {
@@ -132,6 +139,8 @@ impl Default for StateSettings {
             rate_limits: RateLimits::default(),
             rate_limit_store: RateLimitStoreKind::Memory,
             search_concurrency: None,
+            trusted_proxies: TrustedProxies::default(),
+            secrets: SecretBox::ephemeral(),
         }
     }
 }
@@ -162,11 +171,11 @@ impl AppState {
     /// own cache of verified keys.
     pub fn on_pool(&self, pool: PgPool) -> Self {
         let shared = Shared {
-            in_process_limiter: self.limiter.clone(),
+            in_process_limiter: self.in_process_limiter.clone(),
             metrics: self.metrics.clone(),
             announcer: self.announcer.clone(),
         };
-        Self::assemble(pool, self.clock.clone(), self.settings, shared)
+        Self::assemble(pool, self.clock.clone(), self.settings.clone(), shared)
     }
 
     fn assemble(
@@ -189,12 +198,25 @@ impl AppState {
         if let Some(slots) = settings.search_concurrency {
             client_repository = client_repository.with_search_slots(SearchSlots::new(slots));
         }
+        let limiter: Arc<dyn RateLimitStore> = match settings.rate_limit_store {
+            RateLimitStoreKind::Memory => in_process_limiter.clone(),
+            RateLimitStoreKind::Postgres => Arc::new(PgRateLimitStore::new(pool.clone())),
+        };
         Self {
-            auth: Arc::new(Authenticator::new(
-                keys,
+            admission: Admission::new(
+                Arc::new(Authenticator::new(
+                    keys,
+                    clock.clone(),
+                    settings.auth_cache_ttl,
+                )),
+                limiter,
                 clock.clone(),
-                settings.auth_cache_ttl,
-            )),
+                AdmissionLimits {
+                    per_key: settings.rate_limits.per_key,
+                    auth_failures: settings.rate_limits.auth_failures,
+                },
+            ),
+            trusted_proxies: settings.trusted_proxies.clone(),
             accounts: AccountService::new(users.clone(), workspaces.clone()),
             clients: ClientService::new(
                 Arc::new(client_repository),
@@ -203,7 +225,10 @@ impl AppState {
                 ids.clone(),
             ),
             webhooks: WebhookService::new(
-                Arc::new(PgSubscriptionRepository::new(pool.clone())),
+                Arc::new(PgSubscriptionRepository::new(
+                    pool.clone(),
+                    settings.secrets.clone(),
+                )),
                 Arc::new(SystemResolver::default()),
                 clock.clone(),
                 Arc::new(OsRandom),
@@ -218,12 +243,11 @@ impl AppState {
                 clock.clone(),
                 ids,
             ),
-            limiter: match settings.rate_limit_store {
-                RateLimitStoreKind::Memory => in_process_limiter,
-                RateLimitStoreKind::Postgres => Arc::new(PgRateLimitStore::new(pool.clone())),
-            },
-            limits: settings.rate_limits,
-            idempotency: Arc::new(PgIdempotencyStore::new(pool.clone())),
+            in_process_limiter,
+            idempotency: Arc::new(PgIdempotencyStore::new(
+                pool.clone(),
+                settings.secrets.clone(),
+            )),
             health: Arc::new(PgHealthProbe::new(pool, settings.health_timeout)),
             clock,
             metrics,
@@ -277,6 +301,7 @@ fn app_with(
             json_error(StatusCode::NOT_FOUND, "Not found")
         }))
         .wrap(from_fn(crate::idempotency::idempotency))
+        .wrap(from_fn(contain_panics))
         .wrap(from_fn(json_errors))
         .wrap(TracingLogger::<RequestSpan>::new())
 }
@@ -294,12 +319,20 @@ struct RequestSpan;
 
 impl RootSpanBuilder for RequestSpan {
     fn on_request_start(request: &ServiceRequest) -> tracing::Span {
+        // Text a client chose (path, user agent) is recorded as a string, which the text format
+        // quotes and escapes, so it cannot pass for fields of its own; the client's address is
+        // an address (see `client_ip`), never a header's text.
+        let client = request.app_data::<web::Data<AppState>>().and_then(|state| {
+            state
+                .trusted_proxies
+                .client(request.peer_addr().map(|a| a.ip()), request.headers())
+        });
         tracing::info_span!(
             "HTTP request",
             http.method = %request.method(),
-            http.target = %request.path(),
+            http.target = request.path(),
             http.route = tracing::field::Empty,
-            http.client_ip = %request.connection_info().realip_remote_addr().unwrap_or(""),
+            http.client_ip = client.map(tracing::field::display),
             http.user_agent = request
                 .headers()
                 .get(header::USER_AGENT)
@@ -357,6 +390,30 @@ pub async fn method_not_allowed(allow: String) -> HttpResponse {
         response.headers_mut().insert(header::ALLOW, value);
     }
     response
+}
+
+/// The last line of defence: a panic anywhere below (a handler, an extractor, the idempotency
+/// layer) becomes a JSON 500 instead of a dropped connection, and the worker goes on serving.
+/// The panic hook `telemetry::init` installs has logged it, on one line.
+///
+/// The answer is an error rather than a response: a response needs the request, which routing
+/// must hold alone (a clone kept here would make it panic), and the server turns an error into
+/// its response.
+async fn contain_panics(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    use futures_util::FutureExt as _;
+    match std::panic::AssertUnwindSafe(next.call(req))
+        .catch_unwind()
+        .await
+    {
+        Ok(answered) => answered,
+        Err(_) => Err(json_error_value(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Internal server error",
+        )),
+    }
 }
 
 /// The safety net: any error response that is not JSON yet (actix's own payload, routing and
@@ -423,6 +480,7 @@ async fn json_errors(
 
 #[cfg(test)]
 mod tests {
+    use actix_web::dev::Service as _;
     use actix_web::test;
     use serde_json::{Value, json};
 
@@ -479,6 +537,58 @@ mod tests {
             status,
             serde_json::from_slice(&test::read_body(res).await).unwrap(),
         )
+    }
+
+    #[actix_web::test]
+    async fn a_panicking_handler_is_a_json_500_and_the_app_keeps_serving() {
+        let pool = timetrack_adapters::build_pool(
+            "postgres://nobody@127.0.0.1:1/none",
+            timetrack_adapters::PoolSettings::default(),
+        )
+        .unwrap();
+        let state = AppState::new(
+            pool,
+            Arc::new(timetrack_adapters::SystemClock),
+            StateSettings::default(),
+        );
+        let app = test::init_service(app_with(state, |cfg| {
+            cfg.route(
+                "/panic",
+                web::get().to(|| async {
+                    if std::hint::black_box(true) {
+                        panic!("a bug in a handler");
+                    }
+                    HttpResponse::Ok().finish()
+                }),
+            )
+            .route(
+                "/fine",
+                web::get().to(|| async { HttpResponse::Ok().json(json!({})) }),
+            );
+        }))
+        .await;
+        for _ in 0..2 {
+            // As the server does, an error is answered with its own response.
+            let res = match app
+                .call(test::TestRequest::get().uri("/panic").to_request())
+                .await
+            {
+                Ok(res) => res.into_parts().1.map_into_boxed_body(),
+                Err(err) => err.error_response(),
+            };
+            assert_eq!(res.status(), 500);
+            assert_eq!(
+                res.headers().get("content-type").unwrap(),
+                "application/json"
+            );
+            assert_eq!(
+                actix_web::body::to_bytes(res.into_body()).await.unwrap(),
+                r#"{"error":"Internal server error"}"#
+            );
+            let res =
+                test::call_service(&app, test::TestRequest::get().uri("/fine").to_request()).await;
+            assert_eq!(res.status(), 200);
+        }
     }
 
     #[actix_web::test]

@@ -23,6 +23,9 @@
 //! | `serve --rate-limit-per-second` | `TIMETRACK_RATE_LIMIT_PER_SECOND` | `10` |
 //! | `serve --auth-failures-per-minute` | `TIMETRACK_AUTH_FAILURES_PER_MINUTE` | `30` |
 //! | `serve --rate-limit-store` | `TIMETRACK_RATE_LIMIT_STORE` | `memory` (or `postgres`) |
+//! | `serve --secret-key` | `TIMETRACK_SECRET_KEY` | required with `DATABASE_URL`; else `<data-dir>/secret.key` |
+//! | `serve --previous-secret-keys` | `TIMETRACK_PREVIOUS_SECRET_KEYS` | none (during a key rotation) |
+//! | `serve --trusted-proxies` | `TIMETRACK_TRUSTED_PROXIES` | none (addresses or CIDR ranges) |
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -108,6 +111,15 @@ pub struct ServeSettings {
     /// like `--db-pool-size`; more wait their turn in arrival order. Default: three per CPU.
     #[arg(long, env = "TIMETRACK_SEARCH_CONCURRENCY", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub search_concurrency: Option<u16>,
+    /// Key that encrypts webhook secrets at rest: 32 bytes in base64 or 64 hex digits (`openssl
+    /// rand -base64 32`). Required with `DATABASE_URL`; without it, the private cluster's key is
+    /// generated once and kept in `<data-dir>/secret.key`.
+    #[arg(long, env = "TIMETRACK_SECRET_KEY", hide_env_values = true, value_parser = parse_secret_key)]
+    pub secret_key: Option<timetrack_adapters::SecretKey>,
+    /// Earlier secret keys, comma-separated, still accepted for reading during a rotation; every
+    /// stored secret is sealed again under the current key at start.
+    #[arg(long, env = "TIMETRACK_PREVIOUS_SECRET_KEYS", hide_env_values = true, value_delimiter = ',', value_parser = parse_secret_key)]
+    pub previous_secret_keys: Vec<timetrack_adapters::SecretKey>,
     /// Seconds a verified API key is trusted before the database is asked again (0 to 30).
     #[arg(long, env = "TIMETRACK_AUTH_CACHE_SECONDS", default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=30))]
     pub auth_cache_seconds: u8,
@@ -148,6 +160,19 @@ pub struct ServeSettings {
     /// Where rate-limit counts live: this process, or PostgreSQL (shared by instances).
     #[arg(long, env = "TIMETRACK_RATE_LIMIT_STORE", value_enum, default_value_t = RateLimitStoreArg::Memory)]
     pub rate_limit_store: RateLimitStoreArg,
+    /// Proxies whose `X-Forwarded-For`/`Forwarded` headers name the client (comma-separated
+    /// addresses or CIDR ranges); the client address is used by the failed-authentication limit
+    /// and the access log. Default: none, the socket's peer is the client.
+    #[arg(long, env = "TIMETRACK_TRUSTED_PROXIES", default_value = "", hide_default_value = true, value_parser = parse_trusted_proxies)]
+    pub trusted_proxies: crate::client_ip::TrustedProxies,
+}
+
+fn parse_secret_key(text: &str) -> Result<timetrack_adapters::SecretKey, String> {
+    timetrack_adapters::SecretKey::parse(text).map_err(|e| format!("{e:#}"))
+}
+
+fn parse_trusted_proxies(text: &str) -> Result<crate::client_ip::TrustedProxies, String> {
+    crate::client_ip::TrustedProxies::parse(text)
 }
 
 /// `--rate-limit-store` values.

@@ -9,8 +9,8 @@ use actix_web::dev::Payload;
 use actix_web::http::{StatusCode, header};
 use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
 use serde::de::DeserializeOwned;
-use timetrack_domain::DomainError;
 use timetrack_domain::model::Principal;
+use timetrack_domain::services::{Admitted, Refusal};
 
 use crate::app::AppState;
 use crate::error::{ApiError, json_error};
@@ -40,7 +40,8 @@ pub async fn body_within_timeout(
     }
 }
 
-/// The caller, authenticated by `Authorization: Bearer <key>`; 401 `Unauthorized` otherwise.
+/// The caller, authenticated by `Authorization: Bearer <key>` and admitted by its rate limit
+/// (see [`admit`]); 401 `Unauthorized` or 429 `Too many requests` otherwise.
 #[derive(Debug, Clone, Copy)]
 pub struct Caller(pub Principal);
 
@@ -48,62 +49,59 @@ impl FromRequest for Caller {
     type Error = ApiError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
-    /// Authenticates, then applies the key's rate limit. Failed authentications count against the
-    /// peer address; past its limit they get 429 instead of 401. The limit decision is kept in the
-    /// request's extensions, where the response middleware turns it into `X-RateLimit-*` headers.
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let state = req.app_data::<web::Data<AppState>>().cloned();
-        let key = bearer_token(req.headers()).map(str::to_owned);
-        // The socket's peer, never a forwarding header a client could forge.
-        let peer = req
-            .peer_addr()
-            .map_or_else(|| "unknown".to_owned(), |a| a.ip().to_string());
         let req = req.clone();
-        Box::pin(async move {
-            let Some(state) = state else {
-                return Err(ApiError::unauthorized());
-            };
-            let now = state.clock.now();
-            let authenticated = match key {
-                Some(key) => state.auth.authenticate(&key).await,
-                None => Err(DomainError::Unauthorized),
-            };
-            let principal = match authenticated {
-                Ok(principal) => principal,
-                Err(DomainError::Unauthorized) => {
-                    let failures = state
-                        .limiter
-                        .hit(
-                            &format!("auth-failure:{peer}"),
-                            now,
-                            state.limits.auth_failures,
-                        )
-                        .await?;
-                    return Err(match failures.retry_after_secs {
-                        Some(retry_after_secs) if !failures.allowed => {
-                            ApiError::TooManyRequests { retry_after_secs }
-                        }
-                        _ => ApiError::unauthorized(),
-                    });
-                }
-                Err(other) => return Err(other.into()),
-            };
-            let decision = state
-                .limiter
-                .hit(
-                    &format!("key:{}", principal.api_key_id),
-                    now,
-                    state.limits.per_key,
-                )
-                .await?;
-            req.extensions_mut().insert(decision);
-            match decision.retry_after_secs {
-                Some(retry_after_secs) if !decision.allowed => {
-                    Err(ApiError::TooManyRequests { retry_after_secs })
-                }
-                _ => Ok(Caller(principal)),
+        Box::pin(async move { admit(&req).await.map(Caller) })
+    }
+}
+
+/// The principal a request was admitted as, once [`admit`] has let it in.
+#[derive(Debug, Clone, Copy)]
+struct AdmittedAs(Principal);
+
+/// Authenticates the request and applies its rate limits, once per request: the idempotency
+/// layer asks before it answers from a stored response, and the [`Caller`] extractor of the
+/// handler gets the same answer without counting the request again.
+///
+/// Failed authentications count against the client's address (see [`crate::client_ip`]). The
+/// key's limit decision is kept in the request's extensions, where the response middleware turns
+/// it into `X-RateLimit-*` headers.
+pub async fn admit(req: &HttpRequest) -> Result<Principal, ApiError> {
+    if let Some(AdmittedAs(principal)) = req.extensions().get::<AdmittedAs>().copied() {
+        return Ok(principal);
+    }
+    let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
+        return Err(ApiError::unauthorized());
+    };
+    let client = state
+        .trusted_proxies
+        .client(req.peer_addr().map(|a| a.ip()), req.headers())
+        .map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
+    let admitted = state
+        .admission
+        .admit(bearer_token(req.headers()), &client)
+        .await;
+    match admitted {
+        Ok(Admitted {
+            principal,
+            decision,
+        }) => {
+            let mut extensions = req.extensions_mut();
+            extensions.insert(decision);
+            extensions.insert(AdmittedAs(principal));
+            Ok(principal)
+        }
+        Err(Refusal::Unauthorized) => Err(ApiError::unauthorized()),
+        Err(Refusal::TooManyRequests {
+            retry_after_secs,
+            decision,
+        }) => {
+            if let Some(decision) = decision {
+                req.extensions_mut().insert(decision);
             }
-        })
+            Err(ApiError::TooManyRequests { retry_after_secs })
+        }
+        Err(Refusal::Failed(err)) => Err(err.into()),
     }
 }
 

@@ -3,8 +3,8 @@
 //!
 //! Keys are scoped to the API key that sent them. Responses are stored once the first request
 //! finishes, unless it failed in a way a retry should re-run (5xx, 401, 429); a repeat that
-//! arrives while the first still runs gets 409. Replays carry `Idempotent-Replayed: true` and are
-//! not rate-limited again.
+//! arrives while the first still runs gets 409. Replays carry `Idempotent-Replayed: true`; like
+//! every authenticated request, they count against the key's rate limit first.
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -59,14 +59,15 @@ pub async fn idempotency(
     let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
         return Ok(next.call(req).await?.map_into_boxed_body());
     };
-    // Only an authenticated caller has a scope; anything else takes the normal (401) path.
-    let token = crate::extract::bearer_token(req.headers()).map(str::to_owned);
-    let principal = match token {
-        Some(token) => state.auth.authenticate(&token).await.ok(),
-        None => None,
-    };
-    let Some(principal) = principal else {
+    // Only an authenticated caller has a scope; without a key, the normal (401) path. A caller
+    // is admitted first, so that a replay, a mismatch or a request still in progress counts
+    // against its key's limit like any request, and a limited one costs no lookup of the key.
+    if crate::extract::bearer_token(req.headers()).is_none() {
         return Ok(next.call(req).await?.map_into_boxed_body());
+    }
+    let principal = match crate::extract::admit(req.request()).await {
+        Ok(principal) => principal,
+        Err(refused) => return Ok(req.error_response(refused)),
     };
 
     let body = match crate::extract::body_within_timeout(req.extract::<web::Bytes>()).await {

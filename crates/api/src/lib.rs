@@ -4,6 +4,7 @@
 //! `main` and the tests run the very same application.
 
 pub mod app;
+pub mod client_ip;
 pub mod commands;
 pub mod config;
 pub mod error;
@@ -15,3 +16,4 @@ pub mod routes;
 pub mod telemetry;
 
 pub use app::{AppState, RateLimitStoreKind, RateLimits, StateSettings, build_app};
+pub use client_ip::TrustedProxies;

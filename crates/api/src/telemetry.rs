@@ -16,7 +16,26 @@ pub fn init(settings: &GlobalSettings) -> Result<()> {
     subscriber(filter, settings.log_format, std::io::stderr)
         .try_init()
         .map_err(|e| anyhow::anyhow!(e))
-        .context("installing the logger")
+        .context("installing the logger")?;
+    std::panic::set_hook(Box::new(log_panic));
+    Ok(())
+}
+
+/// The panic hook: one ERROR line with the message and where it happened (inside the request's
+/// span, so with its request id), and never a backtrace, whatever `RUST_BACKTRACE` says: a panic a
+/// client can trigger must not let it write hundreds of kilobytes of log per request.
+fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
+    let message = info
+        .payload()
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| info.payload().downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)");
+    let location = info
+        .location()
+        .map(|l| format!("{}:{}", l.file(), l.line()))
+        .unwrap_or_default();
+    tracing::error!(panic = message, location, "panicked");
 }
 
 /// The logger `init` installs, writing to `writer`: events as `filter` admits them, and one line
@@ -29,7 +48,10 @@ pub fn subscriber<W>(
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
+    // Colours only for a person at a terminal: in a file or a collector, escape sequences are
+    // noise in every field.
     let builder = tracing_subscriber::fmt()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(filter)
         .with_writer(writer)
         .with_span_events(FmtSpan::CLOSE);

@@ -86,6 +86,16 @@ impl Server {
     /// first, say): a server that exits before it is healthy is started again on new ports, up
     /// to three times.
     fn start(mut cmd: Command) -> Self {
+        // Every server of a test shares one key, as the processes of one installation do.
+        if !cmd
+            .get_envs()
+            .any(|(name, _)| name == "TIMETRACK_SECRET_KEY")
+        {
+            cmd.env(
+                "TIMETRACK_SECRET_KEY",
+                timetrack_adapters::testing::TEST_SECRET_KEY,
+            );
+        }
         for _ in 0..3 {
             let port = free_port();
             let metrics_port = free_port();
@@ -397,7 +407,8 @@ fn serve_without_database_url_runs_on_a_private_cluster_it_stops_afterwards() {
         let mut cmd = Command::new(BIN);
         cmd.current_dir(dir)
             .env_remove("DATABASE_URL")
-            .env_remove("TIMETRACK_DATA_DIR");
+            .env_remove("TIMETRACK_DATA_DIR")
+            .env_remove("TIMETRACK_SECRET_KEY");
         Server::start(cmd)
     };
 
@@ -422,6 +433,16 @@ fn serve_without_database_url_runs_on_a_private_cluster_it_stops_afterwards() {
 
     let data = dir.join(".timetrack");
     assert!(data.join("pgdata/postmaster.pid").exists());
+    // The key sealing webhook secrets at rest was made for this cluster, readable by its owner.
+    let secret_key = std::fs::read_to_string(data.join("secret.key")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(data.join("secret.key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
     assert!(server.stop().success());
     assert!(
         !data.join("pgdata/postmaster.pid").exists(),
@@ -433,7 +454,37 @@ fn serve_without_database_url_runs_on_a_private_cluster_it_stops_afterwards() {
     assert!(read_banner(&mut server).contains(&key));
     assert_eq!(get_json(&server, "/api/me", &key).0, 200);
     assert!(server.stop().success());
+    assert_eq!(
+        std::fs::read_to_string(data.join("secret.key")).unwrap(),
+        secret_key
+    );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn serve_on_a_database_url_without_a_secret_key_says_how_to_make_one() {
+    let out = Command::new(BIN)
+        .arg("serve")
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .env_remove("TIMETRACK_SECRET_KEY")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("TIMETRACK_SECRET_KEY (--secret-key) is required with DATABASE_URL")
+            && stderr.contains("openssl rand -base64 32"),
+        "{stderr}"
+    );
+    let out = Command::new(BIN)
+        .arg("serve")
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .env("TIMETRACK_SECRET_KEY", "c2hvcnQ=")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("this one is 5"), "{stderr}");
 }
 
 #[test]

@@ -153,6 +153,10 @@ pub trait SubscriptionRepository: Send + Sync {
     ///
     /// The count and the insert are atomic (concurrent subscribes cannot exceed the cap). MUST
     /// return `Conflict("Subscription limit reached")` at the cap; nothing is stored then.
+    ///
+    /// The subscription's API key is checked in the same write: MUST return `Unauthorized`, and
+    /// store nothing, if the key is revoked, even if it was revoked an instant before (whatever a
+    /// cache of verified keys says); a revocation that commits after the insert disables it.
     async fn create(&self, subscription: &Subscription, max_active: u32) -> DomainResult<()>;
 
     /// The subscription with this id, whatever its status and workspace, or `None`.
@@ -319,6 +323,15 @@ pub trait RateLimitStore: Send + Sync {
     /// Decides on one request of `key` at `now` under `policy` (see
     /// [`crate::ratelimit::decide`]) and counts it if admitted, atomically for the key.
     async fn hit(
+        &self,
+        key: &str,
+        now: OffsetDateTime,
+        policy: crate::ratelimit::RatePolicy,
+    ) -> DomainResult<crate::ratelimit::RateDecision>;
+
+    /// Decides on one request of `key` at `now` under `policy` as [`RateLimitStore::hit`] would,
+    /// and MUST NOT count it.
+    async fn peek(
         &self,
         key: &str,
         now: OffsetDateTime,

@@ -382,6 +382,13 @@ impl ClientRepository for InMemoryStore {
 impl SubscriptionRepository for InMemoryStore {
     async fn create(&self, subscription: &Subscription, max_active: u32) -> DomainResult<()> {
         let mut t = self.tables();
+        let revoked = t
+            .keys
+            .get(&subscription.api_key_id)
+            .is_some_and(|(key, _)| key.revoked_at.is_some());
+        if revoked {
+            return Err(DomainError::Unauthorized);
+        }
         let active = t
             .subscriptions
             .iter()

@@ -4,12 +4,13 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::{Duration, OffsetDateTime};
-use timetrack_domain::DomainResult;
 use timetrack_domain::ids::ApiKeyId;
 use timetrack_domain::ports::{IdempotencyBegin, IdempotencyStore};
+use timetrack_domain::{DomainError, DomainResult};
 
 use super::schema::idempotency_keys;
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
+use crate::secrets::{Purpose, SecretBox};
 
 /// How long a key is remembered.
 pub const RETENTION: Duration = Duration::hours(24);
@@ -20,14 +21,16 @@ pub const STALE_CLAIM: Duration = Duration::seconds(60);
 #[derive(Clone)]
 pub struct PgIdempotencyStore {
     pool: PgPool,
+    secrets: SecretBox,
 }
 
 opaque_debug!(PgIdempotencyStore);
 
 impl PgIdempotencyStore {
-    /// The store on `pool`.
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+    /// The store on `pool`; responses are stored sealed by `secrets` (a subscribe's carries
+    /// its signing secret).
+    pub fn new(pool: PgPool, secrets: SecretBox) -> Self {
+        Self { pool, secrets }
     }
 }
 
@@ -42,53 +45,64 @@ impl IdempotencyStore for PgIdempotencyStore {
     ) -> DomainResult<IdempotencyBegin> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let key = key.to_owned();
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            let mine = idempotency_keys::table
-                .filter(idempotency_keys::api_key_id.eq(api_key.0))
-                .filter(idempotency_keys::key.eq(&key));
-            diesel::delete(
-                mine.filter(
-                    idempotency_keys::created_at
-                        .lt(now - RETENTION)
-                        .or(idempotency_keys::status
-                            .is_null()
-                            .and(idempotency_keys::created_at.lt(now - STALE_CLAIM))),
-                ),
-            )
-            .execute(conn)
-            .await?;
-            let inserted = diesel::insert_into(idempotency_keys::table)
-                .values((
-                    idempotency_keys::api_key_id.eq(api_key.0),
-                    idempotency_keys::key.eq(&key),
-                    idempotency_keys::fingerprint.eq(&fingerprint[..]),
-                    idempotency_keys::created_at.eq(now),
-                ))
-                .on_conflict_do_nothing()
+        let begun = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let mine = idempotency_keys::table
+                    .filter(idempotency_keys::api_key_id.eq(api_key.0))
+                    .filter(idempotency_keys::key.eq(&key));
+                diesel::delete(
+                    mine.filter(
+                        idempotency_keys::created_at.lt(now - RETENTION).or(
+                            idempotency_keys::status
+                                .is_null()
+                                .and(idempotency_keys::created_at.lt(now - STALE_CLAIM)),
+                        ),
+                    ),
+                )
                 .execute(conn)
                 .await?;
-            if inserted == 1 {
-                return Ok(IdempotencyBegin::Started);
-            }
-            let (stored, status, body): (Vec<u8>, Option<i32>, Option<String>) = mine
-                .select((
-                    idempotency_keys::fingerprint,
-                    idempotency_keys::status,
-                    idempotency_keys::body,
-                ))
-                .first(conn)
-                .await?;
-            Ok(match (stored == fingerprint, status, body) {
-                (false, _, _) => IdempotencyBegin::Mismatch,
-                (true, Some(status), Some(body)) => IdempotencyBegin::Replay {
-                    status: u16::try_from(status).unwrap_or(500),
-                    body,
-                },
-                (true, _, _) => IdempotencyBegin::InProgress,
+                let inserted = diesel::insert_into(idempotency_keys::table)
+                    .values((
+                        idempotency_keys::api_key_id.eq(api_key.0),
+                        idempotency_keys::key.eq(&key),
+                        idempotency_keys::fingerprint.eq(&fingerprint[..]),
+                        idempotency_keys::created_at.eq(now),
+                    ))
+                    .on_conflict_do_nothing()
+                    .execute(conn)
+                    .await?;
+                if inserted == 1 {
+                    return Ok(IdempotencyBegin::Started);
+                }
+                let (stored, status, body): (Vec<u8>, Option<i32>, Option<String>) = mine
+                    .select((
+                        idempotency_keys::fingerprint,
+                        idempotency_keys::status,
+                        idempotency_keys::body,
+                    ))
+                    .first(conn)
+                    .await?;
+                Ok(match (stored == fingerprint, status, body) {
+                    (false, _, _) => IdempotencyBegin::Mismatch,
+                    (true, Some(status), Some(body)) => IdempotencyBegin::Replay {
+                        status: u16::try_from(status).unwrap_or(500),
+                        body,
+                    },
+                    (true, _, _) => IdempotencyBegin::InProgress,
+                })
             })
+            .await
+            .map_err(|e| map_db_error(e, "claiming an idempotency key"))?;
+        Ok(match begun {
+            IdempotencyBegin::Replay { status, body } => IdempotencyBegin::Replay {
+                status,
+                body: self
+                    .secrets
+                    .open(Purpose::IdempotentResponse, &body)
+                    .map_err(DomainError::Unexpected)?,
+            },
+            other => other,
         })
-        .await
-        .map_err(|e| map_db_error(e, "claiming an idempotency key"))
     }
 
     async fn complete(
@@ -106,7 +120,7 @@ impl IdempotencyStore for PgIdempotencyStore {
         )
         .set((
             idempotency_keys::status.eq(i32::from(status)),
-            idempotency_keys::body.eq(body),
+            idempotency_keys::body.eq(self.secrets.seal(Purpose::IdempotentResponse, body)),
         ))
         .execute(&mut conn)
         .await

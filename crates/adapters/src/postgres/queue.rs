@@ -19,6 +19,7 @@ use uuid::Uuid;
 
 use super::prepared::Prepared;
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
+use crate::secrets::{Purpose, SecretBox};
 
 #[derive(Debug, QueryableByName)]
 struct ClaimRow {
@@ -159,18 +160,19 @@ const RECORD_BATCH: &str =
 #[derive(Clone)]
 pub struct PgDeliveryQueue {
     pool: PgPool,
+    secrets: SecretBox,
 }
 
 opaque_debug!(PgDeliveryQueue);
 
 impl PgDeliveryQueue {
-    /// The queue on `pool`.
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+    /// The queue on `pool`; claimed deliveries' signing secrets are opened with `secrets`.
+    pub fn new(pool: PgPool, secrets: SecretBox) -> Self {
+        Self { pool, secrets }
     }
 }
 
-fn claimed(row: ClaimRow) -> DomainResult<ClaimedDelivery> {
+fn claimed(row: ClaimRow, secrets: &SecretBox) -> DomainResult<ClaimedDelivery> {
     let bad = |what: &str| {
         DomainError::Unexpected(anyhow::anyhow!("claimed delivery has an invalid {what}"))
     };
@@ -182,7 +184,9 @@ fn claimed(row: ClaimRow) -> DomainResult<ClaimedDelivery> {
         event_type: EventType::parse(&row.event_type).ok_or_else(|| bad("event type"))?,
         body: row.body,
         url: row.url,
-        secret: row.secret,
+        secret: secrets
+            .open(Purpose::WebhookSecret, &row.secret)
+            .map_err(DomainError::Unexpected)?,
         attempts: u32::try_from(row.attempts).unwrap_or(0),
         failing_since: row.failing_since,
     })
@@ -274,7 +278,9 @@ impl DeliveryQueue for PgDeliveryQueue {
         .load(&mut conn)
         .await
         .map_err(|e| map_db_error(e, "recording attempts and claiming deliveries"))?;
-        rows.into_iter().map(claimed).collect()
+        rows.into_iter()
+            .map(|row| claimed(row, &self.secrets))
+            .collect()
     }
 
     async fn stats(&self, now: OffsetDateTime) -> DomainResult<QueueStats> {

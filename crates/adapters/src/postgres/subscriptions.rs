@@ -13,8 +13,9 @@ use timetrack_domain::ports::SubscriptionRepository;
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
-use super::schema::{audit_log, deliveries, events, webhook_subscriptions, workspaces};
+use super::schema::{api_keys, audit_log, deliveries, events, webhook_subscriptions, workspaces};
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
+use crate::secrets::{Purpose, SecretBox};
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(table_name = webhook_subscriptions, check_for_backend(diesel::pg::Pg))]
@@ -112,18 +113,35 @@ impl<'a> From<&'a AuditEntry> for AuditRow<'a> {
     }
 }
 
+/// What a create's transaction decided.
+enum Created {
+    Stored,
+    AtCap,
+    KeyRevoked,
+}
+
 /// [`SubscriptionRepository`] on PostgreSQL.
 #[derive(Clone)]
 pub struct PgSubscriptionRepository {
     pool: PgPool,
+    secrets: SecretBox,
 }
 
 opaque_debug!(PgSubscriptionRepository);
 
 impl PgSubscriptionRepository {
-    /// The repository on `pool`.
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+    /// The repository on `pool`; signing secrets are stored sealed by `secrets`.
+    pub fn new(pool: PgPool, secrets: SecretBox) -> Self {
+        Self { pool, secrets }
+    }
+
+    /// A stored row as the domain's subscription, its secret opened.
+    fn subscription(&self, mut row: SubscriptionRow) -> DomainResult<Subscription> {
+        row.secret = self
+            .secrets
+            .open(Purpose::WebhookSecret, &row.secret)
+            .map_err(DomainError::Unexpected)?;
+        Subscription::try_from(row)
     }
 }
 
@@ -131,7 +149,8 @@ impl PgSubscriptionRepository {
 impl SubscriptionRepository for PgSubscriptionRepository {
     async fn create(&self, subscription: &Subscription, max_active: u32) -> DomainResult<()> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let row = SubscriptionRow::from(subscription);
+        let mut row = SubscriptionRow::from(subscription);
+        row.secret = self.secrets.seal(Purpose::WebhookSecret, &row.secret);
         let workspace = subscription.workspace_id.0;
         let stored = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
@@ -142,6 +161,20 @@ impl SubscriptionRepository for PgSubscriptionRepository {
                     .for_update()
                     .first::<Uuid>(conn)
                     .await?;
+                // The key, checked in this write and share-locked until it commits: a
+                // revocation either committed before (seen here, whatever a cache of verified
+                // keys said) or waits for this insert and then disables what it made.
+                let key_live = api_keys::table
+                    .find(row.api_key_id)
+                    .filter(api_keys::revoked_at.is_null())
+                    .select(api_keys::id)
+                    .for_share()
+                    .first::<Uuid>(conn)
+                    .await
+                    .optional()?;
+                if key_live.is_none() {
+                    return Ok(Created::KeyRevoked);
+                }
                 let active: i64 = webhook_subscriptions::table
                     .filter(webhook_subscriptions::workspace_id.eq(workspace))
                     .filter(webhook_subscriptions::status.eq("ACTIVE"))
@@ -149,20 +182,20 @@ impl SubscriptionRepository for PgSubscriptionRepository {
                     .get_result(conn)
                     .await?;
                 if active >= i64::from(max_active) {
-                    return Ok(false);
+                    return Ok(Created::AtCap);
                 }
                 diesel::insert_into(webhook_subscriptions::table)
                     .values(&row)
                     .execute(conn)
                     .await?;
-                Ok(true)
+                Ok(Created::Stored)
             })
             .await
             .map_err(|e| map_db_error(e, "creating a subscription"))?;
-        if stored {
-            Ok(())
-        } else {
-            Err(DomainError::Conflict("Subscription limit reached".into()))
+        match stored {
+            Created::Stored => Ok(()),
+            Created::AtCap => Err(DomainError::Conflict("Subscription limit reached".into())),
+            Created::KeyRevoked => Err(DomainError::Unauthorized),
         }
     }
 
@@ -175,7 +208,7 @@ impl SubscriptionRepository for PgSubscriptionRepository {
             .await
             .optional()
             .map_err(|e| map_db_error(e, "reading a subscription"))?
-            .map(Subscription::try_from)
+            .map(|row| self.subscription(row))
             .transpose()
     }
 
@@ -193,7 +226,7 @@ impl SubscriptionRepository for PgSubscriptionRepository {
             .await
             .map_err(|e| map_db_error(e, "listing subscriptions"))?
             .into_iter()
-            .map(Subscription::try_from)
+            .map(|row| self.subscription(row))
             .collect()
     }
 

@@ -11,6 +11,10 @@ mod receiver;
 pub use process::{Account, Admin, Memory, ServeCommand, ServerProcess, field, free_port};
 pub use receiver::{Behaviour, HttpsReceiver, Received};
 
+/// The `TIMETRACK_SECRET_KEY` of servers the tests and tools start (every process of one test
+/// database must share it); a published test value, never a production one.
+pub const TEST_SECRET_KEY: &str = "dGVzdC1vbmx5IGtleTogbmV2ZXIgdXNlIGluIHByb2Q=";
+
 /// The `p`th percentile (nearest rank) of `values`; 0 when empty. For the bench and fault tools'
 /// latency figures.
 pub fn percentile(values: &[f64], p: f64) -> f64 {

@@ -41,6 +41,10 @@ impl ServeCommand {
                 ("TIMETRACK_BIND".to_owned(), format!("127.0.0.1:{port}")),
                 ("TIMETRACK_METRICS_BIND".to_owned(), "off".to_owned()),
                 ("TIMETRACK_LOG".to_owned(), "warn".to_owned()),
+                (
+                    "TIMETRACK_SECRET_KEY".to_owned(),
+                    super::TEST_SECRET_KEY.to_owned(),
+                ),
             ],
             wrapper: Vec::new(),
             log: None,

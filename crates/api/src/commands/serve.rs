@@ -7,10 +7,10 @@ use actix_web::HttpServer;
 use anyhow::{Context, Result};
 use std::time::Duration;
 
-use timetrack_adapters::postgres::{PgDeliveryQueue, PgHousekeeping, run_notifier};
+use timetrack_adapters::postgres::{PgDeliveryQueue, PgHousekeeping, reseal_all, run_notifier};
 use timetrack_adapters::{
-    HyperWebhookSender, OsRandom, PoolSettings, SenderSettings, SystemClock, WorkerSettings,
-    build_pool, run_housekeeping, run_listener, run_worker,
+    HyperWebhookSender, OsRandom, PoolSettings, SecretBox, SecretKey, SenderSettings, SystemClock,
+    WorkerSettings, build_pool, run_housekeeping, run_listener, run_worker,
 };
 use timetrack_domain::delivery::RetrySchedule;
 use timetrack_domain::ratelimit::RatePolicy;
@@ -39,16 +39,57 @@ const BACKGROUND_CONNECTIONS: usize = 4;
 const SEARCHES_PER_CPU: usize = 3;
 
 pub(super) async fn serve(global: &GlobalSettings, settings: &ServeSettings) -> Result<()> {
+    let secrets = secret_box(global, settings)?;
     let db = Database::open(global).await?;
-    let result = run_server(global, settings, &db).await;
+    let result = run_server(global, settings, &db, secrets).await;
     db.close().await;
     result
+}
+
+/// The key that seals webhook secrets at rest: `--secret-key`, or for the private cluster the
+/// one kept in `<data-dir>/secret.key` (made on first start).
+fn secret_box(global: &GlobalSettings, settings: &ServeSettings) -> Result<SecretBox> {
+    let current = match &settings.secret_key {
+        Some(key) => key.clone(),
+        None if global.database_url.is_none() => private_secret_key(&global.data_dir)?,
+        None => anyhow::bail!(
+            "TIMETRACK_SECRET_KEY (--secret-key) is required with DATABASE_URL: it encrypts \
+             webhook signing secrets in the database. Generate one with `openssl rand -base64 32` \
+             and keep it with the database's credentials (docs/operations.md#secrets-at-rest)"
+        ),
+    };
+    Ok(SecretBox::new(&current, &settings.previous_secret_keys))
+}
+
+/// The private cluster's secret key, from `dir/secret.key`, written there (readable by its
+/// owner only) on first use.
+fn private_secret_key(dir: &std::path::Path) -> Result<SecretKey> {
+    let path = dir.join("secret.key");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => SecretKey::parse(&text).with_context(|| format!("reading {}", path.display())),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            let key = SecretKey::generate();
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .with_context(|| format!("creating {}", path.display()))?;
+            writeln!(file, "{}", key.to_base64())
+                .with_context(|| format!("writing {}", path.display()))?;
+            Ok(key)
+        }
+        Err(err) => Err(err).with_context(|| format!("reading {}", path.display())),
+    }
 }
 
 async fn run_server(
     global: &GlobalSettings,
     settings: &ServeSettings,
     db: &Database,
+    secrets: SecretBox,
 ) -> Result<()> {
     // Each HTTP worker thread gets a share of `--db-pool-size` as a pool of its own. A
     // connection is driven by a task on the thread that opened it, so a request served on one
@@ -82,7 +123,20 @@ async fn run_server(
     // The delivery worker has connections of its own, so its rounds never wait behind API
     // requests for a pooled connection.
     let delivery_pool = pool_of(DELIVERY_CONNECTIONS)?;
-    let delivery = delivery_service(settings, &delivery_pool)?;
+    // Values from before encryption at rest, or sealed under a key since rotated, are sealed
+    // under the current key before anything reads them.
+    let resealed = reseal_all(&pool, &secrets)
+        .await
+        .context("sealing stored secrets under TIMETRACK_SECRET_KEY")?;
+    if resealed != Default::default() {
+        tracing::info!(
+            webhook_secrets = resealed.webhook_secrets,
+            idempotent_responses = resealed.idempotent_responses,
+            key = secrets.current_id(),
+            "stored secrets sealed under the current key"
+        );
+    }
+    let delivery = delivery_service(settings, &delivery_pool, &secrets)?;
     let demo = if db.is_private() {
         Some(demo::ensure_demo(&global.data_dir, &pool).await?)
     } else {
@@ -112,12 +166,14 @@ async fn run_server(
                 RateLimitStoreArg::Postgres => RateLimitStoreKind::Postgres,
             },
             search_concurrency: Some(searches_per_worker(settings, workers, cpus)),
+            trusted_proxies: settings.trusted_proxies.clone(),
+            secrets: secrets.clone(),
             ..StateSettings::default()
         },
     );
     let metrics = state.metrics.clone();
     let announcer = state.announcer.clone();
-    let metrics_server = metrics_server(settings, &pool, metrics.clone())?;
+    let metrics_server = metrics_server(settings, &pool, metrics.clone(), &secrets)?;
     let next_pool = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let server = HttpServer::new(move || {
         // Called once on each worker thread (again if actix restarts one).
@@ -188,13 +244,14 @@ fn metrics_server(
     settings: &ServeSettings,
     pool: &timetrack_adapters::PgPool,
     metrics: Arc<timetrack_adapters::Metrics>,
+    secrets: &SecretBox,
 ) -> Result<Option<actix_web::dev::Server>> {
     if settings.metrics_bind.eq_ignore_ascii_case("off") {
         return Ok(None);
     }
     let state = MetricsState {
         metrics,
-        queue: Arc::new(PgDeliveryQueue::new(pool.clone())),
+        queue: Arc::new(PgDeliveryQueue::new(pool.clone(), secrets.clone())),
         clock: Arc::new(SystemClock),
     };
     let server = HttpServer::new(move || metrics_app(state.clone()))
@@ -212,6 +269,7 @@ fn metrics_server(
 fn delivery_service(
     settings: &ServeSettings,
     pool: &timetrack_adapters::PgPool,
+    secrets: &SecretBox,
 ) -> Result<DeliveryService> {
     let timeout = Duration::from_secs(settings.webhook_timeout);
     let sender = HyperWebhookSender::new(SenderSettings {
@@ -231,7 +289,7 @@ fn delivery_service(
             .max(60),
     );
     Ok(DeliveryService::new(
-        Arc::new(PgDeliveryQueue::new(pool.clone())),
+        Arc::new(PgDeliveryQueue::new(pool.clone(), secrets.clone())),
         Arc::new(sender),
         Arc::new(SystemClock),
         Arc::new(OsRandom),
@@ -336,6 +394,7 @@ mod tests {
                 &settings(&["--metrics-bind", off]),
                 &pool(),
                 metrics.clone(),
+                &SecretBox::ephemeral(),
             );
             assert!(none.unwrap().is_none());
         }
@@ -343,6 +402,7 @@ mod tests {
             &settings(&["--metrics-bind", "127.0.0.1:0"]),
             &pool(),
             metrics.clone(),
+            &SecretBox::ephemeral(),
         )
         .unwrap()
         .expect("a listener");
@@ -351,9 +411,14 @@ mod tests {
         handle.stop(false).await;
         let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = taken.local_addr().unwrap().to_string();
-        let err = metrics_server(&settings(&["--metrics-bind", &addr]), &pool(), metrics)
-            .err()
-            .expect("an address in use is an error");
+        let err = metrics_server(
+            &settings(&["--metrics-bind", &addr]),
+            &pool(),
+            metrics,
+            &SecretBox::ephemeral(),
+        )
+        .err()
+        .expect("an address in use is an error");
         assert!(
             err.to_string().contains("binding the metrics listener"),
             "{err}"

@@ -161,3 +161,100 @@ async fn each_request_logs_one_line_with_its_route_status_and_request_id() {
         [404, 405, 404]
     );
 }
+
+/// The request lines a text-format logger writes while `requests` are answered by an app with
+/// `settings`.
+async fn text_log_lines(
+    settings: timetrack_api::StateSettings,
+    requests: Vec<test::TestRequest>,
+) -> Vec<String> {
+    let t = TestApp::with_settings(settings).await;
+    let app = t.service().await;
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = timetrack_api::telemetry::subscriber(
+        tracing_subscriber::EnvFilter::new("info"),
+        timetrack_api::config::LogFormat::Text,
+        move || writer.clone(),
+    );
+    let _guard = tracing::subscriber::set_default(subscriber);
+    for req in requests {
+        test::call_service(&app, req.to_request()).await;
+    }
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    text.lines()
+        .filter(|line| line.contains("HTTP request"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[actix_web::test]
+async fn the_access_log_shows_the_socket_peer_and_quotes_what_clients_send() {
+    let lines = text_log_lines(
+        TestApp::relaxed(),
+        vec![
+            test::TestRequest::get()
+                .uri("/api/health")
+                .peer_addr("203.0.113.9:5000".parse().unwrap())
+                .insert_header(("X-Forwarded-For", "1.2.3.4 admin=true"))
+                .insert_header(("Forwarded", "for=5.6.7.8"))
+                .insert_header(("User-Agent", "probe http.status_code=999 otel=1")),
+        ],
+    )
+    .await;
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    let line = &lines[0];
+    assert!(line.contains("http.client_ip=203.0.113.9 "), "{line}");
+    assert!(
+        !line.contains("1.2.3.4") && !line.contains("5.6.7.8"),
+        "{line}"
+    );
+    assert!(
+        line.contains(r#"http.user_agent="probe http.status_code=999 otel=1""#),
+        "{line}"
+    );
+    assert!(!line.contains(" admin=true"), "{line}");
+}
+#[actix_web::test]
+async fn behind_a_trusted_proxy_the_client_is_the_nearest_untrusted_forwarded_address() {
+    let settings = timetrack_api::StateSettings {
+        trusted_proxies: timetrack_api::TrustedProxies::parse("203.0.113.0/24, 10.0.0.1").unwrap(),
+        ..TestApp::relaxed()
+    };
+    let from_proxy = |xff: &str| {
+        test::TestRequest::get()
+            .uri("/api/health")
+            .peer_addr("203.0.113.9:5000".parse().unwrap())
+            .insert_header(("X-Forwarded-For", xff.to_owned()))
+    };
+    let lines = text_log_lines(
+        settings,
+        vec![
+            // A client's own claim (the first entry) is ignored; the proxies' are believed.
+            from_proxy("6.6.6.6, 198.51.100.4, 10.0.0.1"),
+            // Nothing but trusted hops: the farthest of them.
+            from_proxy("10.0.0.1"),
+            // Not an address: the peer.
+            from_proxy("admin=true"),
+            test::TestRequest::get()
+                .uri("/api/health")
+                .peer_addr("192.0.2.50:5000".parse().unwrap())
+                .insert_header(("X-Forwarded-For", "198.51.100.4")),
+        ],
+    )
+    .await;
+    let clients: Vec<&str> = lines
+        .iter()
+        .map(|line| {
+            line.split("http.client_ip=")
+                .nth(1)
+                .and_then(|rest| rest.split(' ').next())
+                .unwrap_or("")
+        })
+        .collect();
+    assert_eq!(
+        clients,
+        ["198.51.100.4", "10.0.0.1", "203.0.113.9", "192.0.2.50"],
+        "{lines:#?}"
+    );
+}

@@ -177,6 +177,12 @@ async fn failed_authentications_are_limited_per_address() {
             .uri("/api/me")
             .peer_addr(addr.parse().unwrap())
     };
+    let valid = || {
+        from("203.0.113.7:4002")
+            .insert_header(t.bearer())
+            .to_request()
+    };
+    assert_eq!(call(&app, valid()).await.0, 200);
     for _ in 0..3 {
         let (status, _, body) = call(
             &app,
@@ -190,19 +196,10 @@ async fn failed_authentications_are_limited_per_address() {
     let res = test::call_service(&app, from("203.0.113.7:4001").to_request()).await;
     assert_eq!(res.status(), 429, "a fourth failure, even without a key");
     assert!(header(&res, "retry-after").is_some());
-    // Another address still gets 401; a valid key from the limited address still works.
+    // Another address still gets 401; a valid key this process has verified still works from
+    // the limited address (any other key is refused there without being looked up).
     assert_eq!(call(&app, from("198.51.100.9:1").to_request()).await.0, 401);
-    assert_eq!(
-        call(
-            &app,
-            from("203.0.113.7:4002")
-                .insert_header(t.bearer())
-                .to_request()
-        )
-        .await
-        .0,
-        200
-    );
+    assert_eq!(call(&app, valid()).await.0, 200);
 }
 
 #[actix_web::test]
@@ -211,7 +208,7 @@ async fn the_postgres_store_shares_counts_between_instances() {
         rate_limit_store: RateLimitStoreKind::Postgres,
         ..limits(5, 1000, 1000)
     };
-    let t = TestApp::with_settings(settings).await;
+    let t = TestApp::with_settings(settings.clone()).await;
     let first = t.service().await;
     // A second instance: its own state (and in-process caches), the same database.
     let second_state = timetrack_api::AppState::new(
@@ -260,4 +257,96 @@ where
         }
     }
     admitted
+}
+
+#[actix_web::test]
+async fn idempotent_replays_mismatches_and_originals_all_count_against_the_key() {
+    // A minute window of 12, so the count does not depend on how fast the test runs.
+    let t = TestApp::with_settings(limits(12, 1_000, 30)).await;
+    let app = t.service().await;
+    let post = |name: &str| {
+        test::TestRequest::post()
+            .uri("/api/clients")
+            .insert_header(t.bearer())
+            .insert_header(("Idempotency-Key", "flood"))
+            .set_json(json!({ "name": name }))
+            .to_request()
+    };
+    let mut statuses = Vec::new();
+    for n in 0..30 {
+        // The original, then replays of it and, every third request, the key with another body.
+        let name = if n % 3 == 2 { "Other" } else { "Acme" };
+        let res = test::call_service(&app, post(name)).await;
+        let status = res.status().as_u16();
+        if status == 429 {
+            assert!(header(&res, "retry-after").is_some());
+            assert_eq!(
+                test::read_body(res).await,
+                r#"{"error":"Too many requests"}"#
+            );
+        }
+        statuses.push(status);
+    }
+    let admitted: Vec<u16> = statuses.iter().copied().filter(|s| *s != 429).collect();
+    assert_eq!(admitted.len(), 12, "{statuses:?}");
+    assert_eq!(admitted[..3], [201, 201, 422], "{statuses:?}");
+    assert!(statuses[12..].iter().all(|s| *s == 429), "{statuses:?}");
+    assert_eq!(t.scalar("SELECT count(*) AS n FROM clients").await, 1);
+}
+
+#[actix_web::test]
+async fn a_key_over_its_limit_gets_no_replay() {
+    let t = TestApp::with_settings(limits(3, 1_000, 30)).await;
+    let app = t.service().await;
+    let post = || {
+        test::TestRequest::post()
+            .uri("/api/clients")
+            .insert_header(t.bearer())
+            .insert_header(("Idempotency-Key", "once"))
+            .set_json(json!({"name": "Acme"}))
+            .to_request()
+    };
+    assert_eq!(call(&app, post()).await.0, 201);
+    for _ in 0..2 {
+        let me = test::TestRequest::get()
+            .uri("/api/me")
+            .insert_header(t.bearer())
+            .to_request();
+        assert_eq!(call(&app, me).await.0, 200);
+    }
+    let res = test::call_service(&app, post()).await;
+    assert_eq!(res.status(), 429);
+    assert!(res.headers().get("idempotent-replayed").is_none());
+}
+
+#[actix_web::test]
+async fn past_the_failure_limit_no_key_is_looked_up() {
+    let t = TestApp::with_settings(limits(100, 100, 3)).await;
+    let app = t.service().await;
+    let me = |key: &str| {
+        test::TestRequest::get()
+            .uri("/api/me")
+            .peer_addr("203.0.113.7:4000".parse().unwrap())
+            .insert_header(("Authorization", format!("Bearer {key}")))
+            .to_request()
+    };
+    // A valid key this process has verified keeps working from the limited address.
+    assert_eq!(call(&app, me(&t.secret)).await.0, 200);
+    // Well-formed keys that are unknown: each costs a lookup, until the limit.
+    let unknown = format!("tt_{}", "A".repeat(43));
+    for _ in 0..3 {
+        assert_eq!(call(&app, me(&unknown)).await.0, 401);
+    }
+    // Past it, a lookup would fail: the table is gone. Nothing may reach it.
+    t.execute("ALTER TABLE api_keys RENAME TO api_keys_hidden")
+        .await;
+    for key in [unknown.as_str(), "tt_wrong"] {
+        let (status, _, body) = call(&app, me(key)).await;
+        assert_eq!(
+            (status, body),
+            (429, json!({"error": "Too many requests"})),
+            "{key}"
+        );
+    }
+    assert_eq!(call(&app, me(&t.secret)).await.0, 200);
 }

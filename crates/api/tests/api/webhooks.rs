@@ -456,3 +456,37 @@ async fn every_webhook_endpoint_needs_a_key() {
         assert_eq!((status, body), (401, json!({"error": "Unauthorized"})));
     }
 }
+
+#[actix_web::test]
+async fn a_key_revoked_while_still_cached_cannot_subscribe() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    // The key is verified, and so trusted by the cache for its lifetime (5 s).
+    let me = test::TestRequest::get()
+        .uri("/api/me")
+        .insert_header(t.bearer())
+        .to_request();
+    assert_eq!(call(&app, me).await.0, 200);
+    t.admin.revoke_api_key(t.key.id).await.unwrap();
+
+    let req = test::TestRequest::post()
+        .uri("/api/integrations/automation/webhooks/subscribe")
+        .insert_header(t.bearer())
+        .set_json(
+            json!({"url": "https://hooks.example.com/after-revoke", "events": ["CLIENT_CREATED"]}),
+        )
+        .to_request();
+    assert_eq!(
+        call(&app, req).await,
+        (
+            401,
+            "application/json".into(),
+            json!({"error": "Unauthorized"})
+        )
+    );
+    assert_eq!(
+        t.scalar("SELECT count(*) AS n FROM webhook_subscriptions")
+            .await,
+        0
+    );
+}

@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod admin;
+pub mod admission;
 pub mod auth;
 pub mod catalog;
 pub mod clients;
@@ -11,6 +12,7 @@ pub mod webhooks;
 
 pub use account::{AccountService, Profile};
 pub use admin::{AdminService, NewWorkspace};
+pub use admission::{Admission, AdmissionLimits, Admitted, Refusal};
 pub use auth::Authenticator;
 pub use catalog::CatalogService;
 pub use clients::ClientService;

@@ -1,0 +1,161 @@
+//! Admission of an authenticated request: who is calling, and whether the limits let it in.
+//!
+//! Every request that presents itself as authenticated passes here once, first, whatever answers
+//! it afterwards (a handler, or a stored idempotent response), so every such request counts
+//! against its key's limit.
+//!
+//! Failed authentications are limited per client address. Past that limit, a key is not looked up
+//! at all unless this process verified it recently (the [`Authenticator`]'s cache): a guesser
+//! learns nothing, and costs no storage, until the window frees. A valid key that this process
+//! has not seen recently waits out the window too, at most a minute, like the guesser it shares
+//! the address with.
+
+use std::sync::Arc;
+
+use crate::error::DomainError;
+use crate::model::Principal;
+use crate::ports::{Clock, RateLimitStore};
+use crate::ratelimit::{RateDecision, RatePolicy};
+use crate::services::Authenticator;
+
+/// The limits admission applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdmissionLimits {
+    /// Per API key, on every authenticated request.
+    pub per_key: RatePolicy,
+    /// Failed authentications per client address.
+    pub auth_failures: RatePolicy,
+}
+
+/// A request let in.
+#[derive(Debug, Clone, Copy)]
+pub struct Admitted {
+    /// Who is calling.
+    pub principal: Principal,
+    /// The key's rate-limit state after counting this request (for `X-RateLimit-*`).
+    pub decision: RateDecision,
+}
+
+/// Why a request was not let in.
+#[derive(Debug)]
+pub enum Refusal {
+    /// No key, or one that is malformed, unknown or revoked.
+    Unauthorized,
+    /// Over a limit: the key's own (`decision` is then its state), or the address's failures.
+    TooManyRequests {
+        /// Whole seconds to wait.
+        retry_after_secs: u64,
+        /// The key's rate-limit state, when the key's limit refused the request.
+        decision: Option<RateDecision>,
+    },
+    /// Storage could not decide (unreachable, or failing).
+    Failed(DomainError),
+}
+
+impl From<DomainError> for Refusal {
+    fn from(err: DomainError) -> Self {
+        Self::Failed(err)
+    }
+}
+
+/// Lets requests in, or says why not.
+#[derive(Clone)]
+pub struct Admission {
+    auth: Arc<Authenticator>,
+    limiter: Arc<dyn RateLimitStore>,
+    clock: Arc<dyn Clock>,
+    limits: AdmissionLimits,
+}
+
+impl std::fmt::Debug for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admission")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Admission {
+    /// Admission with `auth`, counts kept in `limiter`, and `limits`.
+    pub fn new(
+        auth: Arc<Authenticator>,
+        limiter: Arc<dyn RateLimitStore>,
+        clock: Arc<dyn Clock>,
+        limits: AdmissionLimits,
+    ) -> Self {
+        Self {
+            auth,
+            limiter,
+            clock,
+            limits,
+        }
+    }
+
+    /// The authenticator admission asks.
+    pub fn authenticator(&self) -> &Arc<Authenticator> {
+        &self.auth
+    }
+
+    /// Admits a request presenting `key` (the bearer token, if any) from `client` (its address).
+    ///
+    /// In order: past the address's failure limit, a key not verified recently is refused with
+    /// `TooManyRequests` before any lookup; a missing, unknown or revoked key counts as a failure
+    /// of the address (`Unauthorized`, or `TooManyRequests` once that passes the limit); a valid
+    /// key counts against its own limit, and is refused with `TooManyRequests` past it.
+    pub async fn admit(&self, key: Option<&str>, client: &str) -> Result<Admitted, Refusal> {
+        let now = self.clock.now();
+        let failures = format!("auth-failure:{client}");
+        let verified = key.is_some_and(|key| self.auth.is_verified(key));
+        if !verified {
+            let state = self
+                .limiter
+                .peek(&failures, now, self.limits.auth_failures)
+                .await?;
+            if !state.allowed {
+                return Err(Refusal::TooManyRequests {
+                    retry_after_secs: state.retry_after_secs.unwrap_or(1),
+                    decision: None,
+                });
+            }
+        }
+        let authenticated = match key {
+            Some(key) => self.auth.authenticate(key).await,
+            None => Err(DomainError::Unauthorized),
+        };
+        let principal = match authenticated {
+            Ok(principal) => principal,
+            Err(DomainError::Unauthorized) => {
+                let state = self
+                    .limiter
+                    .hit(&failures, now, self.limits.auth_failures)
+                    .await?;
+                return Err(match state.retry_after_secs {
+                    Some(retry_after_secs) if !state.allowed => Refusal::TooManyRequests {
+                        retry_after_secs,
+                        decision: None,
+                    },
+                    _ => Refusal::Unauthorized,
+                });
+            }
+            Err(other) => return Err(Refusal::Failed(other)),
+        };
+        let decision = self
+            .limiter
+            .hit(
+                &format!("key:{}", principal.api_key_id),
+                now,
+                self.limits.per_key,
+            )
+            .await?;
+        match decision.retry_after_secs {
+            Some(retry_after_secs) if !decision.allowed => Err(Refusal::TooManyRequests {
+                retry_after_secs,
+                decision: Some(decision),
+            }),
+            _ => Ok(Admitted {
+                principal,
+                decision,
+            }),
+        }
+    }
+}
