@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 use serde_json::json;
 use timetrack_adapters::testing::{Admin, HttpsReceiver, Received, ServeCommand};
 use timetrack_adapters::{Durability, LocalPostgres, run_migrations};
@@ -132,6 +134,43 @@ impl Env {
         }
     }
 
+    /// Crashes the cluster: SIGQUIT to the postmaster, the signal `pg_ctl stop -m immediate`
+    /// sends. Every server process exits at once, without a checkpoint and without flushing what
+    /// asynchronous commits left in memory; the next start runs crash recovery. Returns once the
+    /// postmaster is gone.
+    pub async fn crash_database(&mut self) -> Result<()> {
+        let local = self.local.take().context("the database is stopped")?;
+        let pid_file = local.root().join("pgdata").join("postmaster.pid");
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .with_context(|| format!("reading {}", pid_file.display()))?
+            .lines()
+            .next()
+            .and_then(|line| line.trim().parse().ok())
+            .with_context(|| format!("no pid in {}", pid_file.display()))?;
+        let pid = Pid::from_raw(pid);
+        kill(pid, Signal::SIGQUIT).context("signalling the postmaster")?;
+        // The handle's keeper thread reaps the postmaster as soon as it exits; after that the
+        // pid answers ESRCH.
+        let gone = tokio::task::spawn_blocking(move || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while kill(pid, None).is_ok() {
+                if std::time::Instant::now() > deadline {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            true
+        })
+        .await?;
+        // Forgotten rather than dropped: dropping would signal the pid again, and it is no longer
+        // the server's.
+        std::mem::forget(local);
+        if !gone {
+            bail!("the postmaster ({pid}) did not exit within 30 s of SIGQUIT");
+        }
+        Ok(())
+    }
+
     /// Starts the cluster again (same directory, same port while it is free).
     pub async fn start_database(&mut self) -> Result<()> {
         let root = self.dir.join("postgres");
@@ -173,6 +212,16 @@ impl Db {
     /// The single number `sql` returns.
     pub async fn count(&self, sql: &str) -> Result<i64> {
         Ok(self.client.query_one(sql, &[]).await?.get(0))
+    }
+
+    /// The single text `sql` returns.
+    pub async fn text(&self, sql: &str) -> Result<String> {
+        Ok(self.client.query_one(sql, &[]).await?.try_get(0)?)
+    }
+
+    /// The rows `sql` returns.
+    pub async fn rows(&self, sql: &str) -> Result<Vec<tokio_postgres::Row>> {
+        Ok(self.client.query(sql, &[]).await?)
     }
 
     /// Runs statements.

@@ -1,16 +1,19 @@
 //! `timetrack-chaos`: the fault and abuse suite. It runs the real `timetrack` binary against its
 //! own PostgreSQL cluster and local HTTPS receivers, breaks things on purpose (kills, a database
-//! outage, hostile receivers, SSRF attempts, fuzzed and malformed input, another tenant's ids,
-//! load on shared rate limits), checks what the service promises, and reports figures.
+//! outage and a crash, hostile receivers, SSRF attempts, fuzzed, malformed and extreme input,
+//! another tenant's ids, load on shared rate limits, a key revoked while in use, a flooded
+//! idempotency key), checks what the service promises, and reports figures.
 //!
 //! `--quick` runs the short scenarios at small sizes (CI); without it, everything at full size
 //! (`just chaos`). It ends with `N passed, N failed` and exits 1 on any failure. See
 //! `docs/reliability.md`.
 
+mod edges;
 mod env;
 mod faults;
 mod fuzz;
 mod isolation;
+mod keys;
 mod limits;
 mod raw;
 mod receivers;
@@ -34,8 +37,8 @@ struct Options {
     /// The short scenarios at small sizes, in a few minutes (what CI runs).
     #[arg(long)]
     quick: bool,
-    /// Run only these scenarios (comma-separated): faults, outage, receivers, ssrf, raw, fuzz,
-    /// isolation, limits.
+    /// Run only these scenarios (comma-separated): faults, outage, crash, receivers, ssrf, raw,
+    /// fuzz, isolation, limits, edges, revoke, idempotency.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// The `timetrack` binary under test.
@@ -62,7 +65,15 @@ const SCENARIOS: &[(&str, &str, bool)] = &[
         true,
     ),
     ("outage", "2. Database outage", true),
+    (
+        "crash",
+        "2b. Database crash (immediate stop) during a delivery burst",
+        true,
+    ),
     ("limits", "7. Rate limits under load, three instances", true),
+    ("edges", "8. Extreme timestamps and cursors", true),
+    ("revoke", "9. Key revoked while it subscribes", true),
+    ("idempotency", "10. Idempotency-Key flood", true),
     (
         "fuzz",
         "5a. Fuzzing from the OpenAPI description (schemathesis)",
@@ -109,6 +120,10 @@ async fn run(options: &Options) -> Result<bool> {
         let result = match name {
             "faults" => faults::process_faults(&mut env, &mut scenario).await,
             "outage" => faults::database_outage(&mut env, &mut scenario).await,
+            "crash" => faults::database_crash(&mut env, &mut scenario).await,
+            "edges" => edges::run(&env, &mut scenario).await,
+            "revoke" => keys::revocation_race(&env, &mut scenario).await,
+            "idempotency" => keys::idempotency_flood(&env, &mut scenario).await,
             "receivers" => receivers::run(&env, &mut scenario).await,
             "ssrf" => ssrf::run(&env, &mut scenario).await,
             "raw" => raw::run(&env, &mut scenario).await,

@@ -8,6 +8,7 @@
 mod body;
 mod head;
 mod http;
+mod pipeline;
 mod slow;
 
 use std::time::{Duration, Instant};
@@ -66,6 +67,8 @@ pub async fn run(env: &Env, s: &mut Scenario) -> Result<()> {
     head::long_path(s, &mut server, &target).await?;
     body::lying_length(s, &mut server, &target).await?;
     body::bad_chunks(s, &mut server, &target).await?;
+    // Last: if the server does not hold its memory, the cases after this one would suffer.
+    pipeline::never_read(s, &mut server, &target, env.quick).await?;
 
     let after = client_names(&server, &target.key).await?;
     s.check_eq(

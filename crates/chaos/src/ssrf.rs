@@ -1,6 +1,7 @@
-//! SSRF: every blocked range and spelling refused at subscribe time, and refused again at send
-//! time (a name that starts resolving to loopback after subscribing, and subscriptions written
-//! straight into the database), with a loopback canary that must see no connection.
+//! SSRF: every blocked range and spelling (user-info and backslash tricks included) refused at
+//! subscribe time, and refused again at send time (a name that starts resolving to loopback after
+//! subscribing, and subscriptions written straight into the database), with a loopback canary
+//! that must see no connection.
 //!
 //! Names resolve through a hosts file of the suite's own: the server runs in a mount namespace of
 //! its own (`unshare`) where that file is bind-mounted over `/etc/hosts`, so the machine's file is
@@ -78,6 +79,30 @@ const BLOCKED_HOSTS: &[&str] = &[
     "private.chaos.test",
     "v6.chaos.test",
     "mixed.chaos.test",
+];
+
+/// Whole URLs refused at subscribe time: user-info and backslashes that parsers read
+/// differently (one sees the public host, another the loopback one after the `@`), empty
+/// user-info, and IPv4 embedded in IPv6 in forms not covered above (IPv4-translated
+/// `::ffff:0:0/96`, NAT64 with a dotted tail). `{port}` is the canary's, so a request that gets
+/// through would reach it.
+const BLOCKED_URLS: &[&str] = &[
+    r"https://8.8.8.8\@127.0.0.1:{port}/",
+    r"https://8.8.8.8\\@127.0.0.1:{port}/",
+    r"https://8.8.8.8%5C@127.0.0.1:{port}/",
+    r"https://8.8.8.8%5c@127.0.0.1:{port}/",
+    r"https://8.8.8.8\@localhost:{port}/",
+    r"https://:@8.8.8.8/",
+    r"https://user@8.8.8.8/",
+    r"https://@8.8.8.8/",
+    r"https://user:@8.8.8.8/",
+    r"https://:pass@8.8.8.8/",
+    r"https://public.chaos.test\@canary.chaos.test:{port}/",
+    r"https://[::ffff:0:7f00:1]:{port}/",
+    r"https://[::ffff:0:127.0.0.1]:{port}/",
+    r"https://[::ffff:0:a00:1]/",
+    r"https://[64:ff9b::127.0.0.1]:{port}/",
+    r"https://[64:ff9b:1::7f00:1]:{port}/",
 ];
 
 /// Targets written straight into the database, as if subscribed before a rule changed: the send
@@ -186,6 +211,42 @@ pub async fn run(env: &Env, s: &mut Scenario) -> Result<()> {
             "all refused".to_owned()
         } else {
             accepted.join("; ")
+        },
+    );
+
+    let mut accepted = Vec::new();
+    for pattern in BLOCKED_URLS {
+        let target = pattern.replace("{port}", &port.to_string());
+        let (status, body) = server
+            .post(
+                &account.key,
+                subscribe,
+                &json!({"url": target, "events": ["CLIENT_CREATED"]}),
+            )
+            .await?;
+        if (status, &body) != (400, &json!({"error": "Invalid URL format"})) {
+            let answer = match body["error"].as_str() {
+                Some(error) => format!("{status} {error:?}"),
+                None if status == 201 => "201 subscribed".to_owned(),
+                None => format!("{status} {body}"),
+            };
+            accepted.push(format!("{target} -> {answer}"));
+        }
+    }
+    s.figure(
+        "whole URLs (user-info, backslashes, embedded IPv4) tried at subscribe",
+        BLOCKED_URLS.len(),
+    );
+    s.check(
+        format!(
+            "all {} URLs with user-info, backslashes or embedded IPv4 refused with 400 Invalid URL format",
+            BLOCKED_URLS.len()
+        ),
+        accepted.is_empty(),
+        if accepted.is_empty() {
+            "all refused".to_owned()
+        } else {
+            format!("{} accepted or otherwise answered: {}", accepted.len(), accepted.join("; "))
         },
     );
 
