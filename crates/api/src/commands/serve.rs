@@ -37,6 +37,13 @@ const BACKGROUND_CONNECTIONS: usize = 4;
 /// does it) 10-20 % below the direct query's rate, 8 let a common word's p99 reach 9.5 ms, and
 /// 6 kept both (docs/decisions.md).
 const SEARCHES_PER_CPU: usize = 3;
+/// Kernel send and receive buffer of each API connection (Linux reserves twice this). Without a
+/// cap, autotuning lets a client that never reads its responses park megabytes of them in the
+/// kernel per connection; with it, the server's writes block after about 256 KiB, and the
+/// HTTP/1 dispatcher (actix-http patched in `vendor/`) then stops reading that connection's
+/// requests once 16 wait. Request bodies are at most 64 KiB and responses small JSON, so
+/// 256 KiB in flight still keeps a connection 100 ms away at about 2.5 MB/s.
+const CONNECTION_SOCKET_BUFFER: usize = 128 * 1024;
 
 pub(super) async fn serve(global: &GlobalSettings, settings: &ServeSettings) -> Result<()> {
     let secrets = secret_box(global, settings)?;
@@ -181,6 +188,8 @@ async fn run_server(
         build_app(state.on_pool(worker_pools[index % worker_pools.len()].clone()))
     })
     .workers(workers)
+    // Before `bind`: a listener takes the callback it has when bound.
+    .on_connect(cap_socket_buffers)
     .bind(&settings.bind)
     .with_context(|| format!("binding {}", settings.bind))?
     .shutdown_timeout(10);
@@ -236,6 +245,19 @@ async fn run_server(
     let _ = tokio::join!(worker, listener, notifier, housekeeping);
     tracing::info!("stopped");
     served
+}
+
+/// Caps the kernel buffers of an accepted API connection at [`CONNECTION_SOCKET_BUFFER`].
+fn cap_socket_buffers(connection: &dyn std::any::Any, _: &mut actix_web::dev::Extensions) {
+    if let Some(tcp) = connection.downcast_ref::<actix_web::rt::net::TcpStream>() {
+        let socket = socket2::SockRef::from(tcp);
+        let capped = socket
+            .set_send_buffer_size(CONNECTION_SOCKET_BUFFER)
+            .and_then(|()| socket.set_recv_buffer_size(CONNECTION_SOCKET_BUFFER));
+        if let Err(err) = capped {
+            tracing::warn!(%err, "could not cap a connection's socket buffers");
+        }
+    }
 }
 
 /// The metrics listener on `TIMETRACK_METRICS_BIND`, bound but not yet running; `None` when
@@ -382,6 +404,25 @@ mod tests {
         for bad in ["0", "257", "many"] {
             let args = ["timetrack", "serve", "--http-workers", bad];
             assert!(Cli::parse_args(args).is_err(), "{bad}");
+        }
+    }
+
+    #[actix_web::test]
+    async fn accepted_connections_get_capped_socket_buffers() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let _client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (accepted, _) = listener.accept().await.unwrap();
+        cap_socket_buffers(&accepted, &mut actix_web::dev::Extensions::new());
+        let socket = socket2::SockRef::from(&accepted);
+        // Linux reports twice the value set (the kernel's bookkeeping share).
+        for size in [socket.send_buffer_size(), socket.recv_buffer_size()] {
+            let size = size.unwrap();
+            assert!(
+                (CONNECTION_SOCKET_BUFFER..=2 * CONNECTION_SOCKET_BUFFER).contains(&size),
+                "{size}"
+            );
         }
     }
 
