@@ -1150,22 +1150,31 @@ mod deliveries {
                         if n >= count {
                             return;
                         }
-                        // A 503 (no database connection in time) is retried, as a client should.
-                        for _ in 0..5 {
+                        // A 503 (no database connection in time) and a request lost on its way
+                        // (a kept-alive connection closed as it left) are retried with the same
+                        // Idempotency-Key, as a careful client does: a retry never creates a
+                        // second client.
+                        for attempt in 1..=5 {
                             let res = client
                                 .post(format!("{base}/api/clients"))
                                 .bearer_auth(&key)
+                                .header("Idempotency-Key", format!("{prefix}-{n}"))
                                 .json(&json!({"name": format!("{prefix} {n}")}))
                                 .send()
                                 .await;
-                            match res.map(|r| r.status().as_u16()) {
-                                Ok(201) => {
+                            let retry = match res {
+                                Ok(res) if res.status() == 201 => {
                                     created.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                                     break;
                                 }
-                                Ok(503) => tokio::time::sleep(Duration::from_millis(200)).await,
-                                _ => break,
+                                Ok(res) => res.status() == 503,
+                                // A server that is down (connection refused) stays down here.
+                                Err(err) => !err.is_connect(),
+                            };
+                            if !retry || attempt == 5 {
+                                break;
                             }
+                            tokio::time::sleep(Duration::from_millis(200)).await;
                         }
                     }
                 })
