@@ -358,8 +358,8 @@ pub fn page_cursor() -> Object {
 /// A webhook URL as the service reads it (WHATWG URL parsing, then its own rules): `https://`
 /// (any case), a host name of ASCII labels (empty labels allowed) whose last label is not a number
 /// (else it would be read as an IPv4 address), neither `localhost` nor under it, no `xn--` label,
-/// an optional port up to 65535, then anything without whitespace or control characters;
-/// surrounding whitespace is ignored.
+/// an optional port up to 65535, then anything without whitespace, control characters or
+/// backslashes (parsers disagree on them); surrounding whitespace is ignored.
 ///
 /// The service also takes IP literals of public addresses and internationalised host names; the
 /// pattern leaves those out rather than describe IDNA. What no schema can say: a host that
@@ -367,7 +367,7 @@ pub fn page_cursor() -> Object {
 pub fn webhook_url() -> Object {
     // The characters of a host label: ASCII other than the WHATWG forbidden domain code points.
     let host = r#"-A-Za-z0-9!"$&'()*+,;=_`{}~"#;
-    let end = format!(r"(?:[:/?#\\{WHITESPACE}]|$)");
+    let end = format!(r"(?:[:/?#{WHITESPACE}]|$)");
     let label = format!("(?![Xx][Nn]--)[{host}]+");
     let number = "(?:[0-9]+|0[Xx][0-9A-Fa-f]*)";
     let localhost = "[Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt]";
@@ -378,11 +378,11 @@ pub fn webhook_url() -> Object {
     string()
         .max_length(Some(MAX_URL_LEN))
         .pattern(Some(format!(
-            r"^[{WHITESPACE}]*[Hh][Tt][Tt][Pp][Ss]://(?!(?:[{host}.]*\.)?{localhost}\.?{end})(?:(?:{label})?\.)*(?!{number}\.?{end}){label}\.?(?::{port})?(?:[/?#\\][^{WHITESPACE}\u0000-\u001F\u007F-\u009F]*)?[{WHITESPACE}]*$"
+            r"^[{WHITESPACE}]*[Hh][Tt][Tt][Pp][Ss]://(?!(?:[{host}.]*\.)?{localhost}\.?{end})(?:(?:{label})?\.)*(?!{number}\.?{end}){label}\.?(?::{port})?(?:[/?#][^{WHITESPACE}\\\u0000-\u001F\u007F-\u009F]*)?[{WHITESPACE}]*$"
         )))
         .description(Some(
-            "Absolute https URL with a host name (no user:password), at most 2048 bytes once \
-             trimmed; a host that is, or resolves to, a loopback, private or otherwise \
+            "Absolute https URL with a host name (no user:password, no backslash), at most 2048 \
+             bytes once trimmed; a host that is, or resolves to, a loopback, private or otherwise \
              non-public address is refused with 400 `Invalid URL format`",
         ))
         .build()
