@@ -492,24 +492,27 @@ mod tests {
         name: String,
     }
 
+    /// A state whose pool never connects, for routes that do not touch the database.
+    fn offline_state() -> AppState {
+        let pool = timetrack_adapters::build_pool(
+            "postgres://nobody@127.0.0.1:1/none",
+            timetrack_adapters::PoolSettings::default(),
+        )
+        .unwrap();
+        AppState::new(
+            pool,
+            Arc::new(timetrack_adapters::SystemClock),
+            StateSettings::default(),
+        )
+    }
+
     /// An app with the production layers and one echo route reading a JSON body.
     async fn echo_app() -> impl actix_web::dev::Service<
         actix_http::Request,
         Response = ServiceResponse<impl MessageBody>,
         Error = actix_web::Error,
     > {
-        // The pool never connects: the echo route does not touch the database.
-        let pool = timetrack_adapters::build_pool(
-            "postgres://nobody@127.0.0.1:1/none",
-            timetrack_adapters::PoolSettings::default(),
-        )
-        .unwrap();
-        let state = AppState::new(
-            pool,
-            Arc::new(timetrack_adapters::SystemClock),
-            StateSettings::default(),
-        );
-        test::init_service(app_with(state, |cfg| {
+        test::init_service(app_with(offline_state(), |cfg| {
             cfg.route(
                 "/echo",
                 web::post().to(|body: JsonBody<Payload>| async move {
@@ -541,17 +544,7 @@ mod tests {
 
     #[actix_web::test]
     async fn a_panicking_handler_is_a_json_500_and_the_app_keeps_serving() {
-        let pool = timetrack_adapters::build_pool(
-            "postgres://nobody@127.0.0.1:1/none",
-            timetrack_adapters::PoolSettings::default(),
-        )
-        .unwrap();
-        let state = AppState::new(
-            pool,
-            Arc::new(timetrack_adapters::SystemClock),
-            StateSettings::default(),
-        );
-        let app = test::init_service(app_with(state, |cfg| {
+        let app = test::init_service(app_with(offline_state(), |cfg| {
             cfg.route(
                 "/panic",
                 web::get().to(|| async {
