@@ -243,7 +243,16 @@ fn sampler(
                         let status = res.status().as_u16();
                         (status, res.json().await.unwrap_or(Value::Null))
                     }
-                    Err(_) => (0, Value::Null),
+                    // No answer: the client's error, so a failed check says why.
+                    Err(err) => {
+                        let mut why = err.to_string();
+                        let mut source = std::error::Error::source(&err);
+                        while let Some(cause) = source {
+                            why = format!("{why}: {cause}");
+                            source = cause.source();
+                        }
+                        (0, Value::String(why))
+                    }
                 };
                 let sample = Sample {
                     at,
