@@ -17,7 +17,9 @@ pub mod testing;
 pub use http::{HyperWebhookSender, SenderSettings};
 pub use local_postgres::{Durability, LocalPostgres};
 pub use metrics::Metrics;
-pub use postgres::{PgPool, PoolSettings, build_pool, is_on_this_machine, run_migrations};
+pub use postgres::{
+    PgPool, PoolSettings, build_pool, check_connection, is_on_this_machine, run_migrations,
+};
 pub use ratelimit::{InMemoryRateLimitStore, PgRateLimitStore};
 pub use resolver::SystemResolver;
 pub use secrets::{SecretBox, SecretKey};

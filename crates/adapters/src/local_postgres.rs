@@ -5,9 +5,10 @@
 //! password). It listens on 127.0.0.1 only, on a free port, with password authentication and no
 //! Unix socket. The server process is a child of the calling process: it is stopped when the
 //! handle is dropped, and on Linux also when the calling process dies however it dies (parent-death
-//! signal), so no cluster outlives its owner. PostgreSQL refuses to run as root; when the caller is
-//! root, the cluster's processes run as an unprivileged user (`TIMETRACK_PG_USER`, else `postgres`,
-//! else `nobody`).
+//! signal), so no cluster outlives its owner. It runs in a process group of its own, so a Ctrl-C
+//! in the owner's terminal reaches the owner only, which stops the server once it has finished.
+//! PostgreSQL refuses to run as root; when the caller is root, the cluster's processes run as an
+//! unprivileged user (`TIMETRACK_PG_USER`, else `postgres`, else `nobody`).
 //!
 //! A second process that finds the cluster already running (for example `timetrack admin` beside
 //! `timetrack serve`) attaches to it instead and leaves it running.
@@ -441,6 +442,9 @@ fn spawn_server(
         .stderr(log);
     as_user(&mut cmd, run_as);
     stop_with_parent(&mut cmd);
+    // A process group of its own: Ctrl-C in a terminal signals the whole foreground group, and
+    // the server must stop after timetrack has finished its requests, not with it.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
 
     // The server is spawned from a thread that lives exactly as long as the server: the Linux
     // parent-death signal fires when the spawning *thread* exits, and this thread only exits once

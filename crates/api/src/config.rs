@@ -12,7 +12,7 @@
 //! | `serve --http-workers` | `TIMETRACK_HTTP_WORKERS` | CPUs, or CPUs / 2 with a database on this machine |
 //! | `serve --search-concurrency` | `TIMETRACK_SEARCH_CONCURRENCY` | 3 × CPUs |
 //! | `serve --auth-cache-seconds` | `TIMETRACK_AUTH_CACHE_SECONDS` | `5` (0 to 30) |
-//! | `serve --webhook-allow-private-targets` | `TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS` | `false` |
+//! | `serve --webhook-allow-private-targets` (a switch) | `TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS` | off |
 //! | `serve --webhook-retry-schedule` | `TIMETRACK_WEBHOOK_RETRY_SCHEDULE` | `5s,5m,30m,2h,5h,10h,14h,20h,24h` |
 //! | `serve --webhook-timeout` | `TIMETRACK_WEBHOOK_TIMEOUT` | `15` (seconds, whole attempt) |
 //! | `serve --webhook-root-certs` | `TIMETRACK_WEBHOOK_ROOT_CERTS` | unset (system roots only) |
@@ -31,11 +31,20 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use timetrack_domain::delivery::RetrySchedule;
 use uuid::Uuid;
 
 /// timetrack: time tracking with REST hooks for automation platforms.
 #[derive(Debug, Parser)]
-#[command(name = "timetrack", version, about, long_about = None)]
+#[command(
+    name = "timetrack",
+    version,
+    about = "timetrack: a time-tracking API on PostgreSQL that delivers signed webhooks to \
+             automation platforms (Zapier-style REST hooks).",
+    long_about = None,
+    after_help = "Without a command, `serve` runs. Every flag can also be set by the environment \
+                  variable shown beside it. Docs: README.md and docs/operations.md."
+)]
 pub struct Cli {
     /// Settings every command shares.
     #[command(flatten)]
@@ -47,23 +56,31 @@ pub struct Cli {
 
 /// Settings every command shares.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Shared options (every command)")]
 pub struct GlobalSettings {
     /// PostgreSQL URL. Without it, a private cluster is started under --data-dir.
-    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
+    #[arg(long, hide_env_values = true, env = "DATABASE_URL", global = true)]
     pub database_url: Option<String>,
     /// Where the private cluster and the demo key are kept when no DATABASE_URL is set.
     #[arg(
         long,
+        hide_env_values = true,
         env = "TIMETRACK_DATA_DIR",
         default_value = ".timetrack",
         global = true
     )]
     pub data_dir: PathBuf,
     /// Log filter, e.g. `info` or `timetrack_api=debug,info`.
-    #[arg(long, env = "TIMETRACK_LOG", default_value = "info", global = true)]
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "TIMETRACK_LOG",
+        default_value = "info",
+        global = true
+    )]
     pub log: String,
     /// Log line format.
-    #[arg(long, env = "TIMETRACK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
     pub log_format: LogFormat,
 }
 
@@ -92,79 +109,110 @@ pub enum Command {
 #[derive(Debug, Clone, Args)]
 pub struct ServeSettings {
     /// Address the API listens on.
-    #[arg(long, env = "TIMETRACK_BIND", default_value = "127.0.0.1:8080")]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_BIND", default_value = "127.0.0.1:8080", value_parser = parse_listen_address)]
     pub bind: String,
     /// Address of the Prometheus metrics listener (`GET /metrics`), or `off` for none. Kept apart
     /// from the API's address so metrics are never public by accident.
-    #[arg(long, env = "TIMETRACK_METRICS_BIND", default_value = "127.0.0.1:9464")]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_METRICS_BIND", default_value = "127.0.0.1:9464", value_parser = parse_metrics_address)]
     pub metrics_bind: String,
     /// HTTP worker threads. Default: one per CPU, or one per two CPUs (at least one) when the
     /// database runs on this machine (the private cluster, or a URL naming only loopback hosts
     /// or Unix sockets), as PostgreSQL then needs the other half.
-    #[arg(long, env = "TIMETRACK_HTTP_WORKERS", value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_HTTP_WORKERS", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub http_workers: Option<u16>,
     /// Most database connections of the API, divided among its worker threads (background tasks
     /// have four more, the delivery worker two, and the notification listener one).
-    #[arg(long, env = "TIMETRACK_DB_POOL_SIZE", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_DB_POOL_SIZE", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub db_pool_size: u16,
     /// Most client searches running on the database at once, divided among the worker threads
     /// like `--db-pool-size`; more wait their turn in arrival order. Default: three per CPU.
-    #[arg(long, env = "TIMETRACK_SEARCH_CONCURRENCY", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_SEARCH_CONCURRENCY", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub search_concurrency: Option<u16>,
     /// Key that encrypts webhook secrets at rest: 32 bytes in base64 or 64 hex digits (`openssl
     /// rand -base64 32`). Required with `DATABASE_URL`; without it, the private cluster's key is
     /// generated once and kept in `<data-dir>/secret.key`.
-    #[arg(long, env = "TIMETRACK_SECRET_KEY", hide_env_values = true, value_parser = parse_secret_key)]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_SECRET_KEY", value_parser = parse_secret_key)]
     pub secret_key: Option<timetrack_adapters::SecretKey>,
     /// Earlier secret keys, comma-separated, still accepted for reading during a rotation; every
     /// stored secret is sealed again under the current key at start.
-    #[arg(long, env = "TIMETRACK_PREVIOUS_SECRET_KEYS", hide_env_values = true, value_delimiter = ',', value_parser = parse_secret_key)]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_PREVIOUS_SECRET_KEYS", value_delimiter = ',', value_parser = parse_secret_key)]
     pub previous_secret_keys: Vec<timetrack_adapters::SecretKey>,
     /// Seconds a verified API key is trusted before the database is asked again (0 to 30).
-    #[arg(long, env = "TIMETRACK_AUTH_CACHE_SECONDS", default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=30))]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_AUTH_CACHE_SECONDS", default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=30))]
     pub auth_cache_seconds: u8,
-    /// Let webhooks target loopback and private addresses (tests and development only).
-    #[arg(long, env = "TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS", default_value_t = false, action = clap::ArgAction::Set)]
+    /// Let webhooks target loopback and private addresses (tests and development only). The
+    /// environment variable takes `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`).
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS", action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new())]
     pub webhook_allow_private_targets: bool,
     /// Waits between delivery attempts, e.g. `1s,2s,4s` (units ms, s, m, h).
     #[arg(
         long,
+        hide_env_values = true,
         env = "TIMETRACK_WEBHOOK_RETRY_SCHEDULE",
-        default_value = "5s,5m,30m,2h,5h,10h,14h,20h,24h"
+        default_value = "5s,5m,30m,2h,5h,10h,14h,20h,24h",
+        value_parser = parse_retry_schedule
     )]
-    pub webhook_retry_schedule: String,
+    pub webhook_retry_schedule: RetrySchedule,
     /// Longest delivery attempt, in seconds (connect within 5 s of it).
-    #[arg(long, env = "TIMETRACK_WEBHOOK_TIMEOUT", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=300))]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_TIMEOUT", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=300))]
     pub webhook_timeout: u64,
     /// A PEM file of extra roots trusted for webhook TLS (private CAs, tests).
-    #[arg(long, env = "TIMETRACK_WEBHOOK_ROOT_CERTS")]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_ROOT_CERTS")]
     pub webhook_root_certs: Option<PathBuf>,
     /// Most deliveries in flight in this process.
-    #[arg(long, env = "TIMETRACK_WEBHOOK_CONCURRENCY", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_CONCURRENCY", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub webhook_concurrency: u32,
     /// Most deliveries in flight to one subscription, across every process.
-    #[arg(long, env = "TIMETRACK_WEBHOOK_MAX_IN_FLIGHT", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_MAX_IN_FLIGHT", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub webhook_max_in_flight: u32,
     /// Days events, deliveries and attempts are kept once final (the delivery log's reach).
-    #[arg(long, env = "TIMETRACK_DELIVERY_RETENTION_DAYS", default_value_t = 7, value_parser = clap::value_parser!(u16).range(1..=3650))]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_DELIVERY_RETENTION_DAYS", default_value_t = 7, value_parser = clap::value_parser!(u16).range(1..=3650))]
     pub delivery_retention_days: u16,
     /// Requests per API key per rolling 60 s.
-    #[arg(long, env = "TIMETRACK_RATE_LIMIT_PER_MINUTE", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_RATE_LIMIT_PER_MINUTE", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub rate_limit_per_minute: u32,
     /// Requests per API key per rolling second.
-    #[arg(long, env = "TIMETRACK_RATE_LIMIT_PER_SECOND", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_RATE_LIMIT_PER_SECOND", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub rate_limit_per_second: u32,
     /// Failed authentications per client address per rolling 60 s; past it, 429.
-    #[arg(long, env = "TIMETRACK_AUTH_FAILURES_PER_MINUTE", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_AUTH_FAILURES_PER_MINUTE", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
     pub auth_failures_per_minute: u32,
     /// Where rate-limit counts live: this process, or PostgreSQL (shared by instances).
-    #[arg(long, env = "TIMETRACK_RATE_LIMIT_STORE", value_enum, default_value_t = RateLimitStoreArg::Memory)]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_RATE_LIMIT_STORE", value_enum, default_value_t = RateLimitStoreArg::Memory)]
     pub rate_limit_store: RateLimitStoreArg,
     /// Proxies whose `X-Forwarded-For`/`Forwarded` headers name the client (comma-separated
     /// addresses or CIDR ranges); the client address is used by the failed-authentication limit
     /// and the access log. Default: none, the socket's peer is the client.
-    #[arg(long, env = "TIMETRACK_TRUSTED_PROXIES", default_value = "", hide_default_value = true, value_parser = parse_trusted_proxies)]
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_TRUSTED_PROXIES", default_value = "", hide_default_value = true, value_parser = parse_trusted_proxies)]
     pub trusted_proxies: crate::client_ip::TrustedProxies,
+}
+
+/// A `host:port` to listen on; the port is required (`0` picks a free one).
+fn parse_listen_address(text: &str) -> Result<String, String> {
+    let example = "e.g. 127.0.0.1:8080 (this machine only) or 0.0.0.0:8080 (every interface)";
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err(format!("expected host:port, {example}"));
+    };
+    if host.is_empty() {
+        return Err(format!(
+            "the host is missing: expected host:port, {example}"
+        ));
+    }
+    port.parse::<u16>()
+        .map_err(|_| format!("{port:?} is not a port (0-65535): expected host:port, {example}"))?;
+    Ok(text.to_owned())
+}
+
+/// `off`, or a `host:port` to listen on.
+fn parse_metrics_address(text: &str) -> Result<String, String> {
+    if text.eq_ignore_ascii_case("off") {
+        return Ok("off".to_owned());
+    }
+    parse_listen_address(text).map_err(|e| format!("{e}; or `off` for no metrics listener"))
+}
+
+fn parse_retry_schedule(text: &str) -> Result<RetrySchedule, String> {
+    RetrySchedule::parse(text).map_err(|e| e.to_string())
 }
 
 fn parse_secret_key(text: &str) -> Result<timetrack_adapters::SecretKey, String> {
@@ -240,22 +288,38 @@ impl Cli {
     {
         let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
         let first = Self::try_parse_from(&args);
+        let names_a_command = {
+            let command = <Self as clap::CommandFactory>::command();
+            let names: Vec<String> = command
+                .get_subcommands()
+                .map(|c| c.get_name().to_owned())
+                .chain(["help".to_owned()])
+                .collect();
+            args.iter()
+                .skip(1)
+                .any(|arg| names.iter().any(|name| arg == name.as_str()))
+        };
         match &first {
             Ok(cli) if cli.command.is_some() => return first,
             Err(err)
-                if matches!(
-                    err.kind(),
-                    clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
-                ) =>
+                if names_a_command
+                    || matches!(
+                        err.kind(),
+                        clap::error::ErrorKind::DisplayHelp
+                            | clap::error::ErrorKind::DisplayVersion
+                            | clap::error::ErrorKind::InvalidSubcommand
+                    ) =>
             {
                 return first;
             }
             _ => {}
         }
+        // Serve's flags without the word `serve`: parsed as `serve`'s, so that a misspelled or
+        // misused flag is reported by the command that knows every flag (and suggests the one
+        // meant).
         let mut with_serve = args;
         with_serve.insert(1.min(with_serve.len()), OsString::from("serve"));
-        // Serve's flags without the word `serve`; if that fails too, the first error says more.
-        Self::try_parse_from(with_serve).or(first)
+        Self::try_parse_from(with_serve)
     }
 }
 
@@ -277,6 +341,68 @@ mod tests {
         let err = Cli::parse_args(["timetrack", "frobnicate"]).unwrap_err();
         assert!(err.to_string().contains("frobnicate"), "{err}");
         assert!(Cli::parse_args(["timetrack"]).unwrap().command.is_some());
+    }
+
+    #[test]
+    fn misspelled_serve_flags_get_a_suggestion_without_the_word_serve() {
+        for args in [
+            &["timetrack", "--bnd", "127.0.0.1:1"][..],
+            &["timetrack", "serve", "--bnd", "127.0.0.1:1"][..],
+        ] {
+            let err = Cli::parse_args(args).unwrap_err().to_string();
+            assert!(err.contains("--bind"), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn switches_take_no_value_and_their_variable_takes_a_boolean() {
+        let on = ["timetrack", "--webhook-allow-private-targets"];
+        match Cli::parse_args(on).unwrap().command {
+            Some(Command::Serve(s)) => assert!(s.webhook_allow_private_targets),
+            other => panic!("{other:?}"),
+        }
+        match Cli::parse_args(["timetrack"]).unwrap().command {
+            Some(Command::Serve(s)) => assert!(!s.webhook_allow_private_targets),
+            other => panic!("{other:?}"),
+        }
+        let with_value = ["timetrack", "--webhook-allow-private-targets", "true"];
+        assert!(Cli::parse_args(with_value).is_err());
+    }
+
+    #[test]
+    fn listen_addresses_need_a_port_and_bad_values_name_the_flag() {
+        for bad in [
+            "localhost",
+            "127.0.0.1",
+            ":8080",
+            "localhost:http",
+            "h:70000",
+        ] {
+            let err = Cli::parse_args(["timetrack", "--bind", bad])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("--bind") && err.contains("host:port"),
+                "{bad}: {err}"
+            );
+            let err = Cli::parse_args(["timetrack", "--metrics-bind", bad])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("--metrics-bind") && err.contains("off"),
+                "{bad}: {err}"
+            );
+        }
+        for good in ["localhost:8080", "0.0.0.0:0", "[::1]:9000"] {
+            assert!(
+                Cli::parse_args(["timetrack", "--bind", good]).is_ok(),
+                "{good}"
+            );
+        }
+        let err = Cli::parse_args(["timetrack", "--webhook-retry-schedule", "5x"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--webhook-retry-schedule"), "{err}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use timetrack_api::config::Cli;
+use timetrack_api::config::{Cli, LogFormat};
 use timetrack_api::{commands, telemetry};
 
 /// mimalloc rather than the system allocator: a search request allocates and frees many small
@@ -22,11 +22,17 @@ fn main() -> ExitCode {
         let _ = writeln!(std::io::stderr(), "error: {err:#}");
         return ExitCode::FAILURE;
     }
+    let log_format = cli.global.log_format;
     match actix_web::rt::System::new().block_on(commands::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            tracing::error!(error = format!("{err:#}"), "failed");
-            let _ = writeln!(std::io::stderr(), "error: {err:#}");
+            // Once: as a log record for a collector reading JSON lines, else as a plain line.
+            match log_format {
+                LogFormat::Json => tracing::error!(error = format!("{err:#}"), "failed"),
+                LogFormat::Text => {
+                    let _ = writeln!(std::io::stderr(), "error: {err:#}");
+                }
+            }
             ExitCode::FAILURE
         }
     }

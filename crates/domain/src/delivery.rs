@@ -235,7 +235,9 @@ impl RetrySchedule {
         text.split(',')
             .map(|part| {
                 let part = part.trim();
-                let invalid = || DomainError::validation(format!("invalid retry wait: {part:?}"));
+                let invalid = || DomainError::validation(format!(
+                    "invalid retry wait {part:?}: expected waits like 5s,5m,1h (units ms, s, m, h)"
+                ));
                 let split = part
                     .find(|c: char| !c.is_ascii_digit())
                     .ok_or_else(invalid)?;

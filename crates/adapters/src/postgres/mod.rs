@@ -154,6 +154,77 @@ pub fn is_on_this_machine(url: &str) -> bool {
             .all(std::net::IpAddr::is_loopback)
 }
 
+/// Connects once to `url`, to fail early with a message that says which server could not be
+/// reached and why (the refusal, the unknown host, the rejected password), without the password.
+pub async fn check_connection(url: &str) -> Result<()> {
+    use std::str::FromStr as _;
+    let config = tokio_postgres::Config::from_str(url).map_err(|err| {
+        anyhow::anyhow!(
+            "the database URL is not a valid PostgreSQL URL: {}",
+            error_chain(&err)
+        )
+    })?;
+    let connecting = tokio::time::timeout(
+        Duration::from_secs(10),
+        config.connect(tokio_postgres::NoTls),
+    );
+    let failure = match connecting.await {
+        Ok(Ok((client, connection))) => {
+            drop(client);
+            let _ = connection.await;
+            return Ok(());
+        }
+        Ok(Err(err)) => error_chain(&err),
+        Err(_) => "no answer within 10 s".to_owned(),
+    };
+    anyhow::bail!(
+        "cannot connect to PostgreSQL at {}: {failure}",
+        describe_target(&config)
+    )
+}
+
+/// `host:port, database D as user U`, from a parsed URL (never its password).
+fn describe_target(config: &tokio_postgres::Config) -> String {
+    use tokio_postgres::config::Host;
+    let ports = config.get_ports();
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            match host {
+                Host::Tcp(name) => format!("{name}:{port}"),
+                Host::Unix(dir) => format!("{}/.s.PGSQL.{port}", dir.display()),
+            }
+        })
+        .collect();
+    let hosts = if hosts.is_empty() {
+        "the default socket".to_owned()
+    } else {
+        hosts.join(", ")
+    };
+    format!(
+        "{hosts} (database {:?}, user {:?})",
+        config.get_dbname().unwrap_or("(the user's)"),
+        config.get_user().unwrap_or("(this user)")
+    )
+}
+
+/// An error and each of its causes, joined with `: `, repeated texts once.
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(err);
+    while let Some(err) = next {
+        let text = err.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        next = err.source();
+    }
+    parts.join(": ")
+}
+
 /// Applies every pending migration and returns the versions applied.
 ///
 /// Runs on its own thread with its own connection, under an advisory lock, so several processes
@@ -172,7 +243,7 @@ pub async fn run_migrations(url: &str) -> Result<Vec<String>> {
 
 fn migrate_blocking(url: &str) -> Result<Vec<String>> {
     let mut conn = AsyncConnectionWrapper::<AsyncPgConnection>::establish(url)
-        .context("connecting to PostgreSQL to migrate")?;
+        .context("connecting to PostgreSQL")?;
     diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
         .execute(&mut conn)
         .context("taking the migration lock")?;

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use timetrack_adapters::{Durability, LocalPostgres, run_migrations};
+use timetrack_adapters::{Durability, LocalPostgres, check_connection, run_migrations};
 
 use crate::config::GlobalSettings;
 
@@ -23,16 +23,24 @@ impl Database {
     /// migrations.
     pub async fn open(settings: &GlobalSettings) -> Result<Self> {
         let mut db = match settings.database_url.as_deref().filter(|u| !u.is_empty()) {
-            Some(url) => Self {
-                url: url.to_owned(),
-                local: None,
-                applied: Vec::new(),
-            },
+            Some(url) => {
+                check_connection(url).await.map_err(|err| {
+                    anyhow::anyhow!(
+                        "{err:#}. Check DATABASE_URL (--database-url), or unset it to use a \
+                         private cluster under --data-dir"
+                    )
+                })?;
+                Self {
+                    url: url.to_owned(),
+                    local: None,
+                    applied: Vec::new(),
+                }
+            }
             None => Self::start_local(&settings.data_dir).await?,
         };
         db.applied = run_migrations(&db.url).await?;
         if !db.applied.is_empty() {
-            tracing::info!(applied = ?db.applied, "migrations applied");
+            tracing::info!(applied = db.applied.join(","), "migrations applied");
         }
         Ok(db)
     }

@@ -12,7 +12,6 @@ use timetrack_adapters::{
     HyperWebhookSender, OsRandom, PoolSettings, SecretBox, SecretKey, SenderSettings, SystemClock,
     WorkerSettings, build_pool, run_housekeeping, run_listener, run_worker,
 };
-use timetrack_domain::delivery::RetrySchedule;
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::WebhookSettings;
 use timetrack_domain::services::{DeliveryService, DeliverySettings};
@@ -44,6 +43,8 @@ const SEARCHES_PER_CPU: usize = 3;
 /// requests once 16 wait. Request bodies are at most 64 KiB and responses small JSON, so
 /// 256 KiB in flight still keeps a connection 100 ms away at about 2.5 MB/s.
 const CONNECTION_SOCKET_BUFFER: usize = 128 * 1024;
+/// Seconds requests in flight get to finish once the API is asked to stop.
+const SHUTDOWN_SECONDS: u64 = 10;
 
 pub(super) async fn serve(global: &GlobalSettings, settings: &ServeSettings) -> Result<()> {
     let secrets = secret_box(global, settings)?;
@@ -188,11 +189,14 @@ async fn run_server(
         build_app(state.on_pool(worker_pools[index % worker_pools.len()].clone()))
     })
     .workers(workers)
+    // Signals are handled below: actix's own handling stops at once on SIGINT ("forced
+    // shutdown"), and Ctrl-C should let requests in flight finish.
+    .disable_signals()
     // Before `bind`: a listener takes the callback it has when bound.
     .on_connect(cap_socket_buffers)
     .bind(&settings.bind)
-    .with_context(|| format!("binding {}", settings.bind))?
-    .shutdown_timeout(10);
+    .map_err(|err| listen_error(&err, &settings.bind, "--bind", "the API"))?
+    .shutdown_timeout(SHUTDOWN_SECONDS);
     let addrs = server.addrs();
     let base_url = addrs
         .first()
@@ -231,13 +235,17 @@ async fn run_server(
         stopped,
     ));
 
-    // actix stops gracefully on SIGINT and SIGTERM; the workers and the private cluster after it.
+    // The API stops gracefully on SIGINT (Ctrl-C) and SIGTERM; the workers and the private
+    // cluster after it.
     let metrics_handle = metrics_server.map(|server| {
         let handle = server.handle();
         tokio::spawn(server);
         handle
     });
-    let served = server.run().await.context("running the HTTP server");
+    let server = server.run();
+    let stopping = tokio::spawn(stop_on_signal(server.handle()));
+    let served = server.await.context("running the HTTP server");
+    stopping.abort();
     if let Some(handle) = metrics_handle {
         handle.stop(true).await;
     }
@@ -245,6 +253,62 @@ async fn run_server(
     let _ = tokio::join!(worker, listener, notifier, housekeeping);
     tracing::info!("stopped");
     served
+}
+
+/// Waits for SIGINT (Ctrl-C) or SIGTERM, then stops the API gracefully: no new connections,
+/// requests in flight finish (up to the shutdown time-out). A second signal stops it at once.
+async fn stop_on_signal(server: actix_web::dev::ServerHandle) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        tracing::warn!("cannot listen for SIGINT/SIGTERM; stop the process with SIGKILL");
+        return;
+    };
+    let name = tokio::select! {
+        _ = interrupt.recv() => "SIGINT",
+        _ = terminate.recv() => "SIGTERM",
+    };
+    tracing::info!(
+        signal = name,
+        "stopping: requests in flight finish first (up to {SHUTDOWN_SECONDS} s; again to stop now)"
+    );
+    let graceful = tokio::spawn(server.clone().stop(true));
+    tokio::select! {
+        _ = interrupt.recv() => {}
+        _ = terminate.recv() => {}
+        _ = graceful => return,
+    }
+    tracing::warn!("second signal: stopping now, without waiting for requests in flight");
+    server.stop(false).await;
+}
+
+/// Why `address` cannot be listened on, naming the flag that sets it and what to change.
+fn listen_error(err: &std::io::Error, address: &str, flag: &str, what: &str) -> anyhow::Error {
+    let env = match flag {
+        "--bind" => "TIMETRACK_BIND",
+        _ => "TIMETRACK_METRICS_BIND",
+    };
+    let hint = match err.kind() {
+        std::io::ErrorKind::AddrInUse => format!(
+            "another process listens there; stop it, or pick another port with {flag} \
+             (or {env}), e.g. {flag} 127.0.0.1:0 for any free port"
+        ),
+        std::io::ErrorKind::AddrNotAvailable => format!(
+            "no interface of this machine has that address; use 127.0.0.1 or 0.0.0.0 in {flag}"
+        ),
+        std::io::ErrorKind::PermissionDenied => {
+            format!("ports below 1024 need privileges; pick a port above 1023 with {flag}")
+        }
+        _ => format!("check {flag} (or {env})"),
+    };
+    let metrics_off = if flag == "--metrics-bind" {
+        " (or --metrics-bind off for no metrics listener)"
+    } else {
+        ""
+    };
+    anyhow::anyhow!("cannot listen for {what} on {address}: {err}; {hint}{metrics_off}")
 }
 
 /// Caps the kernel buffers of an accepted API connection at [`CONNECTION_SOCKET_BUFFER`].
@@ -280,7 +344,7 @@ fn metrics_server(
         .workers(1)
         .disable_signals()
         .bind(&settings.metrics_bind)
-        .with_context(|| format!("binding the metrics listener {}", settings.metrics_bind))?;
+        .map_err(|err| listen_error(&err, &settings.metrics_bind, "--metrics-bind", "metrics"))?;
     for addr in server.addrs() {
         tracing::info!(metrics_url = %format!("http://{addr}/metrics"), "metrics listening");
     }
@@ -302,8 +366,7 @@ fn delivery_service(
         ..SenderSettings::default()
     })
     .context("setting up the webhook sender")?;
-    let schedule = RetrySchedule::parse(&settings.webhook_retry_schedule)
-        .map_err(|e| anyhow::anyhow!("TIMETRACK_WEBHOOK_RETRY_SCHEDULE: {e}"))?;
+    let schedule = settings.webhook_retry_schedule.clone();
     // The lease outlives any attempt, so a live worker never loses its claim.
     let lease = time::Duration::seconds(
         i64::try_from(settings.webhook_timeout * 4)
@@ -461,7 +524,8 @@ mod tests {
         .err()
         .expect("an address in use is an error");
         assert!(
-            err.to_string().contains("binding the metrics listener"),
+            err.to_string().contains("cannot listen for metrics on")
+                && err.to_string().contains("--metrics-bind"),
             "{err}"
         );
     }
