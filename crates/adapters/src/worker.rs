@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use timetrack_domain::delivery::{AttemptRecord, ClaimedDelivery};
+use timetrack_domain::delivery::{AttemptOutcome, AttemptRecord, ClaimedDelivery, NextStep};
+use timetrack_domain::model::WebhookId;
 use timetrack_domain::ports::{Clock, Housekeeping};
 use timetrack_domain::services::DeliveryService;
 use tokio::sync::{Notify, mpsc, watch};
@@ -76,15 +77,10 @@ impl Held {
     }
 
     /// `done` is recorded.
-    fn recorded(&mut self, metrics: &Metrics) {
+    fn recorded(&mut self, metrics: &Metrics, failures: &mut FailureLog) {
         for (delivery, record) in &self.done {
             metrics.observe_attempt(record);
-            tracing::debug!(
-                event_id = %delivery.event_id,
-                webhook_id = %delivery.subscription_id,
-                next = ?record.next,
-                "delivery attempted"
-            );
+            failures.attempted(delivery, record, Instant::now());
         }
         self.count -= self.done.len();
         self.done.clear();
@@ -107,6 +103,82 @@ impl Held {
         self.count -= self.done.len() - kept;
         self.done.truncate(kept);
         self.started_at.truncate(kept);
+    }
+}
+
+/// Failed attempts logged at WARN, at most one line per subscription per [`FailureLog::EVERY`]:
+/// a subscriber that is down for hours must not fill the log with one line per attempt. The
+/// line after a quiet period says how many failures it stands for.
+#[derive(Default)]
+struct FailureLog {
+    /// Per subscription: when its last line was written, and the failures since, unlogged.
+    last: std::collections::HashMap<WebhookId, (Instant, u64)>,
+}
+
+impl FailureLog {
+    /// Shortest time between two lines about one subscription.
+    const EVERY: Duration = Duration::from_secs(60);
+    /// Subscriptions remembered before the quiet ones are forgotten.
+    const MAX_REMEMBERED: usize = 10_000;
+
+    /// Notes one recorded attempt; a failure is logged unless its subscription's last line is
+    /// recent. Returns, for a logged failure, how many earlier ones its line stands for.
+    fn attempted(
+        &mut self,
+        delivery: &ClaimedDelivery,
+        record: &AttemptRecord,
+        now: Instant,
+    ) -> Option<u64> {
+        if matches!(record.report.outcome, AttemptOutcome::Delivered { .. }) {
+            return None;
+        }
+        if let Some((at, suppressed)) = self.last.get_mut(&delivery.subscription_id) {
+            if now.duration_since(*at) < Self::EVERY {
+                *suppressed += 1;
+                return None;
+            }
+            let earlier = *suppressed;
+            Self::warn(delivery, record, earlier);
+            *at = now;
+            *suppressed = 0;
+            return Some(earlier);
+        }
+        if self.last.len() >= Self::MAX_REMEMBERED {
+            self.last
+                .retain(|_, (at, _)| now.duration_since(*at) < Self::EVERY);
+        }
+        Self::warn(delivery, record, 0);
+        self.last.insert(delivery.subscription_id.clone(), (now, 0));
+        Some(0)
+    }
+
+    /// One WARN line for a failed attempt.
+    fn warn(delivery: &ClaimedDelivery, record: &AttemptRecord, earlier_unlogged: u64) {
+        let outcome = match &record.report.outcome {
+            AttemptOutcome::Delivered { status } => format!("HTTP {status}"),
+            AttemptOutcome::Rejected { status, .. } => format!("HTTP {status}"),
+            AttemptOutcome::Failed { reason, detail } => format!("{}: {detail}", reason.as_str()),
+        };
+        let next = match record.next {
+            NextStep::Done => "done".to_owned(),
+            NextStep::RetryAt(at) => format!("retry at {}", timetrack_domain::timefmt::rfc3339(at)),
+            NextStep::GiveUp => "failed for good: the retry schedule is exhausted".to_owned(),
+            NextStep::Unsubscribe => "410 Gone: the subscription is deleted".to_owned(),
+        };
+        let next = if record.disable_subscription {
+            format!("{next}; the subscription is disabled after failing for days")
+        } else {
+            next
+        };
+        tracing::warn!(
+            webhook_id = %delivery.subscription_id,
+            event_id = %delivery.event_id,
+            attempt = delivery.attempts + 1,
+            outcome,
+            next,
+            earlier_unlogged,
+            "delivery attempt failed"
+        );
     }
 }
 
@@ -133,6 +205,7 @@ pub async fn run_worker(
         done: Vec::new(),
         started_at: Vec::new(),
     };
+    let mut failures = FailureLog::default();
     // Whether to claim even with nothing to record: woken, polled, or the last claim was full.
     let mut claim = true;
     loop {
@@ -143,7 +216,7 @@ pub async fn run_worker(
             if !held.done.is_empty() {
                 let last = service.record_and_claim(&held.done, 0);
                 if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), last).await {
-                    held.recorded(&metrics);
+                    held.recorded(&metrics, &mut failures);
                 }
             }
             return;
@@ -180,7 +253,7 @@ pub async fn run_worker(
                 continue;
             }
         };
-        held.recorded(&metrics);
+        held.recorded(&metrics, &mut failures);
         claim = free > 0 && claimed.len() == free;
         held.count += claimed.len();
         for delivery in claimed {
@@ -210,6 +283,8 @@ async fn attempt(
         if record.ends_subscription() {
             service.record(&delivery, &record).await?;
             metrics.observe_attempt(&record);
+            // Rare, and the end of a subscription: always logged.
+            FailureLog::warn(&delivery, &record, 0);
             return Ok(None);
         }
         Ok(Some(record))
@@ -317,12 +392,94 @@ pub async fn run_housekeeping(
 ) {
     loop {
         match store.purge(clock.now(), retention).await {
-            Ok(purged) => tracing::info!(?purged, "housekeeping done"),
+            Ok(purged) => tracing::info!(
+                events = purged.events,
+                attempts = purged.attempts,
+                idempotency_keys = purged.idempotency_keys,
+                rate_limit_hits = purged.rate_limit_hits,
+                "housekeeping: rows past retention purged"
+            ),
             Err(err) => tracing::warn!(error = %err, "housekeeping failed; next pass will retry"),
         }
         tokio::select! {
             () = tokio::time::sleep(interval) => {}
             _ = shutdown.changed() => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use timetrack_domain::delivery::{AttemptReport, FailureReason};
+    use timetrack_domain::ids::{EventId, WorkspaceId};
+    use timetrack_domain::model::EventType;
+
+    fn delivery(webhook: &str) -> ClaimedDelivery {
+        ClaimedDelivery {
+            event_id: EventId(uuid::Uuid::nil()),
+            subscription_id: WebhookId::parse(webhook).unwrap(),
+            workspace_id: WorkspaceId(uuid::Uuid::nil()),
+            event_type: EventType::ClientCreated,
+            body: "{}".into(),
+            url: "https://example.com/hook".into(),
+            secret: "whsec_x".into(),
+            attempts: 0,
+            failing_since: None,
+        }
+    }
+
+    fn record(outcome: AttemptOutcome) -> AttemptRecord {
+        AttemptRecord {
+            started_at: time::OffsetDateTime::UNIX_EPOCH,
+            report: AttemptReport {
+                outcome,
+                latency: time::Duration::milliseconds(3),
+                response_excerpt: None,
+            },
+            next: NextStep::RetryAt(time::OffsetDateTime::UNIX_EPOCH),
+            disable_subscription: false,
+        }
+    }
+
+    #[test]
+    fn failed_attempts_are_logged_once_a_minute_per_subscription_with_the_count_between() {
+        let mut log = FailureLog::default();
+        let a = delivery("wh_aaaaaaaaaaaaaaaaaaaaaaaa");
+        let b = delivery("wh_bbbbbbbbbbbbbbbbbbbbbbbb");
+        let refused = record(AttemptOutcome::Failed {
+            reason: FailureReason::Connect,
+            detail: "connection refused".into(),
+        });
+        let rejected = record(AttemptOutcome::Rejected {
+            status: 503,
+            retry_after: None,
+        });
+        let ok = record(AttemptOutcome::Delivered { status: 200 });
+        let t0 = Instant::now();
+        assert_eq!(log.attempted(&a, &refused, t0), Some(0));
+        assert_eq!(
+            log.attempted(&a, &rejected, t0 + Duration::from_secs(1)),
+            None
+        );
+        assert_eq!(
+            log.attempted(&a, &refused, t0 + Duration::from_secs(59)),
+            None
+        );
+        // Another subscription has its own allowance.
+        assert_eq!(
+            log.attempted(&b, &rejected, t0 + Duration::from_secs(2)),
+            Some(0)
+        );
+        // Successes are never logged and do not count.
+        assert_eq!(log.attempted(&a, &ok, t0 + Duration::from_secs(3)), None);
+        assert_eq!(
+            log.attempted(&a, &refused, t0 + Duration::from_secs(61)),
+            Some(2)
+        );
+        assert_eq!(
+            log.attempted(&a, &refused, t0 + Duration::from_secs(62)),
+            None
+        );
     }
 }

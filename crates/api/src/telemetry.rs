@@ -11,14 +11,31 @@ use crate::config::{GlobalSettings, LogFormat};
 
 /// Installs the global subscriber; call once, first thing in `main`.
 pub fn init(settings: &GlobalSettings) -> Result<()> {
-    let filter = EnvFilter::try_new(&settings.log)
-        .with_context(|| format!("invalid log filter {:?}", settings.log))?;
+    let filter = EnvFilter::try_new(with_quiet_defaults(&settings.log)).with_context(|| {
+        format!(
+            "invalid log filter {:?} (--log / TIMETRACK_LOG)",
+            settings.log
+        )
+    })?;
     subscriber(filter, settings.log_format, std::io::stderr)
         .try_init()
         .map_err(|e| anyhow::anyhow!(e))
         .context("installing the logger")?;
     std::panic::set_hook(Box::new(log_panic));
     Ok(())
+}
+
+/// `filter` with actix's own start and stop lines (workers starting, "starting service" per
+/// listener, accept threads stopping) at WARN: timetrack logs its listeners once itself. A filter
+/// that names `actix_server` keeps its own say.
+fn with_quiet_defaults(filter: &str) -> String {
+    if filter.contains("actix_server") {
+        filter.to_owned()
+    } else if filter.trim().is_empty() {
+        "info,actix_server=warn".to_owned()
+    } else {
+        format!("{filter},actix_server=warn")
+    }
 }
 
 /// The panic hook: one ERROR line with the message and where it happened (inside the request's
@@ -58,5 +75,24 @@ where
     match format {
         LogFormat::Text => Box::new(builder.finish()),
         LogFormat::Json => Box::new(builder.json().with_current_span(true).finish()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actix_start_lines_are_quiet_unless_asked_for() {
+        assert_eq!(with_quiet_defaults("info"), "info,actix_server=warn");
+        assert_eq!(
+            with_quiet_defaults("debug,timetrack_api=trace"),
+            "debug,timetrack_api=trace,actix_server=warn"
+        );
+        assert_eq!(
+            with_quiet_defaults("actix_server=info"),
+            "actix_server=info"
+        );
+        assert!(EnvFilter::try_new(with_quiet_defaults("info")).is_ok());
     }
 }

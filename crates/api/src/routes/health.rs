@@ -32,6 +32,7 @@ pub struct UnhealthyResponse {
 
 /// 200 `healthy` when the database answers, 503 `unhealthy` otherwise; never needs a key.
 #[utoipa::path(
+    operation_id = "getHealth",
     get,
     path = "/api/health",
     tag = "Health",
@@ -54,7 +55,11 @@ pub async fn health(state: web::Data<AppState>) -> HttpResponse {
             version: env!("CARGO_PKG_VERSION"),
         }),
         failure => {
-            tracing::warn!(?failure, "health check failed");
+            let error = match failure {
+                Ok(Err(err)) => err.to_string(),
+                _ => format!("no answer within {HEALTH_DEADLINE:?}"),
+            };
+            tracing::warn!(error, "health check failed");
             HttpResponse::build(StatusCode::SERVICE_UNAVAILABLE).json(UnhealthyResponse {
                 status: "unhealthy",
                 timestamp,
