@@ -22,7 +22,7 @@ use timetrack_domain::services::{
     AccountService, Admission, AdmissionLimits, Authenticator, CatalogService, ClientService,
     TimeEntryService, WebhookService, WebhookSettings,
 };
-use tracing_actix_web::{DefaultRootSpanBuilder, RequestId, RootSpanBuilder, TracingLogger};
+use tracing_actix_web::{RequestId, RootSpanBuilder, TracingLogger};
 
 use crate::client_ip::TrustedProxies;
 use crate::error::json_error;
@@ -293,8 +293,14 @@ fn app_with(
             web::PathConfig::default()
                 .error_handler(|_, _| json_error_value(StatusCode::NOT_FOUND, "Not found")),
         )
-        .app_data(web::QueryConfig::default().error_handler(|_, _| {
-            json_error_value(StatusCode::BAD_REQUEST, "Invalid query parameters")
+        .app_data(web::QueryConfig::default().error_handler(|err, _| {
+            let detail = match &err {
+                actix_web::error::QueryPayloadError::Deserialize(why) => why.to_string(),
+                other => other.to_string(),
+            };
+            crate::error::ApiError::bad_request("Invalid query parameters")
+                .with_detail(detail)
+                .into()
         }))
         .configure(routes)
         .default_service(web::to(|| async {
@@ -339,13 +345,11 @@ impl RootSpanBuilder for RequestSpan {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or(""),
             http.status_code = tracing::field::Empty,
-            otel.status_code = tracing::field::Empty,
             request_id = request
                 .extensions()
                 .get::<RequestId>()
                 .map(|id| tracing::field::display(*id)),
             exception.message = tracing::field::Empty,
-            exception.details = tracing::field::Empty,
         )
     }
 
@@ -356,20 +360,51 @@ impl RootSpanBuilder for RequestSpan {
         if span.is_disabled() {
             return;
         }
-        let route = match outcome {
-            Ok(res) => route_of(res),
-            Err(_) => "unmatched",
+        let (route, status, error) = match outcome {
+            Ok(res) => (
+                route_of(res),
+                res.status(),
+                res.response().error().map(ToString::to_string),
+            ),
+            Err(err) => (
+                "unmatched",
+                err.as_response_error().status_code(),
+                Some(err.to_string()),
+            ),
         };
         span.record("http.route", route);
-        DefaultRootSpanBuilder::on_request_end(span, outcome);
+        span.record("http.status_code", status.as_u16());
+        // The error's message only (never a debug dump of it); 5xx causes are logged by the
+        // error itself, and a 4xx is the client's mistake, not a warning about the service.
+        if let Some(error) = error {
+            span.record("exception.message", error);
+        }
     }
 }
 
-/// The pattern of the resource that answered, or `unmatched`.
+/// The pattern of the route that answered, or `unmatched`. A response given before routing (an
+/// idempotent replay, a rate-limit refusal) is matched against the routes here.
 fn route_of<B>(res: &ServiceResponse<B>) -> &'static str {
-    res.request()
-        .app_data::<RoutePattern>()
-        .map_or("unmatched", |pattern| pattern.0)
+    let request = res.request();
+    match request.app_data::<RoutePattern>() {
+        Some(pattern) => pattern.0,
+        None => request.match_pattern().map_or("unmatched", intern),
+    }
+}
+
+/// `pattern` as a `&'static str` (a metric label): one copy of each, and there are only as many
+/// as the app has routes, since only a registered pattern ever reaches here.
+fn intern(pattern: String) -> &'static str {
+    static PATTERNS: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let mut known = PATTERNS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(found) = known.iter().find(|p| **p == pattern) {
+        return found;
+    }
+    let leaked: &'static str = Box::leak(pattern.into_boxed_str());
+    known.push(leaked);
+    leaked
 }
 
 fn json_error_value(status: StatusCode, message: &'static str) -> actix_web::Error {
@@ -594,19 +629,31 @@ mod tests {
 
     #[actix_web::test]
     async fn malformed_or_mistyped_bodies_are_json_400() {
-        for body in [
-            &b"{"[..],
-            b"",
-            b"null",
-            b"[]",
-            br#"{"name": 5}"#,
-            b"\xff\xfe",
-            br#"{"other":"x"}"#,
+        for (body, detail) in [
+            (
+                &b"{"[..],
+                "the body is not valid JSON: EOF while parsing an object",
+            ),
+            (b"", "the body is empty; send a JSON object"),
+            (b"null", "the body must be a JSON object"),
+            (b"[]", "the body must be a JSON object"),
+            (
+                br#"{"name": 5}"#,
+                "name: invalid type: integer `5`, expected a string",
+            ),
+            (b"\xff\xfe", "the body is not valid JSON: expected value"),
+            (br#"{"other":"x"}"#, "missing field `name`"),
+            (
+                br#"{"name":"x"} {}"#,
+                "the body is not valid JSON: trailing characters",
+            ),
         ] {
-            assert_eq!(
-                post(body.to_vec()).await,
-                (400, json!({"error": "Invalid JSON body"})),
-                "{body:?}"
+            let (status, answer) = post(body.to_vec()).await;
+            assert_eq!(status, 400, "{body:?}");
+            assert_eq!(answer["error"], "Invalid JSON body", "{body:?}");
+            assert!(
+                answer["detail"].as_str().unwrap().starts_with(detail),
+                "{body:?}: {answer}"
             );
         }
     }

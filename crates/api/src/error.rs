@@ -14,13 +14,16 @@ pub enum ApiError {
     /// A domain error, mapped by its kind.
     #[error(transparent)]
     Domain(#[from] DomainError),
-    /// A fixed status and message (for example 400 `Invalid request parameters`).
+    /// A fixed status and message (for example 400 `Invalid request parameters`), and what to
+    /// fix in a `detail` when there is more to say than the fixed message.
     #[error("{message}")]
     Status {
         /// The HTTP status.
         status: StatusCode,
         /// The `error` text.
         message: &'static str,
+        /// The `detail` text: which field, and why.
+        detail: Option<String>,
     },
     /// 429 `Too many requests`, with `Retry-After`.
     #[error("too many requests")]
@@ -41,7 +44,41 @@ pub enum ApiError {
 impl ApiError {
     /// A fixed status and message.
     pub fn status(status: StatusCode, message: &'static str) -> Self {
-        Self::Status { status, message }
+        Self::Status {
+            status,
+            message,
+            detail: None,
+        }
+    }
+
+    /// This error with a `detail` that says which field is wrong and why; at most
+    /// [`MAX_DETAIL_CHARS`] characters of it are sent (a parser's message can quote the input).
+    #[must_use]
+    pub fn with_detail(self, detail: impl Into<String>) -> Self {
+        let detail = detail.into();
+        let detail = match detail.char_indices().nth(MAX_DETAIL_CHARS) {
+            Some((end, _)) => format!("{}…", &detail[..end]),
+            None => detail,
+        };
+        match self {
+            Self::Status {
+                status, message, ..
+            } => Self::Status {
+                status,
+                message,
+                detail: Some(detail),
+            },
+            other => other,
+        }
+    }
+
+    /// The `detail` of the answer, if it has one.
+    fn detail(&self) -> Option<&str> {
+        match self {
+            Self::Status { detail, .. } => detail.as_deref(),
+            Self::Domain(DomainError::Invalid { detail, .. }) => Some(detail),
+            _ => None,
+        }
     }
 
     /// 400 with `message`.
@@ -70,6 +107,7 @@ impl ApiError {
                 DomainError::Validation(message) | DomainError::Conflict(message) => {
                     message.clone()
                 }
+                DomainError::Invalid { message, .. } => (*message).to_owned(),
                 DomainError::AlreadyExists { what, .. } => sentence(what, "already exists"),
                 DomainError::NotFound(what) => sentence(what, "not found"),
                 DomainError::Forbidden => "Forbidden".into(),
@@ -102,7 +140,7 @@ impl ResponseError for ApiError {
             Self::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Domain(err) => match err {
-                DomainError::Validation(_) => StatusCode::BAD_REQUEST,
+                DomainError::Validation(_) | DomainError::Invalid { .. } => StatusCode::BAD_REQUEST,
                 DomainError::NotFound(_) => StatusCode::NOT_FOUND,
                 DomainError::Conflict(_) | DomainError::AlreadyExists { .. } => {
                     StatusCode::CONFLICT
@@ -118,7 +156,16 @@ impl ResponseError for ApiError {
     fn error_response(&self) -> HttpResponse {
         let status = self.status_code();
         if status.is_server_error() {
-            tracing::error!(status = status.as_u16(), error = ?self, "request failed");
+            // The whole chain of causes, in one line.
+            let error = match self {
+                Self::Internal {
+                    message,
+                    cause: DomainError::Unexpected(cause),
+                } => format!("{message}: {cause:#}"),
+                Self::Domain(DomainError::Unexpected(cause)) => format!("{cause:#}"),
+                other => other.to_string(),
+            };
+            tracing::error!(status = status.as_u16(), error, "request failed");
         }
         if let Self::TooManyRequests { retry_after_secs } = self {
             return HttpResponse::build(status)
@@ -132,9 +179,16 @@ impl ResponseError for ApiError {
             return HttpResponse::build(status)
                 .json(json!({ "error": self.message(), "existing_id": id }));
         }
-        json_error(status, &self.message())
+        match self.detail() {
+            Some(detail) => HttpResponse::build(status)
+                .json(json!({ "error": self.message(), "detail": detail })),
+            None => json_error(status, &self.message()),
+        }
     }
 }
+
+/// Longest `detail` sent, in characters.
+pub const MAX_DETAIL_CHARS: usize = 300;
 
 /// A response with `status` and the body `{"error": message}`.
 pub fn json_error(status: StatusCode, message: &str) -> HttpResponse {

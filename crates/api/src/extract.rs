@@ -114,8 +114,9 @@ pub(crate) fn bearer_token(headers: &header::HeaderMap) -> Option<&str> {
 
 /// What a JSON body extractor answers when the body is not valid JSON of the expected shape.
 pub trait BodyRejection {
-    /// The error for a body that is not JSON, or not of the expected shape.
-    fn rejection() -> ApiError;
+    /// The error for a body that is not JSON, or not of the expected shape; `detail` says where
+    /// and why (see [`body_error_detail`]).
+    fn rejection(detail: String) -> ApiError;
 }
 
 /// The generic rejection: 400 `Invalid JSON body`.
@@ -123,8 +124,8 @@ pub trait BodyRejection {
 pub struct InvalidJson;
 
 impl BodyRejection for InvalidJson {
-    fn rejection() -> ApiError {
-        ApiError::bad_request("Invalid JSON body")
+    fn rejection(detail: String) -> ApiError {
+        ApiError::bad_request("Invalid JSON body").with_detail(detail)
     }
 }
 
@@ -133,8 +134,96 @@ impl BodyRejection for InvalidJson {
 pub struct InvalidParams;
 
 impl BodyRejection for InvalidParams {
-    fn rejection() -> ApiError {
-        ApiError::bad_request("Invalid request parameters")
+    fn rejection(detail: String) -> ApiError {
+        ApiError::bad_request("Invalid request parameters").with_detail(detail)
+    }
+}
+
+/// Parses `bytes` as a `T`; on failure, the `detail` for the caller: which field (its path in
+/// the body) and why, or where the JSON itself breaks.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    // serde reads a struct from an array too; every body here is an object.
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| matches!(b, b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n')) {
+        let valid = serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok();
+        if valid {
+            return Err("the body must be a JSON object".to_owned());
+        }
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value =
+        serde_path_to_error::deserialize(&mut deserializer).map_err(|e| body_error_detail(&e))?;
+    deserializer
+        .end()
+        .map_err(|e| format!("the body is not valid JSON: {e}"))?;
+    Ok(value)
+}
+
+/// `field: what is wrong` for a shape error, or `the body is not valid JSON: ...` for a syntax
+/// error (with serde's line and column).
+pub fn body_error_detail(err: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    let inner = err.inner();
+    if inner.is_syntax() || inner.is_eof() {
+        return if inner.is_eof() && inner.line() == 1 && inner.column() == 0 {
+            "the body is empty; send a JSON object".to_owned()
+        } else {
+            format!("the body is not valid JSON: {inner}")
+        };
+    }
+    let path = err.path().to_string();
+    // serde's `missing field` errors name the field but sit at the enclosing object's path.
+    let message = strip_position(&inner.to_string());
+    if path == "." {
+        if message.starts_with("invalid type") {
+            return format!("the body must be a JSON object ({message})");
+        }
+        message
+    } else {
+        format!("{path}: {message}")
+    }
+}
+
+/// serde_json's message without its ` at line L column C` suffix.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// The query string parsed as `T`; otherwise 400 `Invalid query parameters` with a `detail`
+/// naming the parameter and what it must be.
+#[derive(Debug)]
+pub struct QueryParams<T>(pub T);
+
+impl<T> std::ops::Deref for QueryParams<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: DeserializeOwned> FromRequest for QueryParams<T> {
+    type Error = actix_web::Error;
+    type Future = std::future::Ready<Result<Self, actix_web::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let pairs = url::form_urlencoded::parse(req.query_string().as_bytes());
+        let parsed = serde_path_to_error::deserialize(serde_urlencoded::Deserializer::new(pairs))
+            .map(QueryParams)
+            .map_err(|err| {
+                let path = err.path().to_string();
+                let detail = if path == "." {
+                    err.inner().to_string()
+                } else {
+                    format!("{path}: {}", err.inner())
+                };
+                ApiError::bad_request("Invalid query parameters")
+                    .with_detail(detail)
+                    .into()
+            });
+        std::future::ready(parsed)
     }
 }
 
@@ -195,9 +284,9 @@ impl<T: DeserializeOwned + 'static, R: BodyRejection + 'static> FromRequest for 
             // Payload errors (too large, broken stream) keep actix's status; the app's error
             // middleware turns them into JSON.
             let bytes = body_within_timeout(bytes).await?;
-            serde_json::from_slice::<T>(&bytes)
+            parse_json::<T>(&bytes)
                 .map(|value| JsonBody(value, PhantomData))
-                .map_err(|_| R::rejection().into())
+                .map_err(|detail| R::rejection(detail).into())
         })
     }
 }
@@ -218,9 +307,9 @@ impl<T: DeserializeOwned + Default + 'static> FromRequest for JsonOrEmpty<T> {
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 return Ok(JsonOrEmpty(T::default()));
             }
-            serde_json::from_slice::<T>(&bytes)
+            parse_json::<T>(&bytes)
                 .map(JsonOrEmpty)
-                .map_err(|_| InvalidJson::rejection().into())
+                .map_err(|detail| InvalidJson::rejection(detail).into())
         })
     }
 }

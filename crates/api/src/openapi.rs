@@ -9,11 +9,14 @@ use crate::routes;
 
 pub mod fields;
 
-/// `{error: string}`: every error body.
+/// `{error: string, detail?: string}`: every error body.
 #[derive(Debug, ToSchema)]
 pub struct ErrorBody {
-    /// What went wrong.
+    /// What went wrong: the published message.
     pub error: String,
+    /// For a request refused for its content: which field, and why.
+    #[schema(nullable = false)]
+    pub detail: Option<String>,
 }
 
 /// The answers every authenticated operation can give besides its own.
@@ -140,7 +143,6 @@ impl Modify for OptionalBodies {
 #[openapi(
     info(
         title = "timetrack",
-        version = "1.0.0",
         description = "Time tracking with an integration surface for automation platforms: \
                        client search, REST-hook webhook subscriptions, trigger fallbacks, and the \
                        core time-tracking API. Authenticate with `Authorization: Bearer <API key>`."
@@ -178,6 +180,7 @@ impl Modify for OptionalBodies {
         routes::fallbacks::start,
         routes::fallbacks::clients,
     ),
+    servers((url = "/", description = "The server that serves this document")),
     components(schemas(ErrorBody, ConflictBody, SuccessBody)),
     modifiers(&BearerAuth, &OptionalBodies),
     tags(
@@ -190,6 +193,7 @@ pub struct ApiDoc;
 /// `GET /api/openapi.json`: this description (no key needed).
 #[utoipa::path(
     get,
+    operation_id = "getOpenApi",
     path = "/api/openapi.json",
     tag = "Health",
     summary = "The OpenAPI 3.1 description of the API",

@@ -6,6 +6,15 @@ pub enum DomainError {
     /// The input breaks a rule; the message is safe to show to the caller.
     #[error("{0}")]
     Validation(String),
+    /// The input breaks a rule whose message is published and fixed (`Invalid URL format`):
+    /// `detail` says which field and why, for the caller to fix it. Both are safe to show.
+    #[error("{message} ({detail})")]
+    Invalid {
+        /// The published message.
+        message: &'static str,
+        /// Which field, and what it must be.
+        detail: String,
+    },
     /// The thing asked for does not exist for this caller.
     #[error("{0} not found")]
     NotFound(&'static str),
@@ -38,6 +47,14 @@ impl DomainError {
     /// Builds a [`DomainError::Validation`] from anything displayable.
     pub fn validation(message: impl Into<String>) -> Self {
         Self::Validation(message.into())
+    }
+
+    /// Builds a [`DomainError::Invalid`]: a published `message` with a `detail`.
+    pub fn invalid(message: &'static str, detail: impl Into<String>) -> Self {
+        Self::Invalid {
+            message,
+            detail: detail.into(),
+        }
     }
 }
 

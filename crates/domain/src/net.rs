@@ -201,46 +201,78 @@ impl WebhookTarget {
 
 /// Checks the URL rules: an absolute `https://` URL of at most 2,048 bytes with a host and no
 /// user or password; with `allow_private` false, a host that is an address must be public and a
-/// host name must not be `localhost` or end in `.localhost`. Returns `None` when a rule fails.
+/// host name must not be `localhost` or end in `.localhost`. Returns `None` when a rule fails;
+/// [`webhook_url_problem`] says which.
 ///
 /// A host *name*'s addresses are checked by the caller after resolution.
 pub fn check_webhook_url(raw: &str, allow_private: bool) -> Option<WebhookTarget> {
+    parse_webhook_url(raw, allow_private).ok()
+}
+
+/// The rule `raw` breaks, in words for the caller (`None` when it breaks none); see
+/// [`check_webhook_url`].
+pub fn webhook_url_problem(raw: &str, allow_private: bool) -> Option<&'static str> {
+    parse_webhook_url(raw, allow_private).err()
+}
+
+/// [`check_webhook_url`], with the rule that failed.
+fn parse_webhook_url(raw: &str, allow_private: bool) -> Result<WebhookTarget, &'static str> {
     let url = raw.trim();
     let starts_https = url
         .get(..8)
         .is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+    if !starts_https {
+        return Err("url must be an absolute https:// URL (http and other schemes are refused)");
+    }
+    if url.len() > MAX_URL_LEN {
+        return Err("url must be at most 2048 bytes long");
+    }
     // Control characters (NUL among them) are refused here: the URL is stored as sent, and no
     // stored text may hold a NUL.
-    let odd = |c: char| c.is_whitespace() || c.is_control();
-    if !starts_https || url.len() > MAX_URL_LEN || url.chars().any(odd) {
-        return None;
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("url must not contain spaces or control characters");
     }
     // Parsers disagree on backslashes (WHATWG reads `\\` as `/`, RFC 3986 parsers as part of the
     // authority) and on what an `@` hides, so neither is accepted anywhere: the host this check
     // judges is then the host every parser finds. The request itself is built from `parsed`
     // (`WebhookTarget::request_uri`), never from the text.
     let authority = url[8..].split(['/', '?', '#']).next().unwrap_or("");
-    if url.contains('\\') || authority.is_empty() || authority.contains('@') {
-        return None;
+    if authority.is_empty() {
+        return Err("url must name a host");
     }
-    let parsed = Url::parse(url).ok()?;
+    if url.contains('\\') || authority.contains('@') {
+        return Err("url must not contain a backslash or a user name or password (@)");
+    }
+    let parsed = Url::parse(url).map_err(|_| "url is not a well-formed URL")?;
     if parsed.scheme() != "https" || !parsed.username().is_empty() || parsed.password().is_some() {
-        return None;
+        return Err("url must be an https:// URL without a user name or password");
     }
-    let allowed = match parsed.host()? {
+    let refused = "url must point to a public host: loopback, private, link-local and other \
+                   reserved addresses are refused";
+    let allowed = match parsed.host().ok_or("url must name a host")? {
         Host::Ipv4(v4) => allow_private || is_public(IpAddr::V4(v4)),
         Host::Ipv6(v6) => allow_private || is_public(IpAddr::V6(v6)),
         Host::Domain(name) => {
             let name = name.trim_end_matches('.');
-            !name.is_empty()
-                && (allow_private || (name != "localhost" && !name.ends_with(".localhost")))
+            if name.is_empty() {
+                return Err("url must name a host");
+            }
+            allow_private || (name != "localhost" && !name.ends_with(".localhost"))
         }
     };
-    allowed.then(|| WebhookTarget {
+    if !allowed {
+        return Err(refused);
+    }
+    Ok(WebhookTarget {
         url: url.to_owned(),
         parsed,
     })
 }
+
+/// What the caller is told when a host name resolves to an address [`check_webhook_url`] would
+/// refuse.
+pub const RESOLVES_TO_PRIVATE: &str =
+    "url's host resolves to a non-public address (loopback, private, link-local or reserved)";
 
 #[cfg(test)]
 mod tests {

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody};
+use crate::extract::{Caller, JsonBody, QueryParams};
 use crate::openapi::fields;
 use crate::routes::ListResponse;
 use crate::routes::clients::ListQuery;
@@ -98,6 +98,7 @@ fn project_id(raw: &str) -> Result<ProjectId, ApiError> {
 
 /// `POST /api/projects`: 201 with the project.
 #[utoipa::path(
+    operation_id = "createProject",
     post,
     path = "/api/projects",
     tag = "Projects",
@@ -129,6 +130,7 @@ pub async fn create_project(
 
 /// `GET /api/projects`.
 #[utoipa::path(
+    operation_id = "listProjects",
     get,
     path = "/api/projects",
     tag = "Projects",
@@ -144,7 +146,7 @@ pub async fn create_project(
 pub async fn list_projects(
     state: web::Data<AppState>,
     caller: Caller,
-    query: web::Query<ListQuery>,
+    query: QueryParams<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = state.catalog.projects(&caller.0, query.page()?).await?;
     Ok(HttpResponse::Ok().json(ListResponse::from_page(page, ProjectResponse::from)))
@@ -152,6 +154,7 @@ pub async fn list_projects(
 
 /// `POST /api/projects/{id}/tasks`: 201 with the task; 404 for another workspace's project.
 #[utoipa::path(
+    operation_id = "createTask",
     post,
     path = "/api/projects/{id}/tasks",
     tag = "Projects",
@@ -179,6 +182,7 @@ pub async fn create_task(
 
 /// `GET /api/projects/{id}/tasks`.
 #[utoipa::path(
+    operation_id = "listTasks",
     get,
     path = "/api/projects/{id}/tasks",
     tag = "Projects",
@@ -196,7 +200,7 @@ pub async fn list_tasks(
     state: web::Data<AppState>,
     caller: Caller,
     id: web::Path<String>,
-    query: web::Query<ListQuery>,
+    query: QueryParams<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = state
         .catalog
@@ -207,6 +211,7 @@ pub async fn list_tasks(
 
 /// `POST /api/tags`: 201 with the tag; 409 with `existing_id` for a name in use.
 #[utoipa::path(
+    operation_id = "createTag",
     post,
     path = "/api/tags",
     tag = "Tags",
@@ -232,6 +237,7 @@ pub async fn create_tag(
 
 /// `GET /api/tags`.
 #[utoipa::path(
+    operation_id = "listTags",
     get,
     path = "/api/tags",
     tag = "Tags",
@@ -247,7 +253,7 @@ pub async fn create_tag(
 pub async fn list_tags(
     state: web::Data<AppState>,
     caller: Caller,
-    query: web::Query<ListQuery>,
+    query: QueryParams<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = state.catalog.tags(&caller.0, query.page()?).await?;
     Ok(HttpResponse::Ok().json(ListResponse::from_page(page, TagResponse::from)))

@@ -12,7 +12,7 @@ use timetrack_domain::timefmt::rfc3339;
 
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody, nullable};
+use crate::extract::{Caller, JsonBody, QueryParams, nullable};
 use crate::openapi::fields;
 use crate::routes::ListResponse;
 
@@ -123,6 +123,7 @@ fn parse_id(raw: &str) -> Result<ClientId, ApiError> {
 
 /// `POST /api/clients`: 201 with the client; emits `CLIENT_CREATED`.
 #[utoipa::path(
+    operation_id = "createClient",
     post,
     path = "/api/clients",
     tag = "Clients",
@@ -166,6 +167,7 @@ pub async fn create(
 
 /// `GET /api/clients`: newest first, paginated.
 #[utoipa::path(
+    operation_id = "listClients",
     get,
     path = "/api/clients",
     tag = "Clients",
@@ -181,7 +183,7 @@ pub async fn create(
 pub async fn list(
     state: web::Data<AppState>,
     caller: Caller,
-    query: web::Query<ListQuery>,
+    query: QueryParams<ListQuery>,
 ) -> Result<web::Json<ListResponse<ClientResponse>>, ApiError> {
     let page = state.clients.list(&caller.0, query.page()?).await?;
     Ok(web::Json(ListResponse::from_page(
@@ -192,6 +194,7 @@ pub async fn list(
 
 /// `GET /api/clients/{id}`.
 #[utoipa::path(
+    operation_id = "getClient",
     get,
     path = "/api/clients/{id}",
     tag = "Clients",
@@ -215,6 +218,7 @@ pub async fn get(
 
 /// `PATCH /api/clients/{id}`.
 #[utoipa::path(
+    operation_id = "updateClient",
     patch,
     path = "/api/clients/{id}",
     tag = "Clients",
@@ -261,6 +265,7 @@ pub async fn update(
 
 /// `DELETE /api/clients/{id}`: 200 `{success: true}`; 409 while a project uses the client.
 #[utoipa::path(
+    operation_id = "deleteClient",
     delete,
     path = "/api/clients/{id}",
     tag = "Clients",

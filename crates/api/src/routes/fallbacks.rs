@@ -16,6 +16,7 @@ fn one(element: impl Serialize) -> HttpResponse {
 
 /// `GET .../triggers/time-entries/manual_entry/fallback`.
 #[utoipa::path(
+    operation_id = "sampleManualEntries",
     get,
     path = "/api/integrations/automation/triggers/time-entries/manual_entry/fallback",
     tag = "Triggers",
@@ -42,6 +43,7 @@ pub async fn manual_entry(
 
 /// `GET .../triggers/time-entries/stop/fallback`.
 #[utoipa::path(
+    operation_id = "sampleStoppedTimers",
     get,
     path = "/api/integrations/automation/triggers/time-entries/stop/fallback",
     tag = "Triggers",
@@ -65,6 +67,7 @@ pub async fn stop(state: web::Data<AppState>, caller: Caller) -> Result<HttpResp
 
 /// `GET .../triggers/time-entries/start/fallback`.
 #[utoipa::path(
+    operation_id = "sampleStartedTimers",
     get,
     path = "/api/integrations/automation/triggers/time-entries/start/fallback",
     tag = "Triggers",
@@ -88,6 +91,7 @@ pub async fn start(state: web::Data<AppState>, caller: Caller) -> Result<HttpRes
 
 /// `GET .../triggers/clients/fallback`.
 #[utoipa::path(
+    operation_id = "sampleCreatedClients",
     get,
     path = "/api/integrations/automation/triggers/clients/fallback",
     tag = "Triggers",

@@ -27,6 +27,7 @@ pub struct FindClientBody {
 /// 200 with an array of clients (possibly empty); 400 `Invalid request parameters` for a missing
 /// or mistyped field, an invalid UUID or an empty or over-long name; 403 for another workspace.
 #[utoipa::path(
+    operation_id = "findClient",
     post,
     path = "/api/integrations/automation/triggers/clients/find",
     tag = "Clients",
@@ -57,7 +58,9 @@ pub async fn find(
         )
         .await
         .map_err(|e| match e {
-            DomainError::Validation(_) => ApiError::bad_request("Invalid request parameters"),
+            DomainError::Validation(why) => {
+                ApiError::bad_request("Invalid request parameters").with_detail(why)
+            }
             other => other.into(),
         })?;
     Ok(web::Json(

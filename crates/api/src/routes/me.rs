@@ -49,6 +49,7 @@ impl From<Profile> for MeResponse {
 
 /// 200 `{user: {id, name, email}, workspace: {id, name, timezone, currency}}`.
 #[utoipa::path(
+    operation_id = "getMe",
     get,
     path = "/api/me",
     tag = "Account",

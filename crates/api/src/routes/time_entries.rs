@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody, JsonOrEmpty, nullable};
+use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, nullable};
 use crate::openapi::fields;
 use crate::routes::ListResponse;
 
@@ -150,6 +150,7 @@ fn entry_id(raw: &str) -> Result<TimeEntryId, ApiError> {
 
 /// `POST /api/time-entries/start`: 201 with the running entry.
 #[utoipa::path(
+    operation_id = "startTimer",
     post,
     path = "/api/time-entries/start",
     tag = "Time entries",
@@ -174,6 +175,7 @@ pub async fn start(
 
 /// `POST /api/time-entries/stop`: 200 with the stopped entry; 409 `No running timer`.
 #[utoipa::path(
+    operation_id = "stopTimer",
     post,
     path = "/api/time-entries/stop",
     tag = "Time entries",
@@ -195,6 +197,7 @@ pub async fn stop(
 
 /// `GET /api/time-entries/current`: the running entry or `null`.
 #[utoipa::path(
+    operation_id = "getCurrentTimer",
     get,
     path = "/api/time-entries/current",
     tag = "Time entries",
@@ -217,6 +220,7 @@ pub async fn current(
 
 /// `POST /api/time-entries`: a manual entry, 201.
 #[utoipa::path(
+    operation_id = "createTimeEntry",
     post,
     path = "/api/time-entries",
     tag = "Time entries",
@@ -246,6 +250,7 @@ pub async fn create(
 
 /// `GET /api/time-entries`: latest start first, filtered, paginated.
 #[utoipa::path(
+    operation_id = "listTimeEntries",
     get,
     path = "/api/time-entries",
     tag = "Time entries",
@@ -261,7 +266,7 @@ pub async fn create(
 pub async fn list(
     state: web::Data<AppState>,
     caller: Caller,
-    query: web::Query<EntryQuery>,
+    query: QueryParams<EntryQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let filter = EntryFilter {
         from: query
@@ -291,6 +296,7 @@ pub async fn list(
 
 /// `GET /api/time-entries/{id}`.
 #[utoipa::path(
+    operation_id = "getTimeEntry",
     get,
     path = "/api/time-entries/{id}",
     tag = "Time entries",
@@ -315,6 +321,7 @@ pub async fn get(
 
 /// `PATCH /api/time-entries/{id}`.
 #[utoipa::path(
+    operation_id = "updateTimeEntry",
     patch,
     path = "/api/time-entries/{id}",
     tag = "Time entries",
@@ -360,6 +367,7 @@ pub async fn update(
 
 /// `DELETE /api/time-entries/{id}`: 200 `{success: true}`.
 #[utoipa::path(
+    operation_id = "deleteTimeEntry",
     delete,
     path = "/api/time-entries/{id}",
     tag = "Time entries",

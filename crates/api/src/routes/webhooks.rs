@@ -19,24 +19,33 @@ use crate::extract::{BodyRejection, Caller, JsonBody};
 pub struct MissingUrlOrEvents;
 
 impl BodyRejection for MissingUrlOrEvents {
-    fn rejection() -> ApiError {
-        ApiError::bad_request(REQUIRED)
+    fn rejection(detail: String) -> ApiError {
+        ApiError::bad_request(REQUIRED).with_detail(detail)
     }
 }
+
+/// The `detail` of a body without a usable `events`.
+const EVENTS_DETAIL: &str = "events must be a non-empty array of event names";
 
 /// Reads the subscribe body, in the order the published messages imply: presence of `url` and a
 /// non-empty `events` array first, then the URL's type, then each event's.
 fn parse_subscribe(body: &Value) -> Result<NewSubscription, ApiError> {
-    let obj = body.as_object().ok_or(ApiError::bad_request(REQUIRED))?;
+    let obj = body.as_object().ok_or_else(|| {
+        ApiError::bad_request(REQUIRED)
+            .with_detail("the body must be a JSON object with url and events")
+    })?;
     let url = obj.get("url").filter(|v| !v.is_null());
     let events = match obj.get("events") {
         Some(Value::Array(items)) if !items.is_empty() => items,
-        _ => return Err(ApiError::bad_request(REQUIRED)),
+        _ => return Err(ApiError::bad_request(REQUIRED).with_detail(EVENTS_DETAIL)),
     };
     let url = match url {
-        None => return Err(ApiError::bad_request(REQUIRED)),
+        None => return Err(ApiError::bad_request(REQUIRED).with_detail("url is required")),
         Some(Value::String(url)) => url.clone(),
-        Some(_) => return Err(ApiError::bad_request(INVALID_URL)),
+        Some(_) => {
+            return Err(ApiError::bad_request(INVALID_URL)
+                .with_detail("url must be a string: an absolute https:// URL"));
+        }
     };
     let events = events
         .iter()
@@ -63,6 +72,7 @@ fn event_names(subscription: &Subscription) -> Vec<&'static str> {
 
 /// `POST .../webhooks/subscribe`: 201 `{success, webhook: {id, url, events, status, secret}}`.
 #[utoipa::path(
+    operation_id = "subscribeWebhook",
     post,
     path = "/api/integrations/automation/webhooks/subscribe",
     tag = "Webhooks",
@@ -100,6 +110,7 @@ pub async fn subscribe(
 /// `DELETE .../webhooks/{id}`: 200 `{success: true}`, also for one's already-deleted webhook;
 /// 404 `Webhook not found` for an unknown, malformed or another user's id.
 #[utoipa::path(
+    operation_id = "deleteWebhook",
     delete,
     path = "/api/integrations/automation/webhooks/{id}",
     tag = "Webhooks",
@@ -148,6 +159,7 @@ pub struct WebhookListItem {
 /// `GET .../webhooks`: the workspace's subscriptions that are not deleted, newest first, without
 /// secrets.
 #[utoipa::path(
+    operation_id = "listWebhooks",
     get,
     path = "/api/integrations/automation/webhooks",
     tag = "Webhooks",
@@ -208,6 +220,7 @@ impl From<DeliveryRecord> for DeliveryItem {
 
 /// `GET .../webhooks/{id}/deliveries`: the last 7 days, newest first.
 #[utoipa::path(
+    operation_id = "listWebhookDeliveries",
     get,
     path = "/api/integrations/automation/webhooks/{id}/deliveries",
     tag = "Webhooks",
@@ -243,6 +256,7 @@ mod tests {
         match parse_subscribe(body) {
             Err(ApiError::Status { message, .. }) => message.to_owned(),
             Err(ApiError::Domain(DomainError::Validation(m))) => m,
+            Err(ApiError::Domain(DomainError::Invalid { message, .. })) => message.to_owned(),
             other => panic!("{other:?}"),
         }
     }

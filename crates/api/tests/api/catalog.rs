@@ -3,7 +3,7 @@
 use actix_web::test;
 use serde_json::{Value, json};
 
-use crate::support::{TestApp, call};
+use crate::support::{TestApp, call, error_of};
 
 fn post(t: &TestApp, uri: &str, body: Value) -> actix_http::Request {
     test::TestRequest::post()
@@ -147,7 +147,7 @@ async fn names_are_validated() {
     ] {
         let (status, _, json) = call(&app, post(&t, uri, body.clone())).await;
         assert_eq!(
-            (status, json),
+            (status, error_of(&json)),
             (400, json!({"error": message})),
             "{uri} {body}"
         );

@@ -3,7 +3,7 @@
 use actix_web::test;
 use serde_json::{Value, json};
 
-use crate::support::{TestApp, call};
+use crate::support::{TestApp, call, error_of};
 
 fn post(t: &TestApp, body: Value) -> actix_http::Request {
     test::TestRequest::post()
@@ -211,7 +211,11 @@ async fn invalid_clients_are_400_and_nothing_is_stored() {
     ];
     for (body, message) in cases {
         let (status, _, json) = call(&app, post(&t, body.clone())).await;
-        assert_eq!((status, json), (400, json!({"error": message})), "{body}");
+        assert_eq!(
+            (status, error_of(&json)),
+            (400, json!({"error": message})),
+            "{body}"
+        );
     }
     assert_eq!(t.scalar("SELECT count(*) AS n FROM clients").await, 0);
     assert_eq!(t.scalar("SELECT count(*) AS n FROM events").await, 0);
@@ -276,7 +280,11 @@ async fn the_list_is_paginated_newest_first_by_cursor() {
         ("/api/clients?limit=many", "Invalid query parameters"),
     ] {
         let (status, _, body) = call(&app, get(uri.into())).await;
-        assert_eq!((status, body), (400, json!({"error": message})), "{uri}");
+        assert_eq!(
+            (status, error_of(&body)),
+            (400, json!({"error": message})),
+            "{uri}"
+        );
     }
 }
 

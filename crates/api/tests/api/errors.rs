@@ -166,9 +166,10 @@ async fn each_request_logs_one_line_with_its_route_status_and_request_id() {
 /// `settings`.
 async fn text_log_lines(
     settings: timetrack_api::StateSettings,
-    requests: Vec<test::TestRequest>,
+    requests: impl FnOnce(&TestApp) -> Vec<test::TestRequest>,
 ) -> Vec<String> {
     let t = TestApp::with_settings(settings).await;
+    let requests = requests(&t);
     let app = t.service().await;
     let captured = Captured::default();
     let writer = captured.clone();
@@ -190,8 +191,7 @@ async fn text_log_lines(
 
 #[actix_web::test]
 async fn the_access_log_shows_the_socket_peer_and_quotes_what_clients_send() {
-    let lines = text_log_lines(
-        TestApp::relaxed(),
+    let lines = text_log_lines(TestApp::relaxed(), |_| {
         vec![
             test::TestRequest::get()
                 .uri("/api/health")
@@ -199,8 +199,8 @@ async fn the_access_log_shows_the_socket_peer_and_quotes_what_clients_send() {
                 .insert_header(("X-Forwarded-For", "1.2.3.4 admin=true"))
                 .insert_header(("Forwarded", "for=5.6.7.8"))
                 .insert_header(("User-Agent", "probe http.status_code=999 otel=1")),
-        ],
-    )
+        ]
+    })
     .await;
     assert_eq!(lines.len(), 1, "{lines:#?}");
     let line = &lines[0];
@@ -227,8 +227,7 @@ async fn behind_a_trusted_proxy_the_client_is_the_nearest_untrusted_forwarded_ad
             .peer_addr("203.0.113.9:5000".parse().unwrap())
             .insert_header(("X-Forwarded-For", xff.to_owned()))
     };
-    let lines = text_log_lines(
-        settings,
+    let lines = text_log_lines(settings, move |_| {
         vec![
             // A client's own claim (the first entry) is ignored; the proxies' are believed.
             from_proxy("6.6.6.6, 198.51.100.4, 10.0.0.1"),
@@ -240,8 +239,8 @@ async fn behind_a_trusted_proxy_the_client_is_the_nearest_untrusted_forwarded_ad
                 .uri("/api/health")
                 .peer_addr("192.0.2.50:5000".parse().unwrap())
                 .insert_header(("X-Forwarded-For", "198.51.100.4")),
-        ],
-    )
+        ]
+    })
     .await;
     let clients: Vec<&str> = lines
         .iter()
@@ -257,4 +256,54 @@ async fn behind_a_trusted_proxy_the_client_is_the_nearest_untrusted_forwarded_ad
         ["198.51.100.4", "10.0.0.1", "203.0.113.9", "192.0.2.50"],
         "{lines:#?}"
     );
+}
+
+#[actix_web::test]
+async fn a_refused_request_is_one_info_line_with_its_message_and_no_debug_dump() {
+    let lines = text_log_lines(TestApp::relaxed(), |_| {
+        vec![
+            test::TestRequest::get()
+                .uri("/api/me")
+                .insert_header(("Authorization", "Bearer tt_not_a_key")),
+        ]
+    })
+    .await;
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    let line = &lines[0];
+    assert!(line.contains(" INFO "), "{line}");
+    assert!(line.contains("http.status_code=401"), "{line}");
+    assert!(
+        line.contains(r#"exception.message="Unauthorized""#),
+        "{line}"
+    );
+    for noise in [
+        "WARN",
+        "otel.",
+        "exception.details",
+        "Status {",
+        "message: ",
+    ] {
+        assert!(!line.contains(noise), "{noise}: {line}");
+    }
+}
+
+#[actix_web::test]
+async fn a_replayed_idempotent_request_is_logged_with_its_route() {
+    let lines = text_log_lines(TestApp::relaxed(), |t| {
+        (0..2)
+            .map(|_| {
+                test::TestRequest::post()
+                    .uri("/api/clients")
+                    .insert_header(t.bearer())
+                    .insert_header(("Idempotency-Key", "log-route-1"))
+                    .set_json(serde_json::json!({"name": "Logged Twice"}))
+            })
+            .collect()
+    })
+    .await;
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    for line in &lines {
+        assert!(line.contains(r#"http.route="/api/clients""#), "{line}");
+        assert!(line.contains("http.status_code=201"), "{line}");
+    }
 }

@@ -323,9 +323,62 @@ async fn invalid_parameters_are_400_with_the_published_message() {
         assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
         assert_eq!(content_type, "application/json");
         assert_eq!(
-            json,
-            json!({"error": "Invalid request parameters"}),
+            json["error"],
+            "Invalid request parameters",
             "{}",
+            String::from_utf8_lossy(&body)
+        );
+        assert!(
+            json["detail"].as_str().is_some_and(|d| !d.is_empty()),
+            "{json}"
+        );
+    }
+}
+
+#[actix_web::test]
+async fn the_detail_says_which_field_is_wrong_and_why() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let ws = t.workspace.id.to_string();
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (
+            json!({"name": "acme"}).to_string().into(),
+            "missing field `workspace_id`",
+        ),
+        (
+            json!({"workspace_id": ws, "name": "acme", "limit": "ten"})
+                .to_string()
+                .into(),
+            "limit: invalid type: string \"ten\"",
+        ),
+        (
+            json!({"workspace_id": 5, "name": "acme"})
+                .to_string()
+                .into(),
+            "workspace_id: invalid type: integer `5`",
+        ),
+        (
+            b"{not json".to_vec(),
+            "the body is not valid JSON: key must be a string",
+        ),
+        (b"".to_vec(), "the body is empty"),
+        (
+            json!([ws, "acme"]).to_string().into(),
+            "the body must be a JSON object",
+        ),
+    ];
+    for (body, detail) in cases {
+        let req = test::TestRequest::post()
+            .uri(PATH)
+            .insert_header(t.bearer())
+            .set_payload(body.clone())
+            .to_request();
+        let (status, _, json) = call(&app, req).await;
+        assert_eq!(status, 400);
+        assert_eq!(json["error"], "Invalid request parameters");
+        assert!(
+            json["detail"].as_str().unwrap().starts_with(detail),
+            "{}: {json}",
             String::from_utf8_lossy(&body)
         );
     }

@@ -516,3 +516,82 @@ async fn documented_maximum_lengths_are_the_enforced_ones() {
         );
     }
 }
+
+/// The validator's release the test installs from PyPI (into the test target directory, once).
+const SPEC_VALIDATOR: &str = "openapi-spec-validator==0.9.0";
+
+/// A directory holding `openapi-spec-validator`, installed on first use with pip.
+fn spec_validator() -> std::path::PathBuf {
+    static INSTALLED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(SPEC_VALIDATOR.replace("==", "-"));
+            if !dir.join("openapi_spec_validator").exists() {
+                let out = std::process::Command::new("python3")
+                    .args([
+                        "-m",
+                        "pip",
+                        "install",
+                        "--quiet",
+                        "--disable-pip-version-check",
+                    ])
+                    .arg("--target")
+                    .arg(&dir)
+                    .arg(SPEC_VALIDATOR)
+                    .output()
+                    .expect("python3 with pip is needed to validate the OpenAPI document");
+                assert!(
+                    out.status.success(),
+                    "installing {SPEC_VALIDATOR}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            dir
+        })
+        .clone()
+}
+
+#[actix_web::test]
+async fn the_served_document_passes_an_independent_openapi_validator() {
+    let t = TestApp::new().await;
+    let doc = document(&t).await;
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("openapi.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let out = std::process::Command::new("python3")
+        .args([
+            "-m",
+            "openapi_spec_validator",
+            "--schema",
+            "3.1",
+            "--validation-errors",
+            "all",
+        ])
+        .arg(&file)
+        .env("PYTHONPATH", spec_validator())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "openapi-spec-validator refused the document:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[actix_web::test]
+async fn operation_ids_are_unique_and_the_version_is_the_services() {
+    let t = TestApp::new().await;
+    let doc = document(&t).await;
+    let mut seen = BTreeSet::new();
+    for (method, path, op) in operations(&doc) {
+        let id = op["operationId"].as_str().unwrap_or_default().to_owned();
+        assert!(!id.is_empty(), "{method} {path} has no operationId");
+        assert!(
+            seen.insert(id.clone()),
+            "{method} {path}: {id} is used twice"
+        );
+    }
+    assert_eq!(doc["info"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(doc["servers"][0]["url"], "/");
+}

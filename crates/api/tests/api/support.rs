@@ -193,3 +193,17 @@ where
         .unwrap_or_else(|_| panic!("body is not JSON: {:?}", String::from_utf8_lossy(&bytes)));
     (status, content_type, body)
 }
+
+/// An error body reduced to `{"error": ...}`, after checking that anything else in it is a
+/// non-empty `detail` string: for comparing published messages exactly.
+pub fn error_of(body: &Value) -> Value {
+    let object = body.as_object().expect("an error body is an object");
+    for (name, value) in object {
+        match name.as_str() {
+            "error" => assert!(value.is_string(), "{body}"),
+            "detail" => assert!(value.as_str().is_some_and(|d| !d.is_empty()), "{body}"),
+            other => panic!("unexpected field {other}: {body}"),
+        }
+    }
+    serde_json::json!({ "error": object["error"] })
+}

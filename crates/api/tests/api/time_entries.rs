@@ -4,7 +4,7 @@ use actix_web::test;
 use futures_util::future::join_all;
 use serde_json::{Value, json};
 
-use crate::support::{TestApp, call};
+use crate::support::{TestApp, call, error_of};
 
 fn post(t: &TestApp, uri: &str, body: Value) -> actix_http::Request {
     test::TestRequest::post()
@@ -376,7 +376,11 @@ async fn list_filters_and_paginates_and_other_workspaces_entries_are_404() {
         ("/api/time-entries?limit=-1", "Invalid query parameters"),
     ] {
         let (status, _, body) = call(&app, get(&t, uri)).await;
-        assert_eq!((status, body), (400, json!({"error": message})), "{uri}");
+        assert_eq!(
+            (status, error_of(&body)),
+            (400, json!({"error": message})),
+            "{uri}"
+        );
     }
 
     let id = all["data"][0]["id"].as_str().unwrap();

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use timetrack_api::StateSettings;
 use timetrack_domain::services::WebhookSettings;
 
-use crate::support::{TestApp, call};
+use crate::support::{TestApp, call, error_of};
 
 const BASE: &str = "/api/integrations/automation/webhooks";
 
@@ -76,10 +76,11 @@ async fn missing_url_or_events_is_400_url_and_events_array_are_required() {
     ] {
         let (status, _, json) = call(&app, subscribe(&t, body.clone())).await;
         assert_eq!(
-            (status, json),
+            (status, error_of(&json)),
             (400, json!({"error": "URL and events array are required"})),
             "{body}"
         );
+        assert!(json["detail"].is_string(), "{body}: {json}");
     }
     let req = test::TestRequest::post()
         .uri(&format!("{BASE}/subscribe"))
@@ -88,7 +89,7 @@ async fn missing_url_or_events_is_400_url_and_events_array_are_required() {
         .to_request();
     let (status, _, json) = call(&app, req).await;
     assert_eq!(
-        (status, json),
+        (status, error_of(&json)),
         (400, json!({"error": "URL and events array are required"}))
     );
     assert_eq!(
@@ -103,35 +104,46 @@ async fn unacceptable_urls_are_400_invalid_url_format() {
     let t = TestApp::new().await;
     let app = t.service().await;
     let long = format!("https://hooks.example.com/{}", "a".repeat(2048));
-    for url in [
-        json!("http://hooks.example.com/h"),
-        json!("ftp://hooks.example.com/h"),
-        json!("hooks.example.com/h"),
-        json!("https://user:pass@hooks.example.com/h"),
-        json!("https://127.0.0.1/h"),
-        json!("https://2130706433/h"),
-        json!("https://[::1]/h"),
-        json!("https://[::ffff:169.254.169.254]/h"),
-        json!("https://169.254.169.254/latest/meta-data"),
-        json!("https://10.1.2.3/h"),
-        json!("https://192.168.1.1/h"),
-        json!("https://localhost/h"),
-        json!("https://hooks.example.com/a\u{0}b"),
-        json!("https://"),
-        json!(""),
-        json!(long),
-        json!(42),
+    let https = "url must be an absolute https:// URL";
+    let public = "url must point to a public host";
+    for (url, detail) in [
+        (json!("http://hooks.example.com/h"), https),
+        (json!("ftp://hooks.example.com/h"), https),
+        (json!("hooks.example.com/h"), https),
+        (
+            json!("https://user:pass@hooks.example.com/h"),
+            "url must not contain a backslash or a user name or password",
+        ),
+        (json!("https://127.0.0.1/h"), public),
+        (json!("https://2130706433/h"), public),
+        (json!("https://[::1]/h"), public),
+        (json!("https://[::ffff:169.254.169.254]/h"), public),
+        (json!("https://169.254.169.254/latest/meta-data"), public),
+        (json!("https://10.1.2.3/h"), public),
+        (json!("https://192.168.1.1/h"), public),
+        (json!("https://localhost/h"), public),
+        (
+            json!("https://hooks.example.com/a\u{0}b"),
+            "url must not contain spaces or control characters",
+        ),
+        (json!("https://"), "url must name a host"),
+        (json!(""), https),
+        (json!(long), "url must be at most 2048 bytes long"),
+        (json!(42), "url must be a string"),
     ] {
         let (status, _, body) = call(
             &app,
             subscribe(&t, json!({"url": url, "events": ["CLIENT_CREATED"]})),
         )
         .await;
-        assert_eq!(
-            (status, body),
-            (400, json!({"error": "Invalid URL format"})),
-            "{url}"
+        assert_eq!(status, 400, "{url}");
+        // The published message exactly, and what to change beside it.
+        assert_eq!(body["error"], "Invalid URL format", "{url}");
+        assert!(
+            body["detail"].as_str().unwrap().starts_with(detail),
+            "{url}: {body}"
         );
+        assert_eq!(body.as_object().unwrap().len(), 2, "{body}");
     }
     assert_eq!(
         t.scalar("SELECT count(*) AS n FROM webhook_subscriptions")

@@ -9,7 +9,7 @@ use crate::model::webhook::generate_secret;
 use crate::model::{
     AuditEntry, DeliveryRecord, EventType, Principal, Subscription, SubscriptionStatus, WebhookId,
 };
-use crate::net::{blocked_reason, check_webhook_url};
+use crate::net::{RESOLVES_TO_PRIVATE, blocked_reason, check_webhook_url, webhook_url_problem};
 use crate::ports::{Clock, HostResolver, RandomSource, SubscriptionRepository};
 
 /// The published message for a URL that breaks a rule.
@@ -100,11 +100,16 @@ impl WebhookService {
         new: NewSubscription,
     ) -> DomainResult<Subscription> {
         if new.events.is_empty() {
-            return Err(DomainError::validation(REQUIRED));
+            return Err(DomainError::invalid(
+                REQUIRED,
+                "events must be a non-empty array of event names",
+            ));
         }
         let allow_private = self.settings.allow_private_targets;
-        let target = check_webhook_url(&new.url, allow_private)
-            .ok_or_else(|| DomainError::validation(INVALID_URL))?;
+        let target = check_webhook_url(&new.url, allow_private).ok_or_else(|| {
+            let problem = webhook_url_problem(&new.url, allow_private).unwrap_or("url is invalid");
+            DomainError::invalid(INVALID_URL, problem)
+        })?;
         let mut events: Vec<EventType> = Vec::with_capacity(new.events.len());
         for name in &new.events {
             let event = EventType::parse(name)
@@ -129,7 +134,7 @@ impl WebhookService {
             && let Ok(addresses) = self.resolver.resolve(host, target.port()).await
             && addresses.iter().any(|ip| blocked_reason(*ip).is_some())
         {
-            return Err(DomainError::validation(INVALID_URL));
+            return Err(DomainError::invalid(INVALID_URL, RESOLVES_TO_PRIVATE));
         }
         let now = self.clock.now();
         let subscription = Subscription {
@@ -239,6 +244,7 @@ mod tests {
     fn validation(result: DomainResult<Subscription>) -> String {
         match result {
             Err(DomainError::Validation(message)) => message,
+            Err(DomainError::Invalid { message, .. }) => message.to_owned(),
             other => panic!("expected a validation error, got {other:?}"),
         }
     }
