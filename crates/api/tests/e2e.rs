@@ -1,4 +1,8 @@
 //! Black-box tests of the real `timetrack` binary over HTTP.
+//!
+//! What these tests print goes through `eprintln!`, which the test harness captures and shows
+//! for a failing test only, so a passing run stays quiet.
+#![allow(clippy::print_stderr)]
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -78,6 +82,17 @@ struct Server {
     base: String,
     /// The metrics listener's base URL.
     metrics: String,
+    /// Its log (stderr), shown when the test fails.
+    log: std::path::PathBuf,
+}
+
+/// A new file for a server's log, in the test target's temporary directory.
+fn server_log_path() -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    dir.join(format!("server-{}-{n}.log", std::process::id()))
 }
 
 impl Server {
@@ -96,28 +111,37 @@ impl Server {
                 timetrack_adapters::testing::TEST_SECRET_KEY,
             );
         }
+        if !cmd.get_envs().any(|(name, _)| name == "TIMETRACK_LOG") {
+            cmd.env("TIMETRACK_LOG", "warn");
+        }
         for _ in 0..3 {
             let port = free_port();
             let metrics_port = free_port();
+            // The log goes to a file, shown if the test fails: a passing run stays quiet, even
+            // when a port taken between `free_port` and the bind makes the server exit (and be
+            // started again below).
+            let log = server_log_path();
+            let log_file = std::fs::File::create(&log).unwrap();
             let child = cmd
                 .env("TIMETRACK_BIND", format!("127.0.0.1:{port}"))
                 .env(
                     "TIMETRACK_METRICS_BIND",
                     format!("127.0.0.1:{metrics_port}"),
                 )
-                .env("TIMETRACK_LOG", "warn")
                 .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
+                .stderr(log_file)
                 .spawn()
                 .expect("starting timetrack");
             let mut server = Self {
                 child,
                 base: format!("http://127.0.0.1:{port}"),
                 metrics: format!("http://127.0.0.1:{metrics_port}"),
+                log,
             };
             if server.wait_until_healthy() {
                 return server;
             }
+            let _ = std::fs::remove_file(&server.log);
         }
         panic!("the server exited before it was healthy, three times");
     }
@@ -160,6 +184,13 @@ impl Drop for Server {
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() {
             self.stop();
+        }
+        // Captured by the test harness, and printed with the failure.
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            eprintln!("--- log of the server at {} ---\n{log}", self.base);
+        } else {
+            let _ = std::fs::remove_file(&self.log);
         }
     }
 }
@@ -461,6 +492,202 @@ fn serve_without_database_url_runs_on_a_private_cluster_it_stops_afterwards() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Ctrl-C in a terminal signals the whole foreground process group: timetrack stops gracefully
+/// (a request in flight is answered), and its private cluster, in a group of its own, is stopped
+/// by timetrack afterwards, with no warning on the way.
+#[test]
+fn ctrl_c_finishes_requests_in_flight_then_stops_the_private_cluster_quietly() {
+    use std::io::{Read as _, Write as _};
+    use std::os::unix::process::CommandExt as _;
+    let dir = std::env::temp_dir().join(format!("timetrack-e2e-ctrlc-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(&dir)
+        .env_remove("DATABASE_URL")
+        .env_remove("TIMETRACK_DATA_DIR")
+        .env_remove("TIMETRACK_SECRET_KEY")
+        .env("TIMETRACK_LOG", "info")
+        // A process group like a terminal's foreground job, led by timetrack.
+        .process_group(0);
+    let mut server = Server::start(cmd);
+    let banner = read_banner(&mut server);
+    let key = banner
+        .split_whitespace()
+        .find(|w| w.starts_with("tt_"))
+        .map(|w| w.trim_end_matches('\'').to_owned())
+        .expect("key in banner");
+    let data = dir.join(".timetrack");
+    let postmaster: i32 = std::fs::read_to_string(data.join("pgdata/postmaster.pid"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let group = nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(postmaster))).unwrap();
+    assert_ne!(
+        group.as_raw(),
+        server.child.id() as i32,
+        "the cluster shares timetrack's process group"
+    );
+
+    // A request in flight: headers and half the body sent before the signal.
+    let body = br#"{"name":"Finished after Ctrl-C"}"#;
+    let mut conn = std::net::TcpStream::connect(server.base.trim_start_matches("http://")).unwrap();
+    write!(
+        conn,
+        "POST /api/clients HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    conn.write_all(&body[..10]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let leader = nix::unistd::Pid::from_raw(-(server.child.id() as i32));
+    nix::sys::signal::kill(leader, nix::sys::signal::Signal::SIGINT).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    conn.write_all(&body[10..]).unwrap();
+    let mut answer = String::new();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "still running after Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+    assert!(
+        !data.join("pgdata/postmaster.pid").exists(),
+        "PostgreSQL still running after timetrack stopped"
+    );
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    assert!(
+        log.contains("stopping: requests in flight finish first"),
+        "{log}"
+    );
+    assert!(!log.contains("forced shutdown"), "{log}");
+    assert!(!log.contains(" WARN ") && !log.contains(" ERROR "), "{log}");
+    // PostgreSQL itself saw a fast shutdown from timetrack, not the terminal's SIGINT first.
+    let pg_log = std::fs::read_to_string(data.join("postgres.log")).unwrap();
+    assert!(pg_log.contains("fast shutdown request"), "{pg_log}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Fatal errors say what failed, why, and which setting to change; each is printed once.
+#[test]
+fn start_up_errors_name_the_cause_and_the_setting_and_print_once() {
+    /// Arguments, environment, and what stderr must say.
+    type Case = (Vec<String>, Vec<(&'static str, String)>, Vec<String>);
+    let cases: Vec<Case> = vec![
+        (
+            vec!["migrate".into()],
+            vec![(
+                "DATABASE_URL",
+                "postgres://someone:pw@127.0.0.1:1/nothing".into(),
+            )],
+            vec![
+                "cannot connect to PostgreSQL at 127.0.0.1:1".into(),
+                "Connection refused".into(),
+                "DATABASE_URL".into(),
+            ],
+        ),
+        (
+            vec!["serve".into(), "--bind".into(), "localhost".into()],
+            vec![],
+            vec!["--bind".into(), "host:port".into()],
+        ),
+        (
+            vec!["--bnd".into(), "127.0.0.1:0".into()],
+            vec![],
+            vec!["a similar argument exists: '--bind'".into()],
+        ),
+    ];
+    for (args, envs, expected) in cases {
+        let out = Command::new(BIN)
+            .args(&args)
+            .env_remove("DATABASE_URL")
+            .env_remove("TIMETRACK_SECRET_KEY")
+            .envs(envs)
+            .env("TIMETRACK_LOG", "warn")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for text in &expected {
+            assert!(stderr.contains(text.as_str()), "{args:?}: {stderr}");
+        }
+        assert!(!stderr.contains("to migrate"), "{args:?}: {stderr}");
+        let error_lines = stderr.lines().filter(|l| l.contains("error")).count();
+        assert_eq!(error_lines, 1, "{args:?}: {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_taken_port_names_the_flag_that_sets_it() {
+    let db = TestDatabase::new().await;
+    let url = db.url().to_owned();
+    tokio::task::spawn_blocking(move || {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken = taken.local_addr().unwrap().to_string();
+        for (flag, what) in [("--bind", "the API"), ("--metrics-bind", "metrics")] {
+            let mut args = vec!["serve"];
+            for other in ["--bind", "--metrics-bind"] {
+                args.extend([other, if other == flag { &taken } else { "127.0.0.1:0" }]);
+            }
+            let out = Command::new(BIN)
+                .args(&args)
+                .env("DATABASE_URL", &url)
+                .env(
+                    "TIMETRACK_SECRET_KEY",
+                    timetrack_adapters::testing::TEST_SECRET_KEY,
+                )
+                .env("TIMETRACK_LOG", "warn")
+                .output()
+                .unwrap();
+            assert!(!out.status.success(), "{flag}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains(&format!("cannot listen for {what} on {taken}"))
+                    && stderr.contains(&format!("pick another port with {flag}")),
+                "{flag}: {stderr}"
+            );
+            let error_lines = stderr.lines().filter(|l| l.contains("error")).count();
+            assert_eq!(error_lines, 1, "{flag}: {stderr}");
+        }
+    })
+    .await
+    .unwrap();
+}
+
+#[test]
+fn help_says_what_timetrack_is_and_keeps_shared_options_apart() {
+    let out = Command::new(BIN).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let first = help.lines().next().unwrap();
+    assert!(
+        first.starts_with("timetrack: a time-tracking API"),
+        "{first}"
+    );
+    let out = Command::new(BIN)
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("Shared options (every command):"), "{help}");
+    assert!(!help.contains("=]"), "an empty [env: X=] marker: {help}");
+    assert!(
+        help.contains("--webhook-allow-private-targets\n"),
+        "a switch shows no value: {help}"
+    );
+}
+
 #[test]
 fn serve_on_a_database_url_without_a_secret_key_says_how_to_make_one() {
     let out = Command::new(BIN)
@@ -568,8 +795,6 @@ mod deliveries {
     use serde_json::{Value, json};
     use sha2::Sha256;
     use timetrack_adapters::testing::{Behaviour, HttpsReceiver, Received, TestDatabase};
-
-    use std::io::Write as _;
 
     use super::{BIN, Server, json_stdout, run, seed_account};
 
@@ -902,6 +1127,25 @@ mod deliveries {
         assert!(s.receiver.wait_for(5, Duration::from_secs(10)).await);
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert_eq!(on(&s.receiver.received(), "/gone").len(), 1);
+
+        // Failed attempts are WARN lines, one per webhook per minute: the two 500s are one line.
+        let log = std::fs::read_to_string(&s.server.log).unwrap();
+        let failed = |id: &str| {
+            log.lines()
+                .filter(|l| l.contains(" WARN ") && l.contains("delivery attempt failed"))
+                .filter(|l| l.contains(id))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        let flaky_lines = failed(&flaky_id);
+        assert_eq!(flaky_lines.len(), 1, "{log}");
+        assert!(
+            flaky_lines[0].contains(r#"outcome="HTTP 500""#) && flaky_lines[0].contains("retry at"),
+            "{log}"
+        );
+        let gone_lines = failed(&gone_id);
+        assert_eq!(gone_lines.len(), 1, "{log}");
+        assert!(gone_lines[0].contains("410 Gone"), "{log}");
     }
 
     #[tokio::test(flavor = "multi_thread")]
@@ -1342,9 +1586,8 @@ mod deliveries {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let (unique, duplicates) = unique_ids(&receiver.received(), "/burst");
-        // The figures, for `cargo test -- --nocapture`.
-        let _ = writeln!(
-            std::io::stderr(),
+        // The figures, for `cargo test -- --nocapture` (captured otherwise).
+        eprintln!(
             "kill -9 burst: events {expected}, delivered {unique}, lost {}, duplicates {duplicates}",
             expected - unique.min(expected)
         );
@@ -1353,4 +1596,59 @@ mod deliveries {
         assert!(duplicates <= 10, "{duplicates} duplicates");
         drop(second);
     }
+}
+
+/// The deployment example of the README: the systemd unit passes `systemd-analyze verify` (no
+/// error and no warning) where systemd is installed, and every variable of the settings example
+/// is one `timetrack serve` reads.
+#[test]
+fn the_systemd_unit_and_settings_examples_are_valid() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/deploy");
+    let help = Command::new(BIN)
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let settings = std::fs::read_to_string(docs.join("timetrack.env.example")).unwrap();
+    let mut names = 0;
+    for line in settings.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (name, _) = line.split_once('=').expect("NAME=value");
+        assert!(
+            help.contains(&format!("[env: {name}]")),
+            "{name} is not a setting"
+        );
+        names += 1;
+    }
+    assert!(names >= 5, "{settings}");
+
+    let unit = std::fs::read_to_string(docs.join("timetrack.service")).unwrap();
+    assert!(
+        unit.contains("ExecStart=/usr/local/bin/timetrack serve"),
+        "{unit}"
+    );
+    let analyze = Command::new("systemd-analyze").arg("--version").output();
+    if !analyze.is_ok_and(|out| out.status.success()) {
+        eprintln!("systemd-analyze is not installed here; the unit's syntax was not checked");
+        return;
+    }
+    // verify also checks that ExecStart names an executable: the binary under test stands in
+    // for the installed one.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("systemd-unit");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("timetrack.service");
+    std::fs::write(&file, unit.replace("/usr/local/bin/timetrack", BIN)).unwrap();
+    let out = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let complaints = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && complaints.trim().is_empty(),
+        "systemd-analyze verify: {complaints}"
+    );
 }

@@ -138,9 +138,19 @@ pub fn check_canary_untouched(
 
 /// One line of progress on stderr.
 pub fn say(line: &str) {
-    use std::io::Write as _;
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{line}");
+    // Under `cargo test`, through the macro the test harness captures (shown for a failing test
+    // only); in the tool, straight to stderr, ignoring a closed stream.
+    #[cfg(test)]
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("{line}");
+    }
+    #[cfg(not(test))]
+    {
+        use std::io::Write as _;
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{line}");
+    }
 }
 
 /// At most `max` characters of `text`, with `...` when cut.

@@ -1,7 +1,8 @@
 //! Test databases: each test gets its own database, cloned from a template migrated once.
 //!
 //! The server is `DATABASE_URL`'s when that is set (the role needs `CREATEDB`), else a private
-//! cluster this process starts in the temporary directory and which stops when the process exits.
+//! cluster this process starts in the temporary directory; when the process exits, the cluster is
+//! stopped and its directory removed (a crashed process's is removed by the next one).
 //! The template's name carries a hash of the migrations, so a changed migration gets a new
 //! template, and concurrent test processes on one server build it once, under an advisory lock.
 
@@ -41,10 +42,27 @@ struct Server {
     /// URL of the server with the database part left for [`with_database`].
     base_url: String,
     template: String,
-    _local: Option<LocalPostgres>,
 }
 
 static SERVER: OnceLock<Result<Server, String>> = OnceLock::new();
+
+/// The private cluster of this process, if it started one; taken and stopped at exit.
+static LOCAL: std::sync::Mutex<Option<LocalPostgres>> = std::sync::Mutex::new(None);
+
+/// Registered with `atexit`: stops this process's private cluster and removes its directory, so
+/// a test run leaves nothing in the temporary directory. (Statics are never dropped.)
+extern "C" fn remove_local_cluster() {
+    let local = LOCAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    if let Some(mut local) = local {
+        let root = local.root().to_owned();
+        local.stop();
+        drop(local);
+        let _ = std::fs::remove_dir_all(root);
+    }
+}
 
 /// One test's database; dropped (forcibly) when this handle is dropped.
 #[derive(Debug)]
@@ -126,15 +144,30 @@ fn server() -> &'static Server {
         .unwrap_or_else(|e| panic!("test PostgreSQL unavailable: {e}"))
 }
 
+/// Registers [`remove_local_cluster`] to run at normal exit.
+#[allow(unsafe_code)]
+fn remove_at_exit() {
+    // SAFETY: registers a plain function taking and returning nothing, as atexit(3) requires; it
+    // runs once, at normal exit, on the exiting thread.
+    unsafe {
+        libc::atexit(remove_local_cluster);
+    }
+}
+
 fn start_server() -> Result<Server> {
-    let (base_url, local) = match std::env::var("DATABASE_URL") {
-        Ok(url) if !url.is_empty() => (url, None),
+    let base_url = match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.is_empty() => url,
         _ => {
             remove_stale_clusters();
             let dir =
                 std::env::temp_dir().join(format!("timetrack-test-pg-{}", std::process::id()));
             let local = LocalPostgres::start(&dir, Durability::Ephemeral)?;
-            (local.url("postgres"), Some(local))
+            let url = local.url("postgres");
+            *LOCAL
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(local);
+            remove_at_exit();
+            url
         }
     };
     let template = format!("timetrack_tpl_{}", migrations_fingerprint()?);
@@ -151,11 +184,7 @@ fn start_server() -> Result<Server> {
     })
     .join()
     .map_err(|_| anyhow::anyhow!("template set-up panicked"))??;
-    Ok(Server {
-        base_url,
-        template,
-        _local: local,
-    })
+    Ok(Server { base_url, template })
 }
 
 async fn ensure_template(base_url: &str, template: &str) -> Result<()> {
