@@ -4,7 +4,10 @@
 //! trait in [`ports`]; adapters implement them elsewhere. The services in [`services`] hold the
 //! rules of the product and depend on ports only, so they run unchanged against in-memory fakes
 //! (feature `testing`) and against the real adapters.
-
+//!
+//! The crate's README follows; its example is compiled and run as a doc-test.
+#![doc = ""]
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
 pub mod delivery;
