@@ -131,7 +131,7 @@ fn contains_pattern(needle: &str) -> String {
 /// a needle carried by many names is best found by walking the workspace newest first until
 /// `$4` match (the newest-first index, each name checked with `strpos`), a rare one through the
 /// trigram index, which returns every match to be sorted. The search used to be planned for each
-/// call's pattern inside a function (migration 000011), so that the planner chose on statistics
+/// call's pattern inside a function, so that the planner chose on statistics
 /// of the whole table; that planning and the function's overhead were about a third of a
 /// common-word search. Here the statement itself chooses, on the workspace's own names: it counts
 /// the needle in the workspace's 500 newest names (an index-only read), and walks when every
@@ -143,9 +143,9 @@ fn contains_pattern(needle: &str) -> String {
 /// custom plans of a statement's first five runs cost the same as its generic plan, and
 /// PostgreSQL then keeps the generic one (no planning per search). That plan is costed for the
 /// average workspace, so the rare branch names the workspace as text, the form only the trigram
-/// index keys it by (migration 000014): no btree index can serve it, and a plan that walked a
-/// big workspace for a rare needle cannot be chosen. The result is exact in both branches: the
-/// walk stops only at `$4` matches or at the workspace's oldest client.
+/// index keys it by (see the baseline migration): no btree index can serve it, and a plan that
+/// walked a big workspace for a rare needle cannot be chosen. The result is exact in both
+/// branches: the walk stops only at `$4` matches or at the workspace's oldest client.
 pub const SEARCH_SQL: &str = "\
 WITH newest AS MATERIALIZED ( \
     SELECT count(*) < 500 \

@@ -5,6 +5,7 @@ mod api_keys;
 mod catalog;
 mod clients;
 mod errors;
+pub(crate) mod functions;
 mod health;
 mod housekeeping;
 mod idempotency;
@@ -247,13 +248,52 @@ fn migrate_blocking(url: &str) -> Result<Vec<String>> {
     diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
         .execute(&mut conn)
         .context("taking the migration lock")?;
-    let applied = conn
-        .run_pending_migrations(MIGRATIONS)
-        .map(|versions| versions.iter().map(ToString::to_string).collect())
-        .map_err(|e| anyhow::anyhow!(e).context("applying migrations"));
+    let applied = refuse_unknown_history(&mut conn)
+        .and_then(|()| {
+            conn.run_pending_migrations(MIGRATIONS)
+                .map(|versions| versions.iter().map(ToString::to_string).collect::<Vec<_>>())
+                .map_err(|e| anyhow::anyhow!(e).context("applying migrations"))
+        })
+        .and_then(|applied| {
+            let functions = functions::install(&mut conn).context("installing SQL functions")?;
+            if !functions.is_empty() {
+                tracing::info!(functions = functions.join("; "), "SQL functions installed");
+            }
+            Ok(applied)
+        });
     let _ = diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"))
         .execute(&mut conn);
     applied
+}
+
+/// Refuses a database whose schema was made by migrations this build does not have: the
+/// development schemas from before the migrations were squashed into one baseline (nothing was
+/// released before it), or a newer release's.
+fn refuse_unknown_history(conn: &mut AsyncConnectionWrapper<AsyncPgConnection>) -> Result<()> {
+    use diesel::migration::MigrationSource;
+    let known: Vec<String> = MigrationSource::<diesel::pg::Pg>::migrations(&MIGRATIONS)
+        .map_err(|e| anyhow::anyhow!(e))?
+        .iter()
+        .map(|m| m.name().version().to_string())
+        .collect();
+    let applied = conn
+        .applied_migrations()
+        .map_err(|e| anyhow::anyhow!(e).context("reading the applied migrations"))?;
+    let unknown: Vec<String> = applied
+        .iter()
+        .map(ToString::to_string)
+        .filter(|v| !known.contains(v))
+        .collect();
+    if let Some(first) = unknown.first() {
+        anyhow::bail!(
+            "this database's schema was made by migrations this timetrack does not know ({} of \
+             them, e.g. {first}): either a development database from before the migrations were \
+             squashed into one baseline (remove the private cluster's directory, `.timetrack/` by \
+             default, or recreate the database), or a newer timetrack's",
+            unknown.len()
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -44,9 +44,8 @@ struct ClaimRow {
 }
 
 /// Records a batch of attempts (as [`RECORD_BATCH`]) and then claims due deliveries with the
-/// per-subscription cap (`timetrack_claim_deliveries`, migration `000005_queue_functions`) in one
-/// transaction, so the claim sees the slots the record freed: migration
-/// `000008_record_and_claim`.
+/// per-subscription cap (`timetrack_claim_deliveries`) in one transaction, so the claim sees the
+/// slots the record freed: `functions/record_and_claim.sql`.
 const RECORD_AND_CLAIM: &str = "SELECT * FROM timetrack_record_and_claim($1, $2, $3, $4, $5, $6, \
                                 $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 
@@ -151,7 +150,7 @@ impl RecordBatch {
 /// Attempts that neither end nor disable their subscription, many per statement: the attempt
 /// rows, the deliveries' new states (unless cancelled meanwhile), and each subscription's
 /// failure clock, decided by its latest attempt of the batch (cleared by a success, started by a
-/// failure). The statement is a function of migration `000005_queue_functions`, whose plan the
+/// failure). The statement is a function (`functions/record_attempts.sql`), whose plan the
 /// server keeps per connection.
 const RECORD_BATCH: &str =
     "SELECT timetrack_record_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";

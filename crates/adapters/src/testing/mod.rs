@@ -225,7 +225,7 @@ async fn ensure_template(base_url: &str, template: &str) -> Result<()> {
     result
 }
 
-/// A short hash of every migration file, so the template follows the migrations.
+/// A short hash of every migration file and SQL function, so the template follows them.
 fn migrations_fingerprint() -> Result<String> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
     let mut files: Vec<PathBuf> = Vec::new();
@@ -254,6 +254,8 @@ fn migrations_fingerprint() -> Result<String> {
         );
         hasher.update(std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?);
     }
+    // The functions are installed with the migrations: a changed one needs a new template too.
+    hasher.update(crate::postgres::functions::fingerprint());
     let digest = hasher.finalize();
     Ok(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
 }

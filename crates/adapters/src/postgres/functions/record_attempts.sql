@@ -1,10 +1,20 @@
--- Back to 000006's statement.
-CREATE OR REPLACE FUNCTION timetrack_record_attempts(uuid[], text[], int[], timestamptz[], int[], int[],
-                                          text[], text[], text[], timestamptz[], timestamptz[],
-                                          bool[])
+-- Records attempts that neither end nor disable their subscription, given as parallel arrays:
+-- the attempt rows, the deliveries' new states (unless cancelled meanwhile), and each
+-- subscription's failure clock, decided by its latest attempt of the batch.
+--
+-- Each delivery is found by its primary key whatever the statistics say: the subscription is
+-- compared as an expression (`subscription_id || ''`) that no index serves, so the only index
+-- condition left is the event, and the only index leading with it is the primary key. (A plan
+-- made while the queue held a row or two otherwise found the per-subscription index as good,
+-- kept it, and read all of a subscription's deliveries for every batch once the queue grew.)
+-- Sequential scans, hash and merge joins are off for the same reason, and JIT too (a few
+-- hundred rows never repay compiling).
+CREATE OR REPLACE FUNCTION timetrack_record_attempts(uuid[], text[], int[], timestamptz[], int[],
+                                                     int[], text[], text[], text[],
+                                                     timestamptz[], timestamptz[], bool[])
 RETURNS void
 LANGUAGE plpgsql
-SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off
 AS $fn$
 BEGIN
     WITH r AS (
@@ -25,7 +35,8 @@ BEGIN
             lease_expires_at = NULL, last_status_code = r.status_code, last_error = r.error,
             updated_at = r.finished
         FROM r
-        WHERE d.event_id = r.event_id AND d.subscription_id = r.subscription_id
+        -- By the primary key's first column alone (see above).
+        WHERE d.event_id = r.event_id AND d.subscription_id || '' = r.subscription_id
           -- Unless cancelled meanwhile. Written so that it cannot match the partial indexes of
           -- pending deliveries: with statistics saying none is pending, the planner scanned one
           -- of them whole, for every batch, instead of finding each row by its key.

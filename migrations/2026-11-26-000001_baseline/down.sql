@@ -1,3 +1,6 @@
+DROP TABLE timetrack_functions;
+DROP TABLE idempotency_keys;
+DROP TABLE rate_limit_hits;
 DROP TABLE audit_log;
 DROP TABLE delivery_attempts;
 DROP TABLE deliveries;

@@ -1,0 +1,128 @@
+//! The SQL functions of the delivery queue, each defined once in `functions/*.sql`, and installed
+//! by the migration runner: re-created when its text changes, dropped when it is no longer
+//! defined. Tables and indexes are migrations; these are replaceable code.
+
+use anyhow::{Context, Result};
+use diesel::RunQueryDsl as _;
+use diesel::sql_types::Text;
+use sha2::{Digest, Sha256};
+
+/// One replaceable function: its signature (as `DROP FUNCTION` takes it) and its definition (a
+/// `CREATE OR REPLACE FUNCTION` with the comments that say why it is written so).
+struct Function {
+    signature: &'static str,
+    sql: &'static str,
+}
+
+/// Every function the service calls. To change one, edit its file; to change a signature, add
+/// the new one and remove the old (it is then dropped).
+const FUNCTIONS: &[Function] = &[
+    Function {
+        signature: "timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint)",
+        sql: include_str!("functions/claim_deliveries.sql"),
+    },
+    Function {
+        signature: "timetrack_record_attempts(uuid[], text[], int[], timestamptz[], int[], int[], \
+                    text[], text[], text[], timestamptz[], timestamptz[], bool[])",
+        sql: include_str!("functions/record_attempts.sql"),
+    },
+    Function {
+        signature: "timetrack_record_and_claim(uuid[], text[], int[], timestamptz[], int[], \
+                    int[], text[], text[], text[], timestamptz[], timestamptz[], bool[], \
+                    timestamptz, timestamptz, bigint, bigint)",
+        sql: include_str!("functions/record_and_claim.sql"),
+    },
+];
+
+/// The hex SHA-256 of a definition.
+fn digest(sql: &str) -> String {
+    Sha256::digest(sql.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A digest of every definition, for test templates that must follow them.
+pub fn fingerprint() -> String {
+    let mut all = String::new();
+    for function in FUNCTIONS {
+        all.push_str(function.signature);
+        all.push_str(&digest(function.sql));
+    }
+    digest(&all)
+}
+
+#[derive(diesel::QueryableByName)]
+struct Installed {
+    #[diesel(sql_type = Text)]
+    signature: String,
+    #[diesel(sql_type = Text)]
+    sha256: String,
+}
+
+/// Installs what changed, in one transaction, and returns the signatures (re-)created or
+/// dropped. Runs after the migrations, under their lock.
+pub fn install<C>(conn: &mut C) -> Result<Vec<String>>
+where
+    C: diesel::Connection<Backend = diesel::pg::Pg> + diesel::connection::LoadConnection,
+{
+    conn.transaction(|conn| {
+        let installed: Vec<Installed> =
+            diesel::sql_query("SELECT signature, sha256 FROM timetrack_functions")
+                .load(conn)
+                .context("reading timetrack_functions")?;
+        let mut changed = Vec::new();
+        for function in FUNCTIONS {
+            let sha256 = digest(function.sql);
+            let current = installed
+                .iter()
+                .any(|i| i.signature == function.signature && i.sha256 == sha256);
+            if current {
+                continue;
+            }
+            conn.batch_execute(function.sql)
+                .with_context(|| format!("creating {}", function.signature))?;
+            diesel::sql_query(
+                "INSERT INTO timetrack_functions (signature, sha256, applied_at) \
+                 VALUES ($1, $2, now()) \
+                 ON CONFLICT (signature) DO UPDATE SET sha256 = $2, applied_at = now()",
+            )
+            .bind::<Text, _>(function.signature)
+            .bind::<Text, _>(&sha256)
+            .execute(conn)?;
+            changed.push(function.signature.to_owned());
+        }
+        for stale in installed
+            .iter()
+            .filter(|i| FUNCTIONS.iter().all(|f| f.signature != i.signature))
+        {
+            conn.batch_execute(&format!("DROP FUNCTION IF EXISTS {}", stale.signature))
+                .with_context(|| format!("dropping {}", stale.signature))?;
+            diesel::sql_query("DELETE FROM timetrack_functions WHERE signature = $1")
+                .bind::<Text, _>(&stale.signature)
+                .execute(conn)?;
+            changed.push(stale.signature.clone());
+        }
+        Ok(changed)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_file_defines_the_function_of_its_signature() {
+        for function in FUNCTIONS {
+            let name = function.signature.split('(').next().unwrap();
+            assert!(
+                function
+                    .sql
+                    .contains(&format!("CREATE OR REPLACE FUNCTION {name}(")),
+                "{name}"
+            );
+        }
+        assert_eq!(fingerprint(), fingerprint());
+        assert_eq!(fingerprint().len(), 64);
+    }
+}

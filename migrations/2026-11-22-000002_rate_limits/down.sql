@@ -1,1 +1,0 @@
-DROP TABLE rate_limit_hits;

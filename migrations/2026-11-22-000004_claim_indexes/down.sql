@@ -1,2 +1,0 @@
-DROP INDEX deliveries_leased_subscription_idx;
-DROP INDEX deliveries_pending_subscription_idx;

@@ -1,2 +1,0 @@
-ALTER FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint)
-    RESET plan_cache_mode;
