@@ -1,6 +1,7 @@
 //! The one error type of the HTTP layer: every failure becomes a status and `{"error": "..."}`.
 
 use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use serde_json::json;
 use timetrack_domain::DomainError;
@@ -169,10 +170,7 @@ impl ResponseError for ApiError {
         }
         if let Self::TooManyRequests { retry_after_secs } = self {
             return HttpResponse::build(status)
-                .insert_header((
-                    actix_web::http::header::RETRY_AFTER,
-                    retry_after_secs.to_string(),
-                ))
+                .insert_header((header::RETRY_AFTER, retry_after_secs.to_string()))
                 .json(json!({ "error": self.message() }));
         }
         if let Self::Domain(DomainError::AlreadyExists { id, .. }) = self {
@@ -185,6 +183,16 @@ impl ResponseError for ApiError {
             None => json_error(status, &self.message()),
         }
     }
+}
+
+/// 405 with a JSON body and the methods the resource serves in `Allow`, for resources hit with a
+/// method they do not serve.
+pub async fn method_not_allowed(allow: String) -> HttpResponse {
+    let mut response = json_error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed");
+    if let Ok(value) = HeaderValue::from_str(&allow) {
+        response.headers_mut().insert(header::ALLOW, value);
+    }
+    response
 }
 
 /// Longest `detail` sent, in characters.

@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use timetrack_domain::model::Principal;
 use timetrack_domain::services::{Admitted, Refusal};
 
-use crate::app::AppState;
 use crate::error::{ApiError, json_error};
+use crate::state::AppState;
 
 /// How long a request body may take to arrive. actix bounds the request head alone (its client
 /// request time-out, 5 s); without this, a client sending a body a byte at a time would hold a

@@ -14,8 +14,8 @@ use actix_web::{HttpResponse, web};
 use sha2::{Digest, Sha256};
 use timetrack_domain::ports::IdempotencyBegin;
 
-use crate::app::AppState;
 use crate::error::json_error;
+use crate::state::AppState;
 
 /// The request header.
 pub const HEADER: &str = "idempotency-key";

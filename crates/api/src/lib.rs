@@ -13,7 +13,9 @@ pub mod idempotency;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;
+pub mod state;
 pub mod telemetry;
 
-pub use app::{AppState, RateLimitStoreKind, RateLimits, StateSettings, build_app};
+pub use app::build_app;
 pub use client_ip::TrustedProxies;
+pub use state::{AppState, RateLimitStoreKind, RateLimits, StateSettings};

@@ -51,7 +51,9 @@ pub fn metrics_app(
         .service(
             web::resource("/metrics")
                 .route(web::get().to(metrics))
-                .default_service(web::to(|| crate::app::method_not_allowed("GET".to_owned()))),
+                .default_service(web::to(|| {
+                    crate::error::method_not_allowed("GET".to_owned())
+                })),
         )
         .default_service(web::to(|| async {
             json_error(StatusCode::NOT_FOUND, "Not found")

@@ -18,9 +18,10 @@ use timetrack_domain::services::{DeliveryService, DeliverySettings};
 use tokio::sync::watch;
 
 use super::{Database, demo};
-use crate::app::{AppState, RateLimitStoreKind, RateLimits, StateSettings, build_app};
+use crate::app::build_app;
 use crate::config::{GlobalSettings, RateLimitStoreArg, ServeSettings};
 use crate::metrics::{MetricsState, metrics_app};
+use crate::state::{AppState, RateLimitStoreKind, RateLimits, StateSettings};
 
 /// Connections of the delivery worker, beside `--db-pool-size`: one for its rounds (one at a
 /// time), one for an attempt that ends its subscription.

@@ -9,12 +9,12 @@ use timetrack_domain::model::{Project, Tag, Task};
 use timetrack_domain::timefmt::rfc3339;
 use uuid::Uuid;
 
-use crate::app::AppState;
 use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody, QueryParams};
 use crate::openapi::fields;
 use crate::routes::ListResponse;
 use crate::routes::clients::ListQuery;
+use crate::state::AppState;
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ProjectResponse {

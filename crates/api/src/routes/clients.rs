@@ -10,11 +10,11 @@ use timetrack_domain::model::{
 };
 use timetrack_domain::timefmt::rfc3339;
 
-use crate::app::AppState;
 use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody, QueryParams, nullable};
 use crate::openapi::fields;
 use crate::routes::ListResponse;
+use crate::state::AppState;
 
 /// A client as the API shows it (snake_case; every field present, null when unset).
 #[derive(Debug, Serialize, utoipa::ToSchema)]

@@ -4,9 +4,9 @@
 use actix_web::{HttpResponse, web};
 use serde::Serialize;
 
-use crate::app::AppState;
 use crate::error::ApiError;
 use crate::extract::Caller;
+use crate::state::AppState;
 
 const FAILED_ENTRIES: &str = "Failed to fetch time entries";
 

@@ -7,11 +7,11 @@ use timetrack_domain::DomainError;
 use timetrack_domain::ids::WorkspaceId;
 use uuid::Uuid;
 
-use crate::app::AppState;
 use crate::error::ApiError;
 use crate::extract::{Caller, InvalidParams, JsonBody, WholeNumber};
 use crate::openapi::fields;
 use crate::routes::clients::ClientResponse;
+use crate::state::AppState;
 
 /// Body of the find request.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

@@ -6,7 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use serde::Serialize;
 
-use crate::app::AppState;
+use crate::state::AppState;
 use timetrack_domain::timefmt::rfc3339;
 
 /// The `service` field of the health body.

@@ -4,9 +4,9 @@ use actix_web::web;
 use serde::Serialize;
 use timetrack_domain::services::Profile;
 
-use crate::app::AppState;
 use crate::error::ApiError;
 use crate::extract::Caller;
+use crate::state::AppState;
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct MeResponse {

@@ -2,6 +2,7 @@
 
 pub(crate) mod catalog;
 pub(crate) mod clients;
+pub(crate) mod docs;
 pub(crate) mod fallbacks;
 pub(crate) mod find_client;
 pub(crate) mod health;
@@ -9,20 +10,18 @@ pub(crate) mod me;
 pub(crate) mod time_entries;
 pub(crate) mod webhooks;
 
+use std::sync::LazyLock;
+
 use actix_web::http::Method;
 use actix_web::{Route, web};
 use serde::Serialize;
 use timetrack_domain::model::Page;
+use utoipa::OpenApi as _;
+use utoipa::openapi::HttpMethod;
+use utoipa_actix_web::OpenApiFactory;
 
-use crate::app::method_not_allowed;
-
-/// A path of the integration surface (under `/api/integrations/automation`), as a
-/// `&'static str`.
-macro_rules! integration {
-    ($path:literal) => {
-        concat!("/api/integrations/automation", $path)
-    };
-}
+use crate::error::method_not_allowed;
+use crate::openapi::OpenApiDocument;
 
 /// `{data: [...], next_cursor: string|null}`, the body of every paginated list.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -46,6 +45,120 @@ impl<T> ListResponse<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoutePattern(pub &'static str);
 
+/// One endpoint: the handler of one method on one path. Its method, path and OpenAPI operation
+/// all come from the handler's `#[utoipa::path]`, so a route is declared there and named once in
+/// [`ENDPOINTS`].
+struct Endpoint {
+    path: &'static str,
+    method: Method,
+    route: fn() -> Route,
+    doc: Box<dyn OpenApiFactory + Send + Sync>,
+}
+
+impl Endpoint {
+    /// The endpoint of `handler`, described by `described` (the struct `#[utoipa::path]` made).
+    fn new<P>(described: P, route: fn() -> Route) -> Self
+    where
+        P: utoipa::Path + OpenApiFactory + Send + Sync + 'static,
+    {
+        let methods = P::methods();
+        let [method] = methods.as_slice() else {
+            panic!(
+                "{} declares {} methods; one per handler",
+                P::path(),
+                methods.len()
+            );
+        };
+        let method = match method {
+            HttpMethod::Get => Method::GET,
+            HttpMethod::Post => Method::POST,
+            HttpMethod::Put => Method::PUT,
+            HttpMethod::Patch => Method::PATCH,
+            HttpMethod::Delete => Method::DELETE,
+            HttpMethod::Head => Method::HEAD,
+            HttpMethod::Options => Method::OPTIONS,
+            HttpMethod::Trace => Method::TRACE,
+        };
+        Self {
+            // Once per process (the list is built once): the route label of logs and metrics.
+            path: Box::leak(P::path().into_boxed_str()),
+            method,
+            route,
+            doc: Box::new(described),
+        }
+    }
+}
+
+/// `module::handler`, as an [`Endpoint`].
+macro_rules! endpoint {
+    ($module:ident :: $handler:ident) => {
+        pastey::paste! {
+            Endpoint::new($module::[<__path_ $handler>], || web::to($module::$handler))
+        }
+    };
+}
+
+/// Every endpoint of the API, in the order actix tries them.
+///
+/// A pattern with a `{param}` is matched by a regular expression, a fixed one by comparing
+/// strings. The integration surface's fixed paths, polled by the automation platform, come
+/// first; the patterns with parameters of the integration surface come last, so no request runs
+/// more of them than it must. No two patterns overlap, so the order changes nothing else.
+static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
+    vec![
+        // The integration surface's paths without parameters.
+        endpoint!(fallbacks::manual_entry),
+        endpoint!(fallbacks::stop),
+        endpoint!(fallbacks::start),
+        endpoint!(fallbacks::clients),
+        endpoint!(find_client::find),
+        endpoint!(webhooks::subscribe),
+        endpoint!(webhooks::list),
+        // The core REST API.
+        endpoint!(health::health),
+        endpoint!(docs::openapi_json),
+        endpoint!(me::me),
+        endpoint!(clients::create),
+        endpoint!(clients::list),
+        endpoint!(clients::get),
+        endpoint!(clients::update),
+        endpoint!(clients::delete),
+        endpoint!(catalog::create_project),
+        endpoint!(catalog::list_projects),
+        endpoint!(catalog::create_task),
+        endpoint!(catalog::list_tasks),
+        endpoint!(catalog::create_tag),
+        endpoint!(catalog::list_tags),
+        endpoint!(time_entries::start),
+        endpoint!(time_entries::stop),
+        endpoint!(time_entries::current),
+        endpoint!(time_entries::create),
+        endpoint!(time_entries::list),
+        endpoint!(time_entries::get),
+        endpoint!(time_entries::update),
+        endpoint!(time_entries::delete),
+        // The integration surface's paths with a subscription id.
+        endpoint!(webhooks::delete),
+        endpoint!(webhooks::deliveries),
+    ]
+});
+
+/// The OpenAPI document of [`ENDPOINTS`], as served: built once.
+static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
+    let mut doc = crate::openapi::ApiDoc::openapi();
+    let mut schemas = Vec::new();
+    for endpoint in ENDPOINTS.iter() {
+        doc.paths.merge(endpoint.doc.paths());
+        endpoint.doc.schemas(&mut schemas);
+    }
+    doc.components
+        .get_or_insert_with(Default::default)
+        .schemas
+        .extend(schemas);
+    crate::openapi::finish(&mut doc);
+    serde_json::to_string(&doc).expect("the OpenAPI document serializes")
+});
+
 /// A resource at `path` serving each route for its method, and 405 JSON with `Allow` for any
 /// other method.
 fn resource(path: &'static str, routes: Vec<(Method, Route)>) -> actix_web::Resource {
@@ -63,135 +176,19 @@ fn resource(path: &'static str, routes: Vec<(Method, Route)>) -> actix_web::Reso
         .default_service(web::to(move || method_not_allowed(allow.clone())))
 }
 
-/// Registers every route of the API.
-///
-/// actix tries the resources in the order registered, and a pattern with a `{param}` is matched
-/// by a regular expression, a fixed one by comparing strings. The integration surface's fixed
-/// paths, polled by the automation platform, come first; the patterns with parameters of the
-/// integration surface come last, so no request runs more of them than it must. No two patterns
-/// overlap, so the order changes nothing else.
+/// Registers every endpoint (one resource per path, in the order of [`ENDPOINTS`]) and the
+/// OpenAPI document they make.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    integration_fixed(cfg);
-    core(cfg);
-    integration_with_ids(cfg);
-}
-
-/// The core REST API.
-fn core(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource(
-        "/api/health",
-        vec![(Method::GET, web::to(health::health))],
-    ))
-    .service(resource(
-        "/api/openapi.json",
-        vec![(Method::GET, web::to(crate::openapi::openapi_json))],
-    ))
-    .service(resource("/api/me", vec![(Method::GET, web::to(me::me))]))
-    .service(resource(
-        "/api/clients",
-        vec![
-            (Method::POST, web::to(clients::create)),
-            (Method::GET, web::to(clients::list)),
-        ],
-    ))
-    .service(resource(
-        "/api/clients/{id}",
-        vec![
-            (Method::GET, web::to(clients::get)),
-            (Method::PATCH, web::to(clients::update)),
-            (Method::DELETE, web::to(clients::delete)),
-        ],
-    ))
-    .service(resource(
-        "/api/projects",
-        vec![
-            (Method::POST, web::to(catalog::create_project)),
-            (Method::GET, web::to(catalog::list_projects)),
-        ],
-    ))
-    .service(resource(
-        "/api/projects/{id}/tasks",
-        vec![
-            (Method::POST, web::to(catalog::create_task)),
-            (Method::GET, web::to(catalog::list_tasks)),
-        ],
-    ))
-    .service(resource(
-        "/api/tags",
-        vec![
-            (Method::POST, web::to(catalog::create_tag)),
-            (Method::GET, web::to(catalog::list_tags)),
-        ],
-    ))
-    .service(resource(
-        "/api/time-entries/start",
-        vec![(Method::POST, web::to(time_entries::start))],
-    ))
-    .service(resource(
-        "/api/time-entries/stop",
-        vec![(Method::POST, web::to(time_entries::stop))],
-    ))
-    .service(resource(
-        "/api/time-entries/current",
-        vec![(Method::GET, web::to(time_entries::current))],
-    ))
-    .service(resource(
-        "/api/time-entries",
-        vec![
-            (Method::POST, web::to(time_entries::create)),
-            (Method::GET, web::to(time_entries::list)),
-        ],
-    ))
-    .service(resource(
-        "/api/time-entries/{id}",
-        vec![
-            (Method::GET, web::to(time_entries::get)),
-            (Method::PATCH, web::to(time_entries::update)),
-            (Method::DELETE, web::to(time_entries::delete)),
-        ],
-    ));
-}
-
-/// The integration surface's paths without parameters.
-fn integration_fixed(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource(
-        integration!("/triggers/time-entries/manual_entry/fallback"),
-        vec![(Method::GET, web::to(fallbacks::manual_entry))],
-    ))
-    .service(resource(
-        integration!("/triggers/time-entries/stop/fallback"),
-        vec![(Method::GET, web::to(fallbacks::stop))],
-    ))
-    .service(resource(
-        integration!("/triggers/time-entries/start/fallback"),
-        vec![(Method::GET, web::to(fallbacks::start))],
-    ))
-    .service(resource(
-        integration!("/triggers/clients/fallback"),
-        vec![(Method::GET, web::to(fallbacks::clients))],
-    ))
-    .service(resource(
-        integration!("/triggers/clients/find"),
-        vec![(Method::POST, web::to(find_client::find))],
-    ))
-    .service(resource(
-        integration!("/webhooks/subscribe"),
-        vec![(Method::POST, web::to(webhooks::subscribe))],
-    ))
-    .service(resource(
-        integration!("/webhooks"),
-        vec![(Method::GET, web::to(webhooks::list))],
-    ));
-}
-
-/// The integration surface's paths with a subscription id.
-fn integration_with_ids(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource(
-        integration!("/webhooks/{id}"),
-        vec![(Method::DELETE, web::to(webhooks::delete))],
-    ))
-    .service(resource(
-        integration!("/webhooks/{id}/deliveries"),
-        vec![(Method::GET, web::to(webhooks::deliveries))],
-    ));
+    let mut paths: Vec<(&'static str, Vec<(Method, Route)>)> = Vec::new();
+    for endpoint in ENDPOINTS.iter() {
+        let route = (endpoint.method.clone(), (endpoint.route)());
+        match paths.iter_mut().find(|(path, _)| *path == endpoint.path) {
+            Some((_, routes)) => routes.push(route),
+            None => paths.push((endpoint.path, vec![route])),
+        }
+    }
+    for (path, routes) in paths {
+        cfg.service(resource(path, routes));
+    }
+    cfg.app_data(web::Data::new(OpenApiDocument(DOCUMENT.as_str())));
 }

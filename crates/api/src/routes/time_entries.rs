@@ -12,11 +12,11 @@ use timetrack_domain::services::{EntryDraft, EntryPatch};
 use timetrack_domain::timefmt::{parse_rfc3339, rfc3339};
 use uuid::Uuid;
 
-use crate::app::AppState;
 use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, nullable};
 use crate::openapi::fields;
 use crate::routes::ListResponse;
+use crate::state::AppState;
 
 /// A time entry as the core API shows it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]

@@ -10,9 +10,9 @@ use timetrack_domain::services::NewSubscription;
 use timetrack_domain::services::webhooks::{INVALID_URL, REQUIRED};
 use timetrack_domain::timefmt::rfc3339;
 
-use crate::app::AppState;
 use crate::error::ApiError;
 use crate::extract::{BodyRejection, Caller, JsonBody};
+use crate::state::AppState;
 
 /// A subscribe body that is not a JSON object cannot carry a URL and events.
 #[derive(Debug)]
@@ -167,7 +167,7 @@ pub struct WebhookListItem {
     security(("bearer_auth" = [])),
 
     responses(
-        (status = 200, description = "Subscriptions, newest first, without secrets", body = crate::openapi::WebhookList),
+        (status = 200, description = "Subscriptions, newest first, without secrets", body = WebhookList),
         crate::openapi::AuthErrors
     )
 )]
@@ -186,7 +186,10 @@ pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResp
             created_at: rfc3339(s.created_at),
         })
         .collect();
-    Ok(HttpResponse::Ok().json(json!({ "success": true, "webhooks": webhooks })))
+    Ok(HttpResponse::Ok().json(WebhookList {
+        success: true,
+        webhooks,
+    }))
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -228,7 +231,7 @@ impl From<DeliveryRecord> for DeliveryItem {
     security(("bearer_auth" = [])),
     params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
     responses(
-        (status = 200, description = "Deliveries, newest first", body = crate::openapi::DeliveryList),
+        (status = 200, description = "Deliveries, newest first", body = DeliveryList),
         (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
@@ -245,7 +248,28 @@ pub async fn deliveries(
         .into_iter()
         .map(DeliveryItem::from)
         .collect();
-    Ok(HttpResponse::Ok().json(json!({ "success": true, "deliveries": items })))
+    Ok(HttpResponse::Ok().json(DeliveryList {
+        success: true,
+        deliveries: items,
+    }))
+}
+
+/// The workspace's subscriptions.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct WebhookList {
+    /// True.
+    pub success: bool,
+    /// Newest first.
+    pub webhooks: Vec<WebhookListItem>,
+}
+
+/// A subscription's recent deliveries.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DeliveryList {
+    /// True.
+    pub success: bool,
+    /// Newest first.
+    pub deliveries: Vec<DeliveryItem>,
 }
 
 #[cfg(test)]

@@ -1,0 +1,246 @@
+//! What the handlers share: the services, wired to their adapters, and the request-level
+//! settings. Built once by `serve` (or a test) and handed to [`crate::build_app`].
+
+use std::sync::Arc;
+
+use timetrack_adapters::postgres::{
+    DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgHealthProbe,
+    PgIdempotencyStore, PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository,
+    PgWorkspaceRepository, SearchSlots,
+};
+use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore};
+use timetrack_adapters::{Metrics, PgPool};
+use timetrack_adapters::{OsRandom, SecretBox, SystemResolver, UuidV7Ids};
+use timetrack_domain::ports::{Clock, HealthProbe, IdempotencyStore, RateLimitStore};
+use timetrack_domain::ratelimit::RatePolicy;
+use timetrack_domain::services::{
+    AccountService, Admission, AdmissionLimits, Authenticator, CatalogService, ClientService,
+    TimeEntryService, WebhookService, WebhookSettings,
+};
+
+use crate::client_ip::TrustedProxies;
+
+/// Everything the handlers need, cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// Authenticates callers and applies their rate limits.
+    pub admission: Admission,
+    /// The proxies whose forwarding headers name the client.
+    pub trusted_proxies: TrustedProxies,
+    /// The caller's own account.
+    pub accounts: AccountService,
+    /// Clients.
+    pub clients: ClientService,
+    /// Webhook subscriptions.
+    pub webhooks: WebhookService,
+    /// Projects, tasks and tags.
+    pub catalog: CatalogService,
+    /// Time entries.
+    pub entries: TimeEntryService,
+    /// Reachability of the database.
+    pub health: Arc<dyn HealthProbe>,
+    /// The current time.
+    pub clock: Arc<dyn Clock>,
+    /// Where this copy's rate-limit counts live when they are kept in this process.
+    in_process_limiter: Arc<dyn RateLimitStore>,
+    /// Idempotency keys of POST requests.
+    pub idempotency: Arc<dyn IdempotencyStore>,
+    /// This process's Prometheus metrics.
+    pub metrics: Arc<Metrics>,
+    /// Hears of the deliveries that writes queue, after they commit (`serve` wakes its worker
+    /// and the other processes with it).
+    pub announcer: DeliveryAnnouncer,
+    /// The settings the state was built with.
+    settings: StateSettings,
+}
+
+/// The rate limits admission applies.
+#[derive(Debug, Clone, Copy)]
+pub struct RateLimits {
+    /// Per API key, on every authenticated endpoint.
+    pub per_key: RatePolicy,
+    /// Failed authentications per peer address.
+    pub auth_failures: RatePolicy,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self {
+            per_key: RatePolicy {
+                per_minute: 100,
+                per_second: 10,
+            },
+            auth_failures: RatePolicy {
+                per_minute: 30,
+                per_second: u32::MAX,
+            },
+        }
+    }
+}
+
+/// Where rate-limit counts are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RateLimitStoreKind {
+    /// In this process (exact, per instance).
+    #[default]
+    Memory,
+    /// In PostgreSQL, shared by every instance on the database.
+    Postgres,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState").finish_non_exhaustive()
+    }
+}
+
+/// Settings of the state that tests and operators may vary.
+#[derive(Debug, Clone)]
+pub struct StateSettings {
+    /// How long a verified key is trusted before storage is asked again (at most 30 s).
+    pub auth_cache_ttl: time::Duration,
+    /// Bound of the health check's database query.
+    pub health_timeout: std::time::Duration,
+    /// Webhook rules (SSRF guard, subscription cap).
+    pub webhooks: WebhookSettings,
+    /// Rate limits.
+    pub rate_limits: RateLimits,
+    /// Where rate-limit counts are kept.
+    pub rate_limit_store: RateLimitStoreKind,
+    /// Most client searches on the database at once through one copy of the state (each
+    /// worker's copy admits its own); `None` admits every search at once.
+    pub search_concurrency: Option<usize>,
+    /// Proxies whose `X-Forwarded-For`/`Forwarded` name the client (none by default).
+    pub trusted_proxies: TrustedProxies,
+    /// Seals webhook secrets and stored idempotent responses at rest. The default is a new
+    /// random key, for tests and tools whose database lives no longer than the process; `serve`
+    /// always passes `TIMETRACK_SECRET_KEY`'s.
+    pub secrets: SecretBox,
+}
+
+impl Default for StateSettings {
+    fn default() -> Self {
+        Self {
+            auth_cache_ttl: time::Duration::seconds(5),
+            health_timeout: std::time::Duration::from_secs(2),
+            webhooks: WebhookSettings::default(),
+            rate_limits: RateLimits::default(),
+            rate_limit_store: RateLimitStoreKind::Memory,
+            search_concurrency: None,
+            trusted_proxies: TrustedProxies::default(),
+            secrets: SecretBox::ephemeral(),
+        }
+    }
+}
+
+/// What every copy of the state shares, whichever pool it runs on: the rate-limit counts when
+/// they are kept in this process, the metrics and the delivery announcer.
+struct Shared {
+    /// Used when the counts are kept in memory; a PostgreSQL store is made on each copy's pool.
+    in_process_limiter: Arc<dyn RateLimitStore>,
+    metrics: Arc<Metrics>,
+    announcer: DeliveryAnnouncer,
+}
+
+impl AppState {
+    /// Wires the PostgreSQL adapters and the domain services on `pool`.
+    pub fn new(pool: PgPool, clock: Arc<dyn Clock>, settings: StateSettings) -> Self {
+        let shared = Shared {
+            in_process_limiter: Arc::new(InMemoryRateLimitStore::default()),
+            metrics: Arc::new(Metrics::new()),
+            announcer: DeliveryAnnouncer::new(),
+        };
+        Self::assemble(pool, clock, settings, shared)
+    }
+
+    /// The same state with every repository on `pool` instead: one HTTP worker's own pool, so
+    /// that its queries run on connections driven by its own thread. Rate-limit counts kept in
+    /// memory, metrics and the delivery announcer stay shared with `self`; each copy keeps its
+    /// own cache of verified keys.
+    pub fn on_pool(&self, pool: PgPool) -> Self {
+        let shared = Shared {
+            in_process_limiter: self.in_process_limiter.clone(),
+            metrics: self.metrics.clone(),
+            announcer: self.announcer.clone(),
+        };
+        Self::assemble(pool, self.clock.clone(), self.settings.clone(), shared)
+    }
+
+    fn assemble(
+        pool: PgPool,
+        clock: Arc<dyn Clock>,
+        settings: StateSettings,
+        shared: Shared,
+    ) -> Self {
+        let workspaces = Arc::new(PgWorkspaceRepository::new(pool.clone()));
+        let users = Arc::new(PgUserRepository::new(pool.clone()));
+        let keys = Arc::new(PgApiKeyRepository::new(pool.clone()));
+        let catalog = Arc::new(PgCatalogRepository::new(pool.clone()));
+        let ids = Arc::new(UuidV7Ids);
+        let Shared {
+            in_process_limiter,
+            metrics,
+            announcer,
+        } = shared;
+        let mut client_repository = PgClientRepository::new(pool.clone(), announcer.clone());
+        if let Some(slots) = settings.search_concurrency {
+            client_repository = client_repository.with_search_slots(SearchSlots::new(slots));
+        }
+        let limiter: Arc<dyn RateLimitStore> = match settings.rate_limit_store {
+            RateLimitStoreKind::Memory => in_process_limiter.clone(),
+            RateLimitStoreKind::Postgres => Arc::new(PgRateLimitStore::new(pool.clone())),
+        };
+        Self {
+            admission: Admission::new(
+                Arc::new(Authenticator::new(
+                    keys,
+                    clock.clone(),
+                    settings.auth_cache_ttl,
+                )),
+                limiter,
+                clock.clone(),
+                AdmissionLimits {
+                    per_key: settings.rate_limits.per_key,
+                    auth_failures: settings.rate_limits.auth_failures,
+                },
+            ),
+            trusted_proxies: settings.trusted_proxies.clone(),
+            accounts: AccountService::new(users.clone(), workspaces.clone()),
+            clients: ClientService::new(
+                Arc::new(client_repository),
+                workspaces.clone(),
+                clock.clone(),
+                ids.clone(),
+            ),
+            webhooks: WebhookService::new(
+                Arc::new(PgSubscriptionRepository::new(
+                    pool.clone(),
+                    settings.secrets.clone(),
+                )),
+                Arc::new(SystemResolver::default()),
+                clock.clone(),
+                Arc::new(OsRandom),
+                settings.webhooks,
+            ),
+            catalog: CatalogService::new(catalog.clone(), clock.clone(), ids.clone()),
+            entries: TimeEntryService::new(
+                Arc::new(PgTimeEntryRepository::new(pool.clone(), announcer.clone())),
+                catalog,
+                workspaces,
+                users,
+                clock.clone(),
+                ids,
+            ),
+            in_process_limiter,
+            idempotency: Arc::new(PgIdempotencyStore::new(
+                pool.clone(),
+                settings.secrets.clone(),
+            )),
+            health: Arc::new(PgHealthProbe::new(pool, settings.health_timeout)),
+            clock,
+            metrics,
+            announcer,
+            settings,
+        }
+    }
+}
