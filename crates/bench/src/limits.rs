@@ -11,7 +11,7 @@ use timetrack_domain::delivery::build_request;
 use timetrack_domain::ports::WebhookSender;
 
 use crate::Sizes;
-use crate::setup::Environment;
+use crate::setup::{Environment, connect};
 use crate::stats::Repeated;
 
 /// Concurrency of the HTTPS measurement: the per-subscription cap of in-flight deliveries.
@@ -160,15 +160,4 @@ async fn commit_rate(env: &Environment, sizes: Sizes, connections: usize) -> Res
     drop(clients);
     driver.abort();
     Ok(rate)
-}
-
-/// A tokio-postgres connection, its driver spawned.
-pub async fn connect(
-    url: &str,
-) -> Result<(
-    Arc<tokio_postgres::Client>,
-    tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>,
-)> {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
-    Ok((Arc::new(client), tokio::spawn(connection)))
 }

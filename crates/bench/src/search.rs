@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::cpu::{CpuPerRequest, CpuSample};
 use crate::lean::LeanPost;
-use crate::limits::connect;
+use crate::setup::connect;
 use crate::setup::{Environment, Server};
 use crate::stats::{Latencies, Repeated};
 use crate::{Options, Sizes, progress};

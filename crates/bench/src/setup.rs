@@ -2,6 +2,7 @@
 //! accounts made with the server's own admin commands.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 pub use timetrack_adapters::testing::{Account, Memory, ServerProcess as Server};
@@ -11,7 +12,6 @@ use timetrack_adapters::{
 };
 
 use crate::Options;
-use crate::limits::connect;
 
 /// The bench's database on `DATABASE_URL`'s server.
 const DATABASE: &str = "timetrack_bench";
@@ -318,4 +318,15 @@ async fn ensure_database(url: &str) -> Result<String> {
     let mut parsed = url::Url::parse(url).context("DATABASE_URL is not a URL")?;
     parsed.set_path(&format!("/{DATABASE}"));
     Ok(parsed.to_string())
+}
+
+/// A tokio-postgres connection, its driver spawned.
+pub async fn connect(
+    url: &str,
+) -> Result<(
+    Arc<tokio_postgres::Client>,
+    tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>,
+)> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    Ok((Arc::new(client), tokio::spawn(connection)))
 }

@@ -8,7 +8,7 @@ use sha2::Sha256;
 use time::{Duration, OffsetDateTime};
 
 use crate::error::{DomainError, DomainResult};
-use crate::ports::RandomSource;
+use crate::ports::system::RandomSource;
 
 /// The Standard Webhooks signature of a delivery: `v1,` + base64 of HMAC-SHA256, keyed with the
 /// decoded secret, over `{id}.{timestamp}.{body}`.

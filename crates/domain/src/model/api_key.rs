@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
 use crate::ids::{ApiKeyId, UserId, WorkspaceId};
-use crate::ports::RandomSource;
+use crate::ports::system::RandomSource;
 
 /// A plain API key, `tt_` followed by 43 base62 characters (256 random bits).
 ///

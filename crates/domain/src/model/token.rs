@@ -1,6 +1,6 @@
 //! Random tokens for keys, webhook ids and secrets.
 
-use crate::ports::RandomSource;
+use crate::ports::system::RandomSource;
 
 const ALPHABET: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 

@@ -7,7 +7,7 @@ use time::OffsetDateTime;
 use crate::error::{DomainError, DomainResult};
 use crate::ids::{ApiKeyId, EventId, UserId, WorkspaceId};
 use crate::model::EventType;
-use crate::ports::RandomSource;
+use crate::ports::system::RandomSource;
 
 /// A webhook id: `wh_` followed by 24 base62 characters (about 143 random bits).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -6,32 +6,17 @@
 
 use async_trait::async_trait;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::error::DomainResult;
 use crate::ids::{ApiKeyId, ClientId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId};
+pub use system::{Clock, IdGenerator, RandomSource};
+
+pub mod system;
+
 use crate::model::{
     ApiKey, AuditEntry, Client, DeliveryRecord, Event, KeyHash, Page, PageRequest, Project,
     Subscription, Tag, Task, TimeEntry, User, WebhookId, Workspace,
 };
-
-/// The current time.
-pub trait Clock: Send + Sync {
-    /// Now, in UTC.
-    fn now(&self) -> OffsetDateTime;
-}
-
-/// New unique identifiers.
-pub trait IdGenerator: Send + Sync {
-    /// A new UUID, never returned before; production uses time-ordered UUIDv7.
-    fn new_uuid(&self) -> Uuid;
-}
-
-/// Cryptographically secure random bytes (API keys, webhook ids and secrets).
-pub trait RandomSource: Send + Sync {
-    /// Fills `buf` with random bytes. MUST use a cryptographically secure generator in production.
-    fn fill(&self, buf: &mut [u8]);
-}
 
 /// Storage of workspaces.
 #[async_trait]
