@@ -7,6 +7,7 @@ pub mod metrics;
 pub mod postgres;
 pub mod ratelimit;
 pub mod resolver;
+pub mod search_slots;
 pub mod secrets;
 pub mod system;
 pub mod worker;
@@ -22,6 +23,7 @@ pub use postgres::{
 };
 pub use ratelimit::{InMemoryRateLimitStore, PgRateLimitStore};
 pub use resolver::SystemResolver;
+pub use search_slots::{SearchSlots, SlottedSearches};
 pub use secrets::{SecretBox, SecretKey};
 pub use system::{OsRandom, SystemClock, UuidV7Ids};
 pub use worker::{WorkerSettings, run_housekeeping, run_listener, run_worker};

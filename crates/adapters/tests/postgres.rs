@@ -1952,7 +1952,8 @@ mod client_search {
     use diesel::QueryableByName;
     use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
     use diesel_async::AsyncPgConnection;
-    use timetrack_adapters::postgres::{DeliveryAnnouncer, PgClientRepository, SearchSlots};
+    use timetrack_adapters::postgres::{DeliveryAnnouncer, PgClientRepository};
+    use timetrack_adapters::{SearchSlots, SlottedSearches};
     use timetrack_domain::DomainResult;
     use timetrack_domain::model::Client;
     use timetrack_domain::ports::ClientRepository;
@@ -2123,7 +2124,7 @@ mod client_search {
 
     /// One task per needle searching `ws`.
     fn spawn_searches(
-        repository: &PgClientRepository,
+        repository: &Arc<dyn ClientRepository>,
         ws: WorkspaceId,
         needles: &[&'static str],
     ) -> Vec<tokio::task::JoinHandle<DomainResult<Vec<Client>>>> {
@@ -2153,8 +2154,14 @@ mod client_search {
     async fn searches_beyond_the_slots_wait_before_reaching_the_database() {
         let f = fixture().await;
         let ws = seeded(&f).await;
-        let repository = PgClientRepository::new(f.db.pool(), DeliveryAnnouncer::new())
-            .with_search_slots(SearchSlots::new(1));
+        let repository: Arc<dyn ClientRepository> = Arc::new(SlottedSearches::new(
+            Arc::new(PgClientRepository::new(
+                f.db.pool(),
+                DeliveryAnnouncer::new(),
+            )),
+            SearchSlots::new(1),
+            Duration::from_secs(2),
+        ));
         let mut lock = f.db.pool().get().await.unwrap();
         lock_clients(&mut lock).await;
         let searches = spawn_searches(&repository, ws, &["a", "logistics"]);
@@ -2188,7 +2195,10 @@ mod client_search {
             assert_eq!(search.await.unwrap().unwrap().len(), 100);
         }
         // Without slots both reach the database at once (the check above can fail).
-        let unlimited = PgClientRepository::new(f.db.pool(), DeliveryAnnouncer::new());
+        let unlimited: Arc<dyn ClientRepository> = Arc::new(PgClientRepository::new(
+            f.db.pool(),
+            DeliveryAnnouncer::new(),
+        ));
         lock_clients(&mut lock).await;
         let searches = spawn_searches(&unlimited, ws, &["a", "logistics"]);
         assert_eq!(searches_reaching(&f.db, 2).await, 2);

@@ -6,12 +6,14 @@ use std::sync::Arc;
 use timetrack_adapters::postgres::{
     DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgHealthProbe,
     PgIdempotencyStore, PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository,
-    PgWorkspaceRepository, SearchSlots,
+    PgWorkspaceRepository,
 };
-use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore};
+use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore, SearchSlots, SlottedSearches};
 use timetrack_adapters::{Metrics, PgPool};
 use timetrack_adapters::{OsRandom, SecretBox, SystemResolver, UuidV7Ids};
-use timetrack_domain::ports::{Clock, HealthProbe, IdempotencyStore, RateLimitStore};
+use timetrack_domain::ports::{
+    ClientRepository, Clock, HealthProbe, IdempotencyStore, RateLimitStore,
+};
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::{
     AccountService, Admission, AdmissionLimits, Authenticator, CatalogService, ClientService,
@@ -182,9 +184,19 @@ impl AppState {
             metrics,
             announcer,
         } = shared;
-        let mut client_repository = PgClientRepository::new(pool.clone(), announcer.clone());
+        let mut client_repository: Arc<dyn ClientRepository> =
+            Arc::new(PgClientRepository::new(pool.clone(), announcer.clone()));
         if let Some(slots) = settings.search_concurrency {
-            client_repository = client_repository.with_search_slots(SearchSlots::new(slots));
+            // A slot is waited for no longer than a pooled connection.
+            let wait = pool
+                .timeouts()
+                .wait
+                .unwrap_or(std::time::Duration::from_secs(2));
+            client_repository = Arc::new(SlottedSearches::new(
+                client_repository,
+                SearchSlots::new(slots),
+                wait,
+            ));
         }
         let limiter: Arc<dyn RateLimitStore> = match settings.rate_limit_store {
             RateLimitStoreKind::Memory => in_process_limiter.clone(),
@@ -207,7 +219,7 @@ impl AppState {
             trusted_proxies: settings.trusted_proxies.clone(),
             accounts: AccountService::new(users.clone(), workspaces.clone()),
             clients: ClientService::new(
-                Arc::new(client_repository),
+                client_repository,
                 workspaces.clone(),
                 clock.clone(),
                 ids.clone(),

@@ -1,6 +1,5 @@
 //! Clients in PostgreSQL.
 
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use diesel::prelude::*;
@@ -11,7 +10,6 @@ use timetrack_domain::ids::{ClientId, WorkspaceId};
 use timetrack_domain::model::{Client, ClientStatus, ClientType, Cursor, Event, Page, PageRequest};
 use timetrack_domain::ports::ClientRepository;
 use timetrack_domain::{DomainError, DomainResult};
-use tokio::sync::Semaphore;
 use uuid::Uuid;
 
 use super::announce::DeliveryAnnouncer;
@@ -172,50 +170,15 @@ ORDER BY created_at DESC, id DESC";
 pub struct PgClientRepository {
     pool: PgPool,
     announcer: DeliveryAnnouncer,
-    search_slots: Option<SearchSlots>,
 }
 
 opaque_debug!(PgClientRepository);
 
 impl PgClientRepository {
     /// The repository on `pool`; `announcer` hears of the deliveries its writes queue.
-    /// Searches run as they come; see [`Self::with_search_slots`].
+    /// Searches run as they come (`SlottedSearches` admits them in order).
     pub fn new(pool: PgPool, announcer: DeliveryAnnouncer) -> Self {
-        Self {
-            pool,
-            announcer,
-            search_slots: None,
-        }
-    }
-
-    /// The same repository with its searches admitted through `slots`, which copies on other
-    /// pools may share.
-    #[must_use]
-    pub fn with_search_slots(mut self, slots: SearchSlots) -> Self {
-        self.search_slots = Some(slots);
-        self
-    }
-}
-
-/// How many client searches may run on the database at once, shared by every repository that
-/// holds a copy; further searches wait in arrival order, before taking a pooled connection.
-///
-/// A search is CPU work on the database (it reads index entries until it has its matches), and
-/// one beyond the database's cores only shares them: it finishes no sooner, and the searches
-/// then take turns at the scheduler's whim. Admitted in order, the same searches finish at the
-/// same rate and the waits are first come, first served (measured in `docs/decisions.md`,
-/// "Searches are admitted per worker"). The API gives each worker thread its own, as a slot
-/// freed on one thread for a search waiting on another costs two cross-thread wake-ups.
-#[derive(Debug, Clone)]
-pub struct SearchSlots(Arc<Semaphore>);
-
-/// Longest wait for a search slot when the pool sets no wait of its own.
-const SLOT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
-
-impl SearchSlots {
-    /// Room for `slots` searches at once (at least one).
-    pub fn new(slots: usize) -> Self {
-        Self(Arc::new(Semaphore::new(slots.max(1))))
+        Self { pool, announcer }
     }
 }
 
@@ -334,23 +297,6 @@ impl ClientRepository for PgClientRepository {
         needle: &str,
         limit: u32,
     ) -> DomainResult<Vec<Client>> {
-        // Held until the rows are read, and waited for no longer than a pooled connection (a
-        // stalled database then gives 503, not a queue that never moves). The semaphore is never
-        // closed, so acquiring fails only by timing out.
-        let _slot = match &self.search_slots {
-            Some(slots) => {
-                let wait = self.pool.timeouts().wait.unwrap_or(SLOT_WAIT);
-                match tokio::time::timeout(wait, slots.0.acquire()).await {
-                    Ok(slot) => slot.ok(),
-                    Err(_) => {
-                        return Err(DomainError::Unavailable(
-                            "no database connection: every search slot stayed busy".into(),
-                        ));
-                    }
-                }
-            }
-            None => None,
-        };
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         if needle.chars().count() < 3 {
             // No trigram to look up: the workspace is walked newest first. The walk reads only

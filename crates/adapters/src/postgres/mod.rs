@@ -34,7 +34,7 @@ use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 pub use announce::{DeliveryAnnouncer, run_notifier};
 pub use api_keys::PgApiKeyRepository;
 pub use catalog::PgCatalogRepository;
-pub use clients::{PgClientRepository, SEARCH_SQL, SearchSlots};
+pub use clients::{PgClientRepository, SEARCH_SQL};
 pub use errors::{map_db_error, map_pool_error};
 pub use health::PgHealthProbe;
 pub use housekeeping::PgHousekeeping;
