@@ -8,17 +8,18 @@ use std::sync::Arc;
 use time::macros::datetime;
 use time::{Duration, OffsetDateTime};
 use timetrack_adapters::postgres::{
-    DeliveryAnnouncer, PgApiKeyRepository, PgClientRepository, PgUserRepository,
-    PgWorkspaceRepository,
+    DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository,
+    PgUserRepository, PgWorkspaceRepository,
 };
 use timetrack_adapters::testing::TestDatabase;
 use timetrack_domain::DomainError;
-use timetrack_domain::ids::{ApiKeyId, ClientId, UserId, WorkspaceId};
+use timetrack_domain::ids::{ApiKeyId, ClientId, ProjectId, TagId, TaskId, UserId, WorkspaceId};
 use timetrack_domain::model::{
-    ApiKey, Client, ClientStatus, ClientType, KeyHash, PageRequest, User, Workspace,
+    ApiKey, Client, ClientStatus, ClientType, KeyHash, PageRequest, Project, Tag, Task, User,
+    Workspace,
 };
 use timetrack_domain::ports::{
-    ApiKeyRepository, ClientRepository, UserRepository, WorkspaceRepository,
+    ApiKeyRepository, CatalogRepository, ClientRepository, UserRepository, WorkspaceRepository,
 };
 use timetrack_domain::testing::InMemoryStore;
 use uuid::Uuid;
@@ -29,6 +30,7 @@ struct Subject {
     users: Arc<dyn UserRepository>,
     keys: Arc<dyn ApiKeyRepository>,
     clients: Arc<dyn ClientRepository>,
+    catalog: Arc<dyn CatalogRepository>,
     _db: Option<TestDatabase>,
 }
 
@@ -38,7 +40,8 @@ fn fake() -> Subject {
         workspaces: store.clone(),
         users: store.clone(),
         keys: store.clone(),
-        clients: store,
+        clients: store.clone(),
+        catalog: store,
         _db: None,
     }
 }
@@ -50,7 +53,11 @@ async fn postgres() -> Subject {
         workspaces: Arc::new(PgWorkspaceRepository::new(pool.clone())),
         users: Arc::new(PgUserRepository::new(pool.clone())),
         keys: Arc::new(PgApiKeyRepository::new(pool.clone())),
-        clients: Arc::new(PgClientRepository::new(pool, DeliveryAnnouncer::new())),
+        clients: Arc::new(PgClientRepository::new(
+            pool.clone(),
+            DeliveryAnnouncer::new(),
+        )),
+        catalog: Arc::new(PgCatalogRepository::new(pool)),
         _db: Some(db),
     }
 }
@@ -78,6 +85,7 @@ contract!(api_keys_are_found_by_hash_until_revoked);
 contract!(clients_are_unique_by_name_per_workspace_and_listed_newest_first);
 contract!(client_search_is_a_literal_substring_of_the_lowercased_name);
 contract!(client_updates_and_deletes_name_what_is_missing);
+contract!(projects_tasks_and_tags_stay_in_their_workspace);
 
 const T0: OffsetDateTime = datetime!(2026-01-05 09:00 UTC);
 
@@ -388,4 +396,112 @@ async fn client_updates_and_deletes_name_what_is_missing(s: Subject) {
         s.clients.delete(other.id, acme.id).await,
         Err(DomainError::NotFound("client"))
     ));
+}
+
+async fn projects_tasks_and_tags_stay_in_their_workspace(s: Subject) {
+    let (ws, _) = seeded(&s, 1).await;
+    let (other, _) = seeded(&s, 2).await;
+    let acme = client(10, &ws, "Acme", 0);
+    let foreign = client(11, &other, "Foreign", 0);
+    s.clients.create(&acme, &[]).await.unwrap();
+    s.clients.create(&foreign, &[]).await.unwrap();
+    let project = |n: u128, client: Option<ClientId>, minutes: i64| Project {
+        id: ProjectId(id(n)),
+        workspace_id: ws.id,
+        client_id: client,
+        name: format!("Project {n}"),
+        created_at: T0 + Duration::minutes(minutes),
+        updated_at: T0 + Duration::minutes(minutes),
+    };
+
+    let website = project(20, Some(acme.id), 1);
+    s.catalog.create_project(&website).await.unwrap();
+    s.catalog
+        .create_project(&project(21, None, 2))
+        .await
+        .unwrap();
+    match s
+        .catalog
+        .create_project(&project(22, Some(foreign.id), 3))
+        .await
+    {
+        Err(DomainError::Validation(message)) => assert_eq!(
+            message,
+            "client_id does not name a client of this workspace"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        s.catalog.project(ws.id, website.id).await.unwrap(),
+        Some(website.clone())
+    );
+    assert_eq!(s.catalog.project(other.id, website.id).await.unwrap(), None);
+    let listed = s
+        .catalog
+        .projects(ws.id, PageRequest::new(None, None).unwrap())
+        .await
+        .unwrap();
+    let listed: Vec<ProjectId> = listed.items.iter().map(|p| p.id).collect();
+    assert_eq!(listed, [ProjectId(id(21)), website.id], "newest first");
+    // A client a project refers to cannot be deleted.
+    match s.clients.delete(ws.id, acme.id).await {
+        Err(DomainError::Conflict(message)) => assert_eq!(message, "Client is used by projects"),
+        other => panic!("{other:?}"),
+    }
+    assert!(s.clients.get(ws.id, acme.id).await.unwrap().is_some());
+
+    let task = Task {
+        id: TaskId(id(30)),
+        workspace_id: ws.id,
+        project_id: website.id,
+        name: "Design".into(),
+        created_at: T0,
+        updated_at: T0,
+    };
+    s.catalog.create_task(&task).await.unwrap();
+    assert_eq!(
+        s.catalog.task(ws.id, task.id).await.unwrap(),
+        Some(task.clone())
+    );
+    assert_eq!(s.catalog.task(other.id, task.id).await.unwrap(), None);
+
+    let tag = |n: u128, workspace: &Workspace, name: &str| Tag {
+        id: TagId(id(n)),
+        workspace_id: workspace.id,
+        name: name.into(),
+        created_at: T0 + Duration::minutes(i64::try_from(n).unwrap()),
+    };
+    let urgent = tag(40, &ws, "Urgent");
+    let later = tag(41, &ws, "Later");
+    let theirs = tag(42, &other, "Theirs");
+    for t in [&urgent, &later, &theirs] {
+        s.catalog.create_tag(t).await.unwrap();
+    }
+    match s.catalog.create_tag(&tag(43, &ws, "URGENT")).await {
+        Err(DomainError::AlreadyExists { what, id }) => {
+            assert_eq!((what, id), ("tag", urgent.id.to_string()));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Same name in another workspace: another tag.
+    s.catalog
+        .create_tag(&tag(44, &other, "Urgent"))
+        .await
+        .unwrap();
+    let found = s
+        .catalog
+        .tags_by_id(ws.id, &[later.id, theirs.id, TagId(id(99)), urgent.id])
+        .await
+        .unwrap();
+    assert_eq!(
+        found,
+        [later.clone(), urgent.clone()],
+        "in ids order, foreign left out"
+    );
+    let page = s
+        .catalog
+        .tags(ws.id, PageRequest::new(None, None).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(page.items, [later, urgent], "newest first");
 }

@@ -368,6 +368,12 @@ impl ClientRepository for InMemoryStore {
 
     async fn delete(&self, workspace: WorkspaceId, id: ClientId) -> DomainResult<()> {
         let mut t = self.tables();
+        if t.projects
+            .iter()
+            .any(|p| p.workspace_id == workspace && p.client_id == Some(id))
+        {
+            return Err(DomainError::Conflict("Client is used by projects".into()));
+        }
         let before = t.clients.len();
         t.clients
             .retain(|c| !(c.workspace_id == workspace && c.id == id));

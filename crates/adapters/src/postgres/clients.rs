@@ -1,6 +1,5 @@
 //! Clients in PostgreSQL.
 
-
 use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, Nullable, Text, Timestamptz, Uuid as SqlUuid};
