@@ -7,19 +7,21 @@ use std::sync::Arc;
 
 use time::macros::datetime;
 use time::{Duration, OffsetDateTime};
+use timetrack_adapters::SecretBox;
 use timetrack_adapters::postgres::{
     DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository,
-    PgUserRepository, PgWorkspaceRepository,
+    PgSubscriptionRepository, PgUserRepository, PgWorkspaceRepository,
 };
 use timetrack_adapters::testing::TestDatabase;
 use timetrack_domain::DomainError;
 use timetrack_domain::ids::{ApiKeyId, ClientId, ProjectId, TagId, TaskId, UserId, WorkspaceId};
 use timetrack_domain::model::{
-    ApiKey, Client, ClientStatus, ClientType, KeyHash, PageRequest, Project, Tag, Task, User,
-    Workspace,
+    ApiKey, AuditEntry, Client, ClientStatus, ClientType, EventType, KeyHash, PageRequest, Project,
+    Subscription, SubscriptionStatus, Tag, Task, User, WebhookId, Workspace,
 };
 use timetrack_domain::ports::{
-    ApiKeyRepository, CatalogRepository, ClientRepository, UserRepository, WorkspaceRepository,
+    ApiKeyRepository, CatalogRepository, ClientRepository, SubscriptionRepository, UserRepository,
+    WorkspaceRepository,
 };
 use timetrack_domain::testing::InMemoryStore;
 use uuid::Uuid;
@@ -31,6 +33,7 @@ struct Subject {
     keys: Arc<dyn ApiKeyRepository>,
     clients: Arc<dyn ClientRepository>,
     catalog: Arc<dyn CatalogRepository>,
+    subscriptions: Arc<dyn SubscriptionRepository>,
     _db: Option<TestDatabase>,
 }
 
@@ -41,7 +44,8 @@ fn fake() -> Subject {
         users: store.clone(),
         keys: store.clone(),
         clients: store.clone(),
-        catalog: store,
+        catalog: store.clone(),
+        subscriptions: store,
         _db: None,
     }
 }
@@ -57,7 +61,8 @@ async fn postgres() -> Subject {
             pool.clone(),
             DeliveryAnnouncer::new(),
         )),
-        catalog: Arc::new(PgCatalogRepository::new(pool)),
+        catalog: Arc::new(PgCatalogRepository::new(pool.clone())),
+        subscriptions: Arc::new(PgSubscriptionRepository::new(pool, SecretBox::ephemeral())),
         _db: Some(db),
     }
 }
@@ -86,6 +91,7 @@ contract!(clients_are_unique_by_name_per_workspace_and_listed_newest_first);
 contract!(client_search_is_a_literal_substring_of_the_lowercased_name);
 contract!(client_updates_and_deletes_name_what_is_missing);
 contract!(projects_tasks_and_tags_stay_in_their_workspace);
+contract!(subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly);
 
 const T0: OffsetDateTime = datetime!(2026-01-05 09:00 UTC);
 
@@ -504,4 +510,120 @@ async fn projects_tasks_and_tags_stay_in_their_workspace(s: Subject) {
         .await
         .unwrap();
     assert_eq!(page.items, [later, urgent], "newest first");
+}
+
+/// An API key of `member` in `ws`, stored.
+async fn stored_key(s: &Subject, n: u128, ws: &Workspace, member: &User) -> ApiKey {
+    let key = ApiKey {
+        id: ApiKeyId(id(n)),
+        workspace_id: ws.id,
+        user_id: member.id,
+        name: None,
+        prefix: "tt_abcdefg".into(),
+        created_at: T0,
+        revoked_at: None,
+        last_used_at: None,
+    };
+    let byte = u8::try_from(n % 251).unwrap();
+    s.keys.create(&key, &KeyHash([byte; 32])).await.unwrap();
+    key
+}
+
+fn subscription(n: usize, key: &ApiKey, minutes: i64) -> Subscription {
+    let at = T0 + Duration::minutes(minutes);
+    Subscription {
+        id: WebhookId::parse(&format!("wh_{n:0>24}")).unwrap(),
+        workspace_id: key.workspace_id,
+        user_id: key.user_id,
+        api_key_id: key.id,
+        url: format!("https://hooks.example.com/{n}"),
+        events: vec![EventType::ClientCreated, EventType::TimerStopped],
+        description: Some(format!("Zap {n}")),
+        secret: format!("whsec_{n:0>32}"),
+        status: SubscriptionStatus::Active,
+        created_at: at,
+        updated_at: at,
+    }
+}
+
+fn ids(subscriptions: &[Subscription]) -> Vec<String> {
+    subscriptions.iter().map(|s| s.id.to_string()).collect()
+}
+
+async fn subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly(s: Subject) {
+    let (ws, member) = seeded(&s, 1).await;
+    let key = stored_key(&s, 50, &ws, &member).await;
+    let first = subscription(1, &key, 0);
+    let second = subscription(2, &key, 1);
+    s.subscriptions.create(&first, 2).await.unwrap();
+    s.subscriptions.create(&second, 2).await.unwrap();
+    assert_eq!(
+        s.subscriptions.get(&first.id).await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(
+        ids(&s.subscriptions.list(ws.id).await.unwrap()),
+        ids(&[second.clone(), first.clone()]),
+        "newest first"
+    );
+
+    let third = subscription(3, &key, 2);
+    match s.subscriptions.create(&third, 2).await {
+        Err(DomainError::Conflict(message)) => assert_eq!(message, "Subscription limit reached"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        s.subscriptions.get(&third.id).await.unwrap(),
+        None,
+        "nothing stored"
+    );
+
+    let audit = AuditEntry {
+        workspace_id: Some(ws.id),
+        actor_user_id: Some(member.id),
+        action: "webhook.deleted",
+        target_type: "webhook",
+        target_id: first.id.to_string(),
+        reason: None,
+        at: T0 + Duration::hours(1),
+    };
+    s.subscriptions.delete(&first.id, &audit).await.unwrap();
+    let deleted = s.subscriptions.get(&first.id).await.unwrap().unwrap();
+    assert_eq!(
+        deleted.status,
+        SubscriptionStatus::Deleted,
+        "kept, marked deleted"
+    );
+    assert_eq!(
+        ids(&s.subscriptions.list(ws.id).await.unwrap()),
+        ids(std::slice::from_ref(&second))
+    );
+    s.subscriptions.delete(&first.id, &audit).await.unwrap();
+    let unknown = WebhookId::parse("wh_zzzzzzzzzzzzzzzzzzzzzzzz").unwrap();
+    assert!(matches!(
+        s.subscriptions.delete(&unknown, &audit).await,
+        Err(DomainError::NotFound("webhook"))
+    ));
+    // A deleted one no longer counts against the cap.
+    s.subscriptions.create(&third, 2).await.unwrap();
+
+    // Revoking the key disables what it created; a revoked key subscribes nothing.
+    s.keys
+        .revoke(key.id, T0 + Duration::hours(2))
+        .await
+        .unwrap();
+    for id in [&second.id, &third.id] {
+        let after = s.subscriptions.get(id).await.unwrap().unwrap();
+        assert_eq!(after.status, SubscriptionStatus::Disabled, "{id}");
+    }
+    let late = subscription(4, &key, 3);
+    assert!(matches!(
+        s.subscriptions.create(&late, 100).await,
+        Err(DomainError::Unauthorized)
+    ));
+    assert_eq!(
+        s.subscriptions.get(&late.id).await.unwrap(),
+        None,
+        "nothing stored"
+    );
 }

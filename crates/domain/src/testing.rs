@@ -261,7 +261,25 @@ impl ApiKeyRepository for InMemoryStore {
             .get_mut(&id)
             .ok_or(DomainError::NotFound("api key"))?;
         key.revoked_at.get_or_insert(at);
-        Ok(key.clone())
+        let key = key.clone();
+        // As the port says: the key's active subscriptions are disabled, and their pending
+        // deliveries cancelled, with the revocation.
+        let mut disabled = Vec::new();
+        for subscription in t
+            .subscriptions
+            .iter_mut()
+            .filter(|s| s.api_key_id == id && s.status == SubscriptionStatus::Active)
+        {
+            subscription.status = SubscriptionStatus::Disabled;
+            subscription.updated_at = at;
+            disabled.push(subscription.id.clone());
+        }
+        for (subscription, record) in &mut t.deliveries {
+            if disabled.contains(subscription) && record.status == "PENDING" {
+                record.status = "CANCELLED".into();
+            }
+        }
+        Ok(key)
     }
 }
 
