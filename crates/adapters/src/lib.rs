@@ -12,9 +12,6 @@ pub mod secrets;
 pub mod system;
 pub mod worker;
 
-#[cfg(feature = "test-support")]
-pub mod testing;
-
 pub use http::{HyperWebhookSender, SenderSettings};
 pub use local_postgres::{Durability, LocalPostgres};
 pub use metrics::Metrics;

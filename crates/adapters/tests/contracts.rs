@@ -12,7 +12,6 @@ use timetrack_adapters::postgres::{
     DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository,
     PgSubscriptionRepository, PgUserRepository, PgWorkspaceRepository,
 };
-use timetrack_adapters::testing::TestDatabase;
 use timetrack_domain::DomainError;
 use timetrack_domain::ids::{ApiKeyId, ClientId, ProjectId, TagId, TaskId, UserId, WorkspaceId};
 use timetrack_domain::model::{
@@ -24,6 +23,7 @@ use timetrack_domain::ports::{
     WorkspaceRepository,
 };
 use timetrack_domain::testing::InMemoryStore;
+use timetrack_testkit::TestDatabase;
 use uuid::Uuid;
 
 /// One implementation of the ports under test, with what keeps it alive.

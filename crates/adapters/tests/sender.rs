@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use timetrack_adapters::testing::{Behaviour, HttpsReceiver};
 use timetrack_adapters::{HyperWebhookSender, SenderSettings};
 use timetrack_domain::delivery::{AttemptOutcome, FailureReason, WebhookRequest, build_request};
 use timetrack_domain::ports::WebhookSender;
+use timetrack_testkit::{Behaviour, HttpsReceiver};
 
 fn sender(receiver: &HttpsReceiver, total: Duration) -> HyperWebhookSender {
     HyperWebhookSender::new(SenderSettings {

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use timetrack_adapters::testing::TestDatabase;
+use timetrack_testkit::TestDatabase;
 
 const BIN: &str = env!("CARGO_BIN_EXE_timetrack");
 
@@ -106,10 +106,7 @@ impl Server {
             .get_envs()
             .any(|(name, _)| name == "TIMETRACK_SECRET_KEY")
         {
-            cmd.env(
-                "TIMETRACK_SECRET_KEY",
-                timetrack_adapters::testing::TEST_SECRET_KEY,
-            );
+            cmd.env("TIMETRACK_SECRET_KEY", timetrack_testkit::TEST_SECRET_KEY);
         }
         if !cmd.get_envs().any(|(name, _)| name == "TIMETRACK_LOG") {
             cmd.env("TIMETRACK_LOG", "warn");
@@ -643,10 +640,7 @@ async fn a_taken_port_names_the_flag_that_sets_it() {
             let out = Command::new(BIN)
                 .args(&args)
                 .env("DATABASE_URL", &url)
-                .env(
-                    "TIMETRACK_SECRET_KEY",
-                    timetrack_adapters::testing::TEST_SECRET_KEY,
-                )
+                .env("TIMETRACK_SECRET_KEY", timetrack_testkit::TEST_SECRET_KEY)
                 .env("TIMETRACK_LOG", "warn")
                 .output()
                 .unwrap();
@@ -794,7 +788,7 @@ mod deliveries {
     use hmac::{Hmac, Mac};
     use serde_json::{Value, json};
     use sha2::Sha256;
-    use timetrack_adapters::testing::{Behaviour, HttpsReceiver, Received, TestDatabase};
+    use timetrack_testkit::{Behaviour, HttpsReceiver, Received, TestDatabase};
 
     use super::{BIN, Server, json_stdout, run, seed_account};
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde_json::{Value, json};
-use timetrack_adapters::testing::Received;
+use timetrack_testkit::Received;
 
 use crate::setup::{Account, Environment, Server};
 use crate::stats::{Latencies, Repeated, slow_span};

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-pub use timetrack_adapters::testing::{Account, Memory, ServerProcess as Server};
-use timetrack_adapters::testing::{Admin, HttpsReceiver, ServeCommand};
 use timetrack_adapters::{
     Durability, LocalPostgres, PgPool, PoolSettings, build_pool, run_migrations,
 };
+pub use timetrack_testkit::{Account, Memory, ServerProcess as Server};
+use timetrack_testkit::{Admin, HttpsReceiver, ServeCommand};
 
 use crate::Options;
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use timetrack_adapters::testing::percentile;
+use timetrack_testkit::percentile;
 
 /// One figure measured once per repetition.
 #[derive(Debug, Clone, Default)]

@@ -11,8 +11,8 @@ use anyhow::{Context, Result, bail};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
-use timetrack_adapters::testing::{Admin, HttpsReceiver, Received, ServeCommand};
 use timetrack_adapters::{Durability, LocalPostgres, run_migrations};
+use timetrack_testkit::{Admin, HttpsReceiver, Received, ServeCommand};
 
 /// The suite's surroundings.
 pub struct Env {
@@ -81,7 +81,7 @@ impl Env {
         &self,
         database_url: &str,
         name: &str,
-    ) -> Result<timetrack_adapters::testing::Account> {
+    ) -> Result<timetrack_testkit::Account> {
         let admin = self.admin(database_url);
         let name = name.to_owned();
         tokio::task::spawn_blocking(move || admin.account(&name)).await?
@@ -92,7 +92,7 @@ impl Env {
         &self,
         database_url: &str,
         workspace_id: &str,
-    ) -> Result<timetrack_adapters::testing::Account> {
+    ) -> Result<timetrack_testkit::Account> {
         let admin = self.admin(database_url);
         let workspace_id = workspace_id.to_owned();
         tokio::task::spawn_blocking(move || admin.member(&workspace_id)).await?

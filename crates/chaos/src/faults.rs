@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
-use timetrack_adapters::testing::{Behaviour, HttpsReceiver, Received};
+use timetrack_testkit::{Behaviour, HttpsReceiver, Received};
 
 use crate::env::{Db, Env, arrivals, arrivals_by_path, create_clients};
 use crate::scenario::{Scenario, percentile, say};

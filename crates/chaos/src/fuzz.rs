@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use timetrack_adapters::testing::ServerProcess;
+use timetrack_testkit::ServerProcess;
 use tokio::process::Command;
 
 use self::findings::Findings;

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{Context, Result, bail};
 use reqwest::Method;
 use serde_json::{Value, json};
-use timetrack_adapters::testing::ServerProcess;
+use timetrack_testkit::ServerProcess;
 use uuid::Uuid;
 
 use crate::env::Env;

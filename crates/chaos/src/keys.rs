@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use timetrack_adapters::testing::HttpsReceiver;
+use timetrack_testkit::HttpsReceiver;
 
 use crate::edges::error_chain;
 use crate::env::{Db, Env};

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use timetrack_adapters::testing::ServerProcess;
+use timetrack_testkit::ServerProcess;
 
 use self::http::{Answer, Raw, exchange};
 use crate::env::Env;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use timetrack_adapters::testing::{Account, Behaviour, HttpsReceiver, ServerProcess};
+use timetrack_testkit::{Account, Behaviour, HttpsReceiver, ServerProcess};
 
 use crate::env::Env;
 use crate::scenario::{Scenario, check_canary_untouched, percentile, say};

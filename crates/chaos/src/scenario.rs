@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-pub use timetrack_adapters::testing::percentile;
+pub use timetrack_testkit::percentile;
 
 /// One verified statement.
 #[derive(Debug, Clone)]
@@ -121,10 +121,7 @@ impl Scenario {
 }
 
 /// Records that `canary` saw no connection and no request: nothing was sent where it must not be.
-pub fn check_canary_untouched(
-    s: &mut Scenario,
-    canary: &timetrack_adapters::testing::HttpsReceiver,
-) {
+pub fn check_canary_untouched(s: &mut Scenario, canary: &timetrack_testkit::HttpsReceiver) {
     s.check(
         "the canary got no connection and no request",
         canary.accepts() == 0 && canary.count() == 0,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use timetrack_adapters::testing::HttpsReceiver;
+use timetrack_testkit::HttpsReceiver;
 
 use crate::env::{Db, Env};
 use crate::scenario::{Scenario, check_canary_untouched, say};

@@ -43,7 +43,6 @@ fn digest(sql: &str) -> String {
 }
 
 /// A digest of every definition, for test templates that must follow them.
-#[cfg(any(test, feature = "test-support"))]
 pub fn fingerprint() -> String {
     let mut all = String::new();
     for function in FUNCTIONS {

@@ -10,7 +10,7 @@ mod health;
 mod housekeeping;
 mod idempotency;
 mod outbox;
-mod prepared;
+pub mod prepared;
 mod queue;
 mod reseal;
 pub mod schema;
@@ -264,6 +264,12 @@ fn migrate_blocking(url: &str) -> Result<Vec<String>> {
     let _ = diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"))
         .execute(&mut conn);
     applied
+}
+
+/// A digest of the SQL functions `run_migrations` installs, for test databases built from a
+/// template that must follow them as it follows the migrations.
+pub fn sql_functions_fingerprint() -> String {
+    functions::fingerprint()
 }
 
 /// Refuses a database whose schema was made by migrations this build does not have: the

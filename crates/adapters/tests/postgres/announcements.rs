@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use timetrack_adapters::postgres::{DeliveryAnnouncer, run_notifier};
 use timetrack_adapters::run_listener;
-use timetrack_adapters::testing::TestDatabase;
+use timetrack_testkit::TestDatabase;
 use tokio::sync::{Notify, watch};
 
 #[tokio::test]

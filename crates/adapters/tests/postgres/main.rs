@@ -10,13 +10,13 @@ use time::macros::datetime;
 use timetrack_adapters::postgres::{
     PgApiKeyRepository, PgHealthProbe, PgUserRepository, PgWorkspaceRepository,
 };
-use timetrack_adapters::testing::TestDatabase;
 use timetrack_adapters::{Durability, LocalPostgres, PoolSettings, build_pool, run_migrations};
 use timetrack_domain::DomainError;
 use timetrack_domain::ids::{ApiKeyId, WorkspaceId};
 use timetrack_domain::ports::{ApiKeyRepository, HealthProbe, UserRepository, WorkspaceRepository};
 use timetrack_domain::services::{AdminService, NewWorkspace};
 use timetrack_domain::testing::{ManualClock, SeededRandom, SequentialIds};
+use timetrack_testkit::TestDatabase;
 
 struct Fixture {
     db: TestDatabase,
@@ -61,6 +61,7 @@ mod announcements;
 mod client_search;
 mod infrastructure;
 mod migrations;
+mod prepared;
 mod queue;
 mod secrets_at_rest;
 mod timers;

@@ -4,13 +4,13 @@ use diesel_async::RunQueryDsl;
 use time::macros::datetime;
 use time::{Duration, OffsetDateTime};
 use timetrack_adapters::postgres::PgDeliveryQueue;
-use timetrack_adapters::testing::TestDatabase;
 use timetrack_domain::DomainResult;
 use timetrack_domain::delivery::{
     AttemptOutcome, AttemptRecord, AttemptReport, ClaimedDelivery, FailureReason, NextStep,
     QueueStats,
 };
 use timetrack_domain::ports::DeliveryQueue;
+use timetrack_testkit::TestDatabase;
 
 const T0: OffsetDateTime = datetime!(2026-03-01 09:00 UTC);
 

@@ -7,12 +7,12 @@ use actix_web::dev::{Service, ServiceResponse};
 use actix_web::test;
 use serde_json::Value;
 use timetrack_adapters::postgres::{PgApiKeyRepository, PgUserRepository, PgWorkspaceRepository};
-use timetrack_adapters::testing::TestDatabase;
 use timetrack_adapters::{OsRandom, PgPool, SystemClock, UuidV7Ids};
 use timetrack_api::{AppState, RateLimits, StateSettings, build_app};
 use timetrack_domain::model::{ApiKey, User, Workspace};
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::{AdminService, NewWorkspace};
+use timetrack_testkit::TestDatabase;
 
 pub struct TestApp {
     /// Keeps the test's database alive (it is dropped with the app).

@@ -2,7 +2,7 @@
 //! `Content-Length`, or chunked wrongly.
 
 use anyhow::Result;
-use timetrack_adapters::testing::ServerProcess;
+use timetrack_testkit::ServerProcess;
 
 use super::http::{Answer, Close, Ending, Raw};
 use super::{Target, case, client_names};

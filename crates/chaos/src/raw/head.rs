@@ -2,7 +2,7 @@
 //! line, and bytes that are not HTTP at all.
 
 use anyhow::Result;
-use timetrack_adapters::testing::ServerProcess;
+use timetrack_testkit::ServerProcess;
 
 use super::http::{Answer, Raw};
 use super::{Target, case};

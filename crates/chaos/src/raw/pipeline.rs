@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use timetrack_adapters::testing::ServerProcess;
+use timetrack_testkit::ServerProcess;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 

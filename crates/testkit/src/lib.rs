@@ -1,6 +1,9 @@
-//! Test databases: each test gets its own database, cloned from a template migrated once.
+//! What timetrack's tests and tools share, and production code never links: per-test databases,
+//! an HTTPS receiver with a CA of its own ([`HttpsReceiver`]), and the real `timetrack` binary as
+//! a child process ([`ServeCommand`]).
 //!
-//! The server is `DATABASE_URL`'s when that is set (the role needs `CREATEDB`), else a private
+//! Test databases: each test gets its own database, cloned from a template migrated once. The
+//! server is `DATABASE_URL`'s when that is set (the role needs `CREATEDB`), else a private
 //! cluster this process starts in the temporary directory; when the process exits, the cluster is
 //! stopped and its directory removed (a crashed process's is removed by the next one).
 //! The template's name carries a hash of the migrations, so a changed migration gets a new
@@ -35,8 +38,10 @@ use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
 use tokio_postgres::NoTls;
 
-use crate::local_postgres::{Durability, LocalPostgres};
-use crate::postgres::{PgPool, PoolSettings, build_pool, run_migrations};
+use timetrack_adapters::postgres::sql_functions_fingerprint;
+use timetrack_adapters::{
+    Durability, LocalPostgres, PgPool, PoolSettings, build_pool, run_migrations,
+};
 
 struct Server {
     /// URL of the server with the database part left for [`with_database`].
@@ -255,7 +260,7 @@ fn migrations_fingerprint() -> Result<String> {
         hasher.update(std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?);
     }
     // The functions are installed with the migrations: a changed one needs a new template too.
-    hasher.update(crate::postgres::functions::fingerprint());
+    hasher.update(sql_functions_fingerprint());
     let digest = hasher.finalize();
     Ok(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
 }
