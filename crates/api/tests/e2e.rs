@@ -818,29 +818,11 @@ mod deliveries {
         static INSTALLED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
         INSTALLED
             .get_or_init(|| {
-                let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-                    .join("standardwebhooks-1.1.0");
-                if !dir.join("standardwebhooks").exists() {
-                    let out = Command::new("python3")
-                        .args([
-                            "-m",
-                            "pip",
-                            "install",
-                            "--quiet",
-                            "--disable-pip-version-check",
-                            "--target",
-                        ])
-                        .arg(&dir)
-                        .arg("standardwebhooks==1.1.0")
-                        .output()
-                        .expect("python3 with pip is needed to verify signatures independently");
-                    assert!(
-                        out.status.success(),
-                        "installing standardwebhooks: {}",
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                }
-                dir
+                timetrack_testkit::python_package(
+                    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+                    "standardwebhooks==1.1.0",
+                    "standardwebhooks",
+                )
             })
             .clone()
     }

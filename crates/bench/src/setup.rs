@@ -63,7 +63,7 @@ impl Environment {
                 return Err(err.context("migrating the bench database"));
             }
             crate::progress("the bench database was made by other migrations: recreating it");
-            recreate_database(&database_url).await?;
+            timetrack_testkit::recreate_database(&database_url, DATABASE).await?;
             run_migrations(&database_url)
                 .await
                 .context("migrating the bench database")?;
@@ -271,30 +271,6 @@ fn history_sql(events: u32) -> String {
                                         latency_ms, status_code) \
          SELECT event_id, subscription_id, 1, created_at, 2, 200 FROM deliveries;"
     )
-}
-
-/// Drops and creates again the database of `database_url` (the bench database), through its
-/// server's `postgres` database.
-async fn recreate_database(database_url: &str) -> Result<()> {
-    let mut admin = url::Url::parse(database_url).context("the bench database URL")?;
-    admin.set_path("/postgres");
-    let (client, connection) = tokio_postgres::connect(admin.as_str(), tokio_postgres::NoTls)
-        .await
-        .context("connecting to the bench database's server")?;
-    let driver = tokio::spawn(connection);
-    // Two calls: a batch of statements runs as one transaction, which DROP DATABASE refuses.
-    for sql in [
-        format!("DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"),
-        format!("CREATE DATABASE {DATABASE}"),
-    ] {
-        client
-            .batch_execute(&sql)
-            .await
-            .with_context(|| format!("recreating {DATABASE}"))?;
-    }
-    drop(client);
-    let _ = driver.await;
-    Ok(())
 }
 
 /// Creates the bench database on `url`'s server unless it exists; its URL.

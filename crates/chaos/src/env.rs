@@ -51,21 +51,7 @@ impl Env {
     pub async fn database(&self, name: &str) -> Result<String> {
         let local = self.local.as_ref().context("the database is stopped")?;
         let database = format!("chaos_{name}");
-        let (client, connection) =
-            tokio_postgres::connect(&local.url("postgres"), tokio_postgres::NoTls).await?;
-        let driver = tokio::spawn(connection);
-        // Two calls: a batch of statements runs as one transaction, which DROP DATABASE refuses.
-        for sql in [
-            format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"),
-            format!("CREATE DATABASE {database}"),
-        ] {
-            client
-                .batch_execute(&sql)
-                .await
-                .with_context(|| format!("creating {database}"))?;
-        }
-        drop(client);
-        let _ = driver.await;
+        timetrack_testkit::recreate_database(&local.url("postgres"), &database).await?;
         let url = local.url(&database);
         run_migrations(&url).await.context("migrating")?;
         Ok(url)

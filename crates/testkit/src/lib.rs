@@ -314,6 +314,62 @@ async fn connect(url: &str) -> Result<tokio_postgres::Client> {
     Ok(client)
 }
 
+/// Drops the database `name` on the server of `server_url` (any database URL of that server; the
+/// connection is made to its `postgres` database) and creates it again, empty.
+pub async fn recreate_database(server_url: &str, name: &str) -> Result<()> {
+    let (client, connection) =
+        tokio_postgres::connect(&with_database(server_url, "postgres"), NoTls)
+            .await
+            .context("connecting to the server's postgres database")?;
+    let driver = tokio::spawn(connection);
+    // Two calls: a batch of statements runs as one transaction, which DROP DATABASE refuses.
+    for sql in [
+        format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"),
+        format!("CREATE DATABASE \"{name}\""),
+    ] {
+        client
+            .batch_execute(&sql)
+            .await
+            .with_context(|| format!("recreating {name}"))?;
+    }
+    drop(client);
+    let _ = driver.await;
+    Ok(())
+}
+
+/// A directory under `target/` holding the PyPI package `spec` (`name==version`), installed there
+/// with `python3 -m pip --target` unless `module` is already in it; for tests that check the
+/// service against independent implementations (`standardwebhooks`, `openapi-spec-validator`).
+/// Put it on `PYTHONPATH`.
+///
+/// # Panics
+///
+/// When pip is missing or the install fails: the test cannot check what it is for.
+pub fn python_package(target_tmp: &std::path::Path, spec: &str, module: &str) -> PathBuf {
+    let dir = target_tmp.join(spec.replace("==", "-"));
+    if !dir.join(module).exists() {
+        let out = std::process::Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .arg("--target")
+            .arg(&dir)
+            .arg(spec)
+            .output()
+            .unwrap_or_else(|e| panic!("python3 with pip is needed to install {spec}: {e}"));
+        assert!(
+            out.status.success(),
+            "installing {spec}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::with_database;

@@ -525,29 +525,11 @@ fn spec_validator() -> std::path::PathBuf {
     static INSTALLED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     INSTALLED
         .get_or_init(|| {
-            let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-                .join(SPEC_VALIDATOR.replace("==", "-"));
-            if !dir.join("openapi_spec_validator").exists() {
-                let out = std::process::Command::new("python3")
-                    .args([
-                        "-m",
-                        "pip",
-                        "install",
-                        "--quiet",
-                        "--disable-pip-version-check",
-                    ])
-                    .arg("--target")
-                    .arg(&dir)
-                    .arg(SPEC_VALIDATOR)
-                    .output()
-                    .expect("python3 with pip is needed to validate the OpenAPI document");
-                assert!(
-                    out.status.success(),
-                    "installing {SPEC_VALIDATOR}: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            dir
+            timetrack_testkit::python_package(
+                std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+                SPEC_VALIDATOR,
+                "openapi_spec_validator",
+            )
         })
         .clone()
 }
