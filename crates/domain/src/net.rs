@@ -202,7 +202,7 @@ impl WebhookTarget {
 /// Checks the URL rules: an absolute `https://` URL of at most 2,048 bytes with a host and no
 /// user or password; with `allow_private` false, a host that is an address must be public and a
 /// host name must not be `localhost` or end in `.localhost`. Returns `None` when a rule fails;
-/// [`webhook_url_problem`] says which.
+/// the service says which in its error.
 ///
 /// A host *name*'s addresses are checked by the caller after resolution.
 pub fn check_webhook_url(raw: &str, allow_private: bool) -> Option<WebhookTarget> {
@@ -211,7 +211,7 @@ pub fn check_webhook_url(raw: &str, allow_private: bool) -> Option<WebhookTarget
 
 /// The rule `raw` breaks, in words for the caller (`None` when it breaks none); see
 /// [`check_webhook_url`].
-pub fn webhook_url_problem(raw: &str, allow_private: bool) -> Option<&'static str> {
+pub(crate) fn webhook_url_problem(raw: &str, allow_private: bool) -> Option<&'static str> {
     parse_webhook_url(raw, allow_private).err()
 }
 
@@ -271,7 +271,7 @@ fn parse_webhook_url(raw: &str, allow_private: bool) -> Result<WebhookTarget, &'
 
 /// What the caller is told when a host name resolves to an address [`check_webhook_url`] would
 /// refuse.
-pub const RESOLVES_TO_PRIVATE: &str =
+pub(crate) const RESOLVES_TO_PRIVATE: &str =
     "url's host resolves to a non-public address (loopback, private, link-local or reserved)";
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ pub mod client;
 pub mod event;
 pub mod page;
 pub mod time_entry;
-pub mod token;
+pub(crate) mod token;
 pub mod user;
 pub mod webhook;
 pub mod workspace;

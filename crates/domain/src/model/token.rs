@@ -5,7 +5,7 @@ use crate::ports::system::RandomSource;
 const ALPHABET: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// `len` characters drawn uniformly from `[0-9A-Za-z]` (about 5.95 bits each).
-pub fn base62(random: &dyn RandomSource, len: usize) -> String {
+pub(crate) fn base62(random: &dyn RandomSource, len: usize) -> String {
     let mut out = String::with_capacity(len);
     let mut buf = [0u8; 64];
     while out.len() < len {
