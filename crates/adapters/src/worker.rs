@@ -78,9 +78,10 @@ impl Held {
 
     /// `done` is recorded.
     fn recorded(&mut self, metrics: &Metrics, failures: &mut FailureLog) {
+        let now = Instant::now();
         for (delivery, record) in &self.done {
             metrics.observe_attempt(record);
-            failures.attempted(delivery, record, Instant::now());
+            failures.attempted(delivery, record, now);
         }
         self.count -= self.done.len();
         self.done.clear();
@@ -155,8 +156,9 @@ impl FailureLog {
     /// One WARN line for a failed attempt.
     fn warn(delivery: &ClaimedDelivery, record: &AttemptRecord, earlier_unlogged: u64) {
         let outcome = match &record.report.outcome {
-            AttemptOutcome::Delivered { status } => format!("HTTP {status}"),
-            AttemptOutcome::Rejected { status, .. } => format!("HTTP {status}"),
+            AttemptOutcome::Delivered { status } | AttemptOutcome::Rejected { status, .. } => {
+                format!("HTTP {status}")
+            }
             AttemptOutcome::Failed { reason, detail } => format!("{}: {detail}", reason.as_str()),
         };
         let next = match record.next {

@@ -54,15 +54,6 @@ fn app_with(
             web::PathConfig::default()
                 .error_handler(|_, _| json_error_value(StatusCode::NOT_FOUND, "Not found")),
         )
-        .app_data(web::QueryConfig::default().error_handler(|err, _| {
-            let detail = match &err {
-                actix_web::error::QueryPayloadError::Deserialize(why) => why.to_string(),
-                other => other.to_string(),
-            };
-            crate::error::ApiError::bad_request("Invalid query parameters")
-                .with_detail(detail)
-                .into()
-        }))
         .configure(routes)
         .default_service(web::to(|| async {
             json_error(StatusCode::NOT_FOUND, "Not found")
@@ -149,23 +140,11 @@ fn route_of<B>(res: &ServiceResponse<B>) -> &'static str {
     let request = res.request();
     match request.app_data::<RoutePattern>() {
         Some(pattern) => pattern.0,
-        None => request.match_pattern().map_or("unmatched", intern),
+        None => request
+            .match_pattern()
+            .and_then(|pattern| routes::registered_pattern(&pattern))
+            .unwrap_or("unmatched"),
     }
-}
-
-/// `pattern` as a `&'static str` (a metric label): one copy of each, and there are only as many
-/// as the app has routes, since only a registered pattern ever reaches here.
-fn intern(pattern: String) -> &'static str {
-    static PATTERNS: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
-    let mut known = PATTERNS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(found) = known.iter().find(|p| **p == pattern) {
-        return found;
-    }
-    let leaked: &'static str = Box::leak(pattern.into_boxed_str());
-    known.push(leaked);
-    leaked
 }
 
 fn json_error_value(status: StatusCode, message: &'static str) -> actix_web::Error {

@@ -201,22 +201,18 @@ impl WebhookTarget {
 
 /// Checks the URL rules: an absolute `https://` URL of at most 2,048 bytes with a host and no
 /// user or password; with `allow_private` false, a host that is an address must be public and a
-/// host name must not be `localhost` or end in `.localhost`. Returns `None` when a rule fails;
-/// the service says which in its error.
+/// host name must not be `localhost` or end in `.localhost`. Returns `None` when a rule fails.
 ///
 /// A host *name*'s addresses are checked by the caller after resolution.
 pub fn check_webhook_url(raw: &str, allow_private: bool) -> Option<WebhookTarget> {
     parse_webhook_url(raw, allow_private).ok()
 }
 
-/// The rule `raw` breaks, in words for the caller (`None` when it breaks none); see
-/// [`check_webhook_url`].
-pub(crate) fn webhook_url_problem(raw: &str, allow_private: bool) -> Option<&'static str> {
-    parse_webhook_url(raw, allow_private).err()
-}
-
-/// [`check_webhook_url`], with the rule that failed.
-fn parse_webhook_url(raw: &str, allow_private: bool) -> Result<WebhookTarget, &'static str> {
+/// [`check_webhook_url`], with the rule that failed, in words for the caller.
+pub(crate) fn parse_webhook_url(
+    raw: &str,
+    allow_private: bool,
+) -> Result<WebhookTarget, &'static str> {
     let url = raw.trim();
     let starts_https = url
         .get(..8)

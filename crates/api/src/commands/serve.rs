@@ -196,7 +196,7 @@ async fn run_server(
     // Before `bind`: a listener takes the callback it has when bound.
     .on_connect(cap_socket_buffers)
     .bind(&settings.bind)
-    .map_err(|err| listen_error(&err, &settings.bind, "--bind", "the API"))?
+    .map_err(|err| listen_error(&err, &settings.bind, Listener::Api))?
     .shutdown_timeout(SHUTDOWN_SECONDS);
     let addrs = server.addrs();
     let base_url = addrs
@@ -285,12 +285,33 @@ async fn stop_on_signal(server: actix_web::dev::ServerHandle) {
     server.stop(false).await;
 }
 
+/// A listener of `serve`, for the errors that name the setting behind it.
+#[derive(Debug, Clone, Copy)]
+enum Listener {
+    /// `--bind`.
+    Api,
+    /// `--metrics-bind`.
+    Metrics,
+}
+
+impl Listener {
+    /// What listens, the flag and the variable that set its address, and a last resort.
+    fn names(self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match self {
+            Self::Api => ("the API", "--bind", "TIMETRACK_BIND", ""),
+            Self::Metrics => (
+                "metrics",
+                "--metrics-bind",
+                "TIMETRACK_METRICS_BIND",
+                " (or --metrics-bind off for no metrics listener)",
+            ),
+        }
+    }
+}
+
 /// Why `address` cannot be listened on, naming the flag that sets it and what to change.
-fn listen_error(err: &std::io::Error, address: &str, flag: &str, what: &str) -> anyhow::Error {
-    let env = match flag {
-        "--bind" => "TIMETRACK_BIND",
-        _ => "TIMETRACK_METRICS_BIND",
-    };
+fn listen_error(err: &std::io::Error, address: &str, listener: Listener) -> anyhow::Error {
+    let (what, flag, env, last_resort) = listener.names();
     let hint = match err.kind() {
         std::io::ErrorKind::AddrInUse => format!(
             "another process listens there; stop it, or pick another port with {flag} \
@@ -304,12 +325,7 @@ fn listen_error(err: &std::io::Error, address: &str, flag: &str, what: &str) -> 
         }
         _ => format!("check {flag} (or {env})"),
     };
-    let metrics_off = if flag == "--metrics-bind" {
-        " (or --metrics-bind off for no metrics listener)"
-    } else {
-        ""
-    };
-    anyhow::anyhow!("cannot listen for {what} on {address}: {err}; {hint}{metrics_off}")
+    anyhow::anyhow!("cannot listen for {what} on {address}: {err}; {hint}{last_resort}")
 }
 
 /// Caps the kernel buffers of an accepted API connection at [`CONNECTION_SOCKET_BUFFER`].
@@ -345,7 +361,7 @@ fn metrics_server(
         .workers(1)
         .disable_signals()
         .bind(&settings.metrics_bind)
-        .map_err(|err| listen_error(&err, &settings.metrics_bind, "--metrics-bind", "metrics"))?;
+        .map_err(|err| listen_error(&err, &settings.metrics_bind, Listener::Metrics))?;
     for addr in server.addrs() {
         tracing::info!(metrics_url = %format!("http://{addr}/metrics"), "metrics listening");
     }

@@ -176,6 +176,15 @@ fn resource(path: &'static str, routes: Vec<(Method, Route)>) -> actix_web::Reso
         .default_service(web::to(move || method_not_allowed(allow.clone())))
 }
 
+/// The registered pattern equal to `pattern`, as the `&'static str` logs and metrics label
+/// routes with.
+pub fn registered_pattern(pattern: &str) -> Option<&'static str> {
+    ENDPOINTS
+        .iter()
+        .map(|endpoint| endpoint.path)
+        .find(|path| *path == pattern)
+}
+
 /// Registers every endpoint (one resource per path, in the order of [`ENDPOINTS`]) and the
 /// OpenAPI document they make.
 pub fn configure(cfg: &mut web::ServiceConfig) {

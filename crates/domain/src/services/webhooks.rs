@@ -9,7 +9,7 @@ use crate::model::webhook::generate_secret;
 use crate::model::{
     AuditEntry, DeliveryRecord, EventType, Principal, Subscription, SubscriptionStatus, WebhookId,
 };
-use crate::net::{RESOLVES_TO_PRIVATE, blocked_reason, check_webhook_url, webhook_url_problem};
+use crate::net::{RESOLVES_TO_PRIVATE, blocked_reason, parse_webhook_url};
 use crate::ports::{Clock, HostResolver, RandomSource, SubscriptionRepository};
 
 /// The published message for a URL that breaks a rule.
@@ -106,10 +106,8 @@ impl WebhookService {
             ));
         }
         let allow_private = self.settings.allow_private_targets;
-        let target = check_webhook_url(&new.url, allow_private).ok_or_else(|| {
-            let problem = webhook_url_problem(&new.url, allow_private).unwrap_or("url is invalid");
-            DomainError::invalid(INVALID_URL, problem)
-        })?;
+        let target = parse_webhook_url(&new.url, allow_private)
+            .map_err(|problem| DomainError::invalid(INVALID_URL, problem))?;
         let mut events: Vec<EventType> = Vec::with_capacity(new.events.len());
         for name in &new.events {
             let event = EventType::parse(name)
