@@ -1,5 +1,5 @@
 //! Port contracts, written once and run against both implementations of each port: the
-//! in-memory fake of `timetrack_domain::testing` (which the domain's service tests rely on) and
+//! in-memory fake of `timetrack_testkit::fakes` (which the domain's service tests rely on) and
 //! the PostgreSQL adapter (real database). A fake that drifts from the adapter's behaviour fails
 //! here, not in a service test that trusted it.
 
@@ -22,8 +22,8 @@ use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, SubscriptionRepository, UserRepository,
     WorkspaceRepository,
 };
-use timetrack_domain::testing::InMemoryStore;
 use timetrack_testkit::TestDatabase;
+use timetrack_testkit::fakes::InMemoryStore;
 use uuid::Uuid;
 
 /// One implementation of the ports under test, with what keeps it alive.

@@ -6,21 +6,13 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use timetrack_testkit::TestDatabase;
+use timetrack_testkit::{ServeCommand, ServerProcess, TestDatabase};
 
 const BIN: &str = env!("CARGO_BIN_EXE_timetrack");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Runs a one-shot command of the binary.
 fn run(args: &[&str], database_url: &str) -> Output {
@@ -76,130 +68,23 @@ fn seed_account(url: &str, workspace_args: &[&str]) -> String {
     key["key"].as_str().unwrap().to_owned()
 }
 
-/// A running `timetrack serve`; stopped with SIGTERM when dropped.
-struct Server {
-    child: Child,
-    base: String,
-    /// The metrics listener's base URL.
-    metrics: String,
-    /// Its log (stderr), shown when the test fails.
-    log: std::path::PathBuf,
+/// `timetrack serve` on `database_url` as these tests start it: metrics on a port of their own,
+/// stdout captured, the log shown if the test fails.
+fn serve(database_url: &str) -> ServeCommand {
+    tuned(ServeCommand::new(Path::new(BIN), database_url))
 }
 
-/// A new file for a server's log, in the test target's temporary directory.
-fn server_log_path() -> std::path::PathBuf {
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-logs");
-    std::fs::create_dir_all(&dir).unwrap();
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    dir.join(format!("server-{}-{n}.log", std::process::id()))
-}
-
-impl Server {
-    /// Starts `cmd` on free ports and waits until it is healthy. A port is free only when
-    /// asked, and the server may find it taken when it binds (by the private cluster it starts
-    /// first, say): a server that exits before it is healthy is started again on new ports, up
-    /// to three times.
-    fn start(mut cmd: Command) -> Self {
-        // Every server of a test shares one key, as the processes of one installation do.
-        if !cmd
-            .get_envs()
-            .any(|(name, _)| name == "TIMETRACK_SECRET_KEY")
-        {
-            cmd.env("TIMETRACK_SECRET_KEY", timetrack_testkit::TEST_SECRET_KEY);
-        }
-        if !cmd.get_envs().any(|(name, _)| name == "TIMETRACK_LOG") {
-            cmd.env("TIMETRACK_LOG", "warn");
-        }
-        for _ in 0..3 {
-            let port = free_port();
-            let metrics_port = free_port();
-            // The log goes to a file, shown if the test fails: a passing run stays quiet, even
-            // when a port taken between `free_port` and the bind makes the server exit (and be
-            // started again below).
-            let log = server_log_path();
-            let log_file = std::fs::File::create(&log).unwrap();
-            let child = cmd
-                .env("TIMETRACK_BIND", format!("127.0.0.1:{port}"))
-                .env(
-                    "TIMETRACK_METRICS_BIND",
-                    format!("127.0.0.1:{metrics_port}"),
-                )
-                .stdout(Stdio::piped())
-                .stderr(log_file)
-                .spawn()
-                .expect("starting timetrack");
-            let mut server = Self {
-                child,
-                base: format!("http://127.0.0.1:{port}"),
-                metrics: format!("http://127.0.0.1:{metrics_port}"),
-                log,
-            };
-            if server.wait_until_healthy() {
-                return server;
-            }
-            let _ = std::fs::remove_file(&server.log);
-        }
-        panic!("the server exited before it was healthy, three times");
-    }
-
-    /// Whether the server became healthy; false if it exited first. Panics after 90 s.
-    fn wait_until_healthy(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        let url = format!("{}/api/health", self.base);
-        while Instant::now() < deadline {
-            if let Ok(200) = reqwest::blocking_get(&url) {
-                return true;
-            }
-            if self.child.try_wait().unwrap().is_some() {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("server did not become healthy");
-    }
-
-    /// SIGTERM, then the exit status (within 20 s).
-    fn stop(&mut self) -> std::process::ExitStatus {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "server did not stop after SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            self.stop();
-        }
-        // Captured by the test harness, and printed with the failure.
-        if std::thread::panicking() {
-            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-            eprintln!("--- log of the server at {} ---\n{log}", self.base);
-        } else {
-            let _ = std::fs::remove_file(&self.log);
-        }
-    }
+/// The settings every server of these tests has.
+fn tuned(command: ServeCommand) -> ServeCommand {
+    command
+        .with_metrics()
+        .capture_stdout()
+        .log_shown_on_failure(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-logs"))
 }
 
 mod reqwest {
     //! A tiny blocking HTTP/1.1 client, enough to talk to the server under test.
     pub use ::reqwest::*;
-
-    /// The status of `GET url`.
-    pub fn blocking_get(url: &str) -> std::io::Result<u16> {
-        get_with(url, None).map(|(status, _)| status)
-    }
 
     /// `GET url` with an optional bearer key: status and body.
     pub fn get_with(url: &str, key: Option<&str>) -> std::io::Result<(u16, String)> {
@@ -221,7 +106,7 @@ mod reqwest {
     }
 }
 
-fn get_json(server: &Server, path: &str, key: &str) -> (u16, Value) {
+fn get_json(server: &ServerProcess, path: &str, key: &str) -> (u16, Value) {
     let (status, body) = reqwest::get_with(&format!("{}{path}", server.base), Some(key)).unwrap();
     (status, serde_json::from_str(&body).unwrap())
 }
@@ -284,11 +169,10 @@ async fn admin_commands_issue_a_working_key_and_revocation_takes_effect() {
         assert_eq!(key["prefix"], &secret[..10]);
         assert_eq!(key["name"], "zapier");
 
-        let mut cmd = Command::new(BIN);
-        cmd.arg("serve")
-            .env("DATABASE_URL", &url)
-            .env("TIMETRACK_AUTH_CACHE_SECONDS", "1");
-        let mut server = Server::start(cmd);
+        let mut server = serve(&url)
+            .env("TIMETRACK_AUTH_CACHE_SECONDS", "1")
+            .start_blocking()
+            .unwrap();
         let (status, me) = get_json(&server, "/api/me", &secret);
         assert_eq!(status, 200);
         assert_eq!(me["user"]["id"], user_id.as_str());
@@ -311,7 +195,7 @@ async fn admin_commands_issue_a_working_key_and_revocation_takes_effect() {
             (401, serde_json::json!({"error": "Unauthorized"}))
         );
 
-        assert!(server.stop().success());
+        assert!(server.stop().unwrap().success());
     })
     .await
     .unwrap();
@@ -432,12 +316,11 @@ fn serve_without_database_url_runs_on_a_private_cluster_it_stops_afterwards() {
     let dir = std::env::temp_dir().join(format!("timetrack-e2e-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let start = |dir: &Path| {
-        let mut cmd = Command::new(BIN);
-        cmd.current_dir(dir)
-            .env_remove("DATABASE_URL")
-            .env_remove("TIMETRACK_DATA_DIR")
-            .env_remove("TIMETRACK_SECRET_KEY");
-        Server::start(cmd)
+        tuned(ServeCommand::on_private_cluster(Path::new(BIN)))
+            .without_command_name()
+            .current_dir(dir)
+            .start_blocking()
+            .unwrap()
     };
 
     let mut server = start(&dir);
@@ -471,7 +354,7 @@ fn serve_without_database_url_runs_on_a_private_cluster_it_stops_afterwards() {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
-    assert!(server.stop().success());
+    assert!(server.stop().unwrap().success());
     assert!(
         !data.join("pgdata/postmaster.pid").exists(),
         "PostgreSQL still running after the server stopped"
@@ -481,7 +364,7 @@ fn serve_without_database_url_runs_on_a_private_cluster_it_stops_afterwards() {
     let mut server = start(&dir);
     assert!(read_banner(&mut server).contains(&key));
     assert_eq!(get_json(&server, "/api/me", &key).0, 200);
-    assert!(server.stop().success());
+    assert!(server.stop().unwrap().success());
     assert_eq!(
         std::fs::read_to_string(data.join("secret.key")).unwrap(),
         secret_key
@@ -495,18 +378,16 @@ fn serve_without_database_url_runs_on_a_private_cluster_it_stops_afterwards() {
 #[test]
 fn ctrl_c_finishes_requests_in_flight_then_stops_the_private_cluster_quietly() {
     use std::io::{Read as _, Write as _};
-    use std::os::unix::process::CommandExt as _;
     let dir = std::env::temp_dir().join(format!("timetrack-e2e-ctrlc-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut cmd = Command::new(BIN);
-    cmd.current_dir(&dir)
-        .env_remove("DATABASE_URL")
-        .env_remove("TIMETRACK_DATA_DIR")
-        .env_remove("TIMETRACK_SECRET_KEY")
+    let mut server = tuned(ServeCommand::on_private_cluster(Path::new(BIN)))
+        .without_command_name()
+        .current_dir(&dir)
         .env("TIMETRACK_LOG", "info")
         // A process group like a terminal's foreground job, led by timetrack.
-        .process_group(0);
-    let mut server = Server::start(cmd);
+        .own_process_group()
+        .start_blocking()
+        .unwrap();
     let banner = read_banner(&mut server);
     let key = banner
         .split_whitespace()
@@ -524,7 +405,7 @@ fn ctrl_c_finishes_requests_in_flight_then_stops_the_private_cluster_quietly() {
     let group = nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(postmaster))).unwrap();
     assert_ne!(
         group.as_raw(),
-        server.child.id() as i32,
+        server.pid() as i32,
         "the cluster shares timetrack's process group"
     );
 
@@ -540,7 +421,7 @@ fn ctrl_c_finishes_requests_in_flight_then_stops_the_private_cluster_quietly() {
     .unwrap();
     conn.write_all(&body[..10]).unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let leader = nix::unistd::Pid::from_raw(-(server.child.id() as i32));
+    let leader = nix::unistd::Pid::from_raw(-(server.pid() as i32));
     nix::sys::signal::kill(leader, nix::sys::signal::Signal::SIGINT).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     conn.write_all(&body[10..]).unwrap();
@@ -552,7 +433,7 @@ fn ctrl_c_finishes_requests_in_flight_then_stops_the_private_cluster_quietly() {
 
     let deadline = Instant::now() + Duration::from_secs(20);
     let status = loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
+        if let Some(status) = server.exited() {
             break status;
         }
         assert!(Instant::now() < deadline, "still running after Ctrl-C");
@@ -563,7 +444,7 @@ fn ctrl_c_finishes_requests_in_flight_then_stops_the_private_cluster_quietly() {
         !data.join("pgdata/postmaster.pid").exists(),
         "PostgreSQL still running after timetrack stopped"
     );
-    let log = std::fs::read_to_string(&server.log).unwrap();
+    let log = server.log().unwrap();
     assert!(
         log.contains("stopping: requests in flight finish first"),
         "{log}"
@@ -727,8 +608,8 @@ fn serve_without_postgres_binaries_says_what_to_install() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-fn read_banner(server: &mut Server) -> String {
-    let stdout = server.child.stdout.take().expect("stdout");
+fn read_banner(server: &mut ServerProcess) -> String {
+    let stdout = server.take_stdout().expect("stdout");
     let mut lines = BufReader::new(stdout).lines();
     let mut banner = String::new();
     for _ in 0..4 {
@@ -746,13 +627,12 @@ async fn two_processes_share_the_postgres_rate_limit_store() {
     tokio::task::spawn_blocking(move || {
         let key = seed_account(&url, &["--name", "Shared"]);
         let serve = || {
-            let mut cmd = Command::new(BIN);
-            cmd.arg("serve")
-                .env("DATABASE_URL", &url)
+            serve(&url)
                 .env("TIMETRACK_RATE_LIMIT_STORE", "postgres")
                 .env("TIMETRACK_RATE_LIMIT_PER_MINUTE", "5")
-                .env("TIMETRACK_RATE_LIMIT_PER_SECOND", "100");
-            Server::start(cmd)
+                .env("TIMETRACK_RATE_LIMIT_PER_SECOND", "100")
+                .start_blocking()
+                .unwrap()
         };
         let (a, b) = (serve(), serve());
         let statuses: Vec<u16> = (0..8)
@@ -790,7 +670,7 @@ mod deliveries {
     use sha2::Sha256;
     use timetrack_testkit::{Behaviour, HttpsReceiver, Received, TestDatabase};
 
-    use super::{BIN, Server, json_stdout, run, seed_account};
+    use super::{ServerProcess, json_stdout, run, seed_account, serve};
 
     /// Checks a Standard Webhooks signature with an HMAC computed here, not by the service's code.
     fn assert_signed(received: &Received, secret: &str) {
@@ -870,7 +750,7 @@ mod deliveries {
 
     /// Fields drop in order: the server stops before its database goes.
     struct Setup {
-        server: Server,
+        server: ServerProcess,
         receiver: HttpsReceiver,
         key: String,
         client: ::reqwest::Client,
@@ -888,15 +768,15 @@ mod deliveries {
                     &url,
                     &["--name", "Deliveries", "--timezone", "Europe/Paris"],
                 );
-                let mut cmd = Command::new(BIN);
-                cmd.arg("serve")
-                    .env("DATABASE_URL", &url)
+                let server = serve(&url)
                     .env("TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS", "true")
-                    .env("TIMETRACK_WEBHOOK_ROOT_CERTS", &ca)
+                    .env("TIMETRACK_WEBHOOK_ROOT_CERTS", ca.to_string_lossy())
                     .env("TIMETRACK_WEBHOOK_RETRY_SCHEDULE", "1s,1s,1s")
                     .env("TIMETRACK_RATE_LIMIT_PER_MINUTE", "1000000")
-                    .env("TIMETRACK_RATE_LIMIT_PER_SECOND", "1000000");
-                (key, Server::start(cmd))
+                    .env("TIMETRACK_RATE_LIMIT_PER_SECOND", "1000000")
+                    .start_blocking()
+                    .unwrap();
+                (key, server)
             })
             .await
             .unwrap();
@@ -1105,7 +985,7 @@ mod deliveries {
         assert_eq!(on(&s.receiver.received(), "/gone").len(), 1);
 
         // Failed attempts are WARN lines, one per webhook per minute: the two 500s are one line.
-        let log = std::fs::read_to_string(&s.server.log).unwrap();
+        let log = s.server.log().unwrap();
         let failed = |id: &str| {
             log.lines()
                 .filter(|l| l.contains(" WARN ") && l.contains("delivery attempt failed"))
@@ -1256,7 +1136,7 @@ mod deliveries {
 
         let res = s
             .client
-            .get(format!("{}/metrics", s.server.metrics))
+            .get(format!("{}/metrics", s.server.metrics.as_ref().unwrap()))
             .send()
             .await
             .unwrap();
@@ -1313,7 +1193,7 @@ mod deliveries {
         assert_eq!(public.status(), 404);
         let other = s
             .client
-            .get(format!("{}/other", s.server.metrics))
+            .get(format!("{}/other", s.server.metrics.as_ref().unwrap()))
             .send()
             .await
             .unwrap();
@@ -1330,17 +1210,15 @@ mod deliveries {
 
     /// A server on `url` for delivery tests: private targets allowed, the receiver's CA trusted,
     /// rate limits lifted, retries after a second.
-    fn delivery_server(url: &str, ca: &std::path::Path) -> Server {
-        let mut cmd = Command::new(BIN);
-        cmd.arg("serve")
-            .env("DATABASE_URL", url)
-            .env("TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS", "true")
-            .env("TIMETRACK_WEBHOOK_ROOT_CERTS", ca)
+    fn delivery_server(url: &str, ca: &std::path::Path) -> ServerProcess {
+        serve(url)
+            .trusting_receiver(ca)
             .env("TIMETRACK_WEBHOOK_RETRY_SCHEDULE", "1s,1s,1s")
             .env("TIMETRACK_WEBHOOK_TIMEOUT", "3")
             .env("TIMETRACK_RATE_LIMIT_PER_MINUTE", "1000000")
-            .env("TIMETRACK_RATE_LIMIT_PER_SECOND", "1000000");
-        Server::start(cmd)
+            .env("TIMETRACK_RATE_LIMIT_PER_SECOND", "1000000")
+            .start_blocking()
+            .unwrap()
     }
 
     async fn count_events(db: &TestDatabase) -> usize {
@@ -1515,7 +1393,7 @@ mod deliveries {
         // A burst of 1,000, with the server killed when about a third has been accepted.
         let mut first = first;
         let killer = {
-            let pid = nix::unistd::Pid::from_raw(i32::try_from(first.child.id()).unwrap());
+            let pid = nix::unistd::Pid::from_raw(i32::try_from(first.pid()).unwrap());
             let db_url = url.clone();
             tokio::spawn(async move {
                 let (c, conn) = tokio_postgres::connect(&db_url, tokio_postgres::NoTls)
@@ -1538,7 +1416,7 @@ mod deliveries {
         };
         let before_kill = create_clients(&first.base, &key, "Before", 1000).await;
         killer.await.unwrap();
-        let _ = first.child.wait();
+        let _ = first.wait();
         assert!(before_kill < 1000, "the kill interrupted the burst");
 
         // Restart on the same database and finish the burst.

@@ -83,7 +83,7 @@ impl Environment {
     /// Starts `timetrack serve` on a free port: rate limits lifted, the receiver's CA trusted,
     /// private targets allowed (the receiver is on loopback), metrics off.
     pub async fn start_server(&self, _options: &Options) -> Result<Server> {
-        ServeCommand::new(&self.server_bin, &self.database_url)?
+        ServeCommand::new(&self.server_bin, &self.database_url)
             .trusting_receiver(&self.receiver.ca_pem_path())
             .unlimited()
             .start()
@@ -149,16 +149,16 @@ impl Environment {
 /// autovacuum passes, and so the figures, depend on the day's history rather than on this run.
 /// The search dataset (clients, workspaces) is kept; the workspaces the delivery workloads made
 /// (`Bench burst…`, `Bench steady…`, some 54,000 clients a run) are deleted and the clients table
-/// vacuumed, so the search's table and its statistics do not grow with every run (they had
-/// reached 1.8 million clients in 1,134 workspaces, beside the dataset's 1.2 million in 1,001).
+/// vacuumed, so the search's table and its statistics do not grow with every run and measure
+/// the dataset, not the day's runs (docs/benchmarks.md, "Method of the benchmark tool").
 ///
 /// The fixed history is [`HISTORY_EVENTS`] delivered events of the past day, as an installation
 /// that has been running has. Emptied tables instead measured a new installation's first minute:
 /// the server's connections plan their foreign-key checks on the first requests, when `events`
 /// is a page or two and a sequential scan is its cheapest plan; PostgreSQL keeps that plan for
 /// the connection until autovacuum next analyzes the table (up to a minute), while the burst grows
-/// it by thousands of rows, and each check read the whole table (11 ms at the median, 106 ms at
-/// worst, measured with `auto_explain`). See docs/reliability.md.
+/// it by thousands of rows, and each check reads the whole table. See docs/reliability.md ("A
+/// new installation's first minute").
 async fn clear_earlier_runs(url: &str) -> Result<()> {
     let (client, driver) = connect(url)
         .await
@@ -211,9 +211,9 @@ async fn vacuum_delivery_tables(client: &tokio_postgres::Client) -> Result<()> {
 
 impl Environment {
     /// Lets the next workload start on settled tables, as `pgbench` vacuums before each run:
-    /// the throughput workload leaves some 150,000 dead delivery rows and index entries, and
-    /// autovacuum clears them up to a minute later, in the middle of whatever is measured then
-    /// (delivery latency at S = 10 right after it had p99 8.7-12.7 ms). docs/reliability.md
+    /// the throughput workload leaves many dead delivery rows and index entries, and autovacuum
+    /// clears them up to a minute later, in the middle of whatever is measured then: its
+    /// figures would include the previous workload's clean-up. docs/reliability.md
     /// gives what a burst costs the traffic that follows it.
     pub async fn settle(&self) -> Result<()> {
         let (client, driver) = connect(&self.database_url)

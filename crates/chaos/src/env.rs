@@ -103,7 +103,7 @@ impl Env {
 
     /// `timetrack serve` on `database_url` with the default settings, its log in `<dir>/<log>.log`.
     pub fn plain_serve(&self, database_url: &str, log: &str) -> Result<ServeCommand> {
-        Ok(ServeCommand::new(&self.bin, database_url)?
+        Ok(ServeCommand::new(&self.bin, database_url)
             .env("TIMETRACK_LOG", "warn")
             .log_to(&self.log_path(log)))
     }

@@ -3,7 +3,7 @@
 //! Everything that talks to the outside world (PostgreSQL, HTTP, the clock, randomness) is a port
 //! trait in [`ports`]; adapters implement them elsewhere. The services in [`services`] hold the
 //! rules of the product and depend on ports only, so they run unchanged against in-memory fakes
-//! (feature `testing`) and against the real adapters.
+//! (`timetrack-testkit`'s `fakes`) and against the real adapters.
 //!
 //! The crate's README follows; its example is compiled and run as a doc-test.
 #![doc = ""]
@@ -21,8 +21,5 @@ pub mod ratelimit;
 pub mod services;
 pub mod timefmt;
 pub mod validate;
-
-#[cfg(any(test, feature = "testing"))]
-pub mod testing;
 
 pub use error::{DomainError, DomainResult};

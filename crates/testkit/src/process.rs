@@ -2,15 +2,22 @@
 //! `serve` on a free port (waited on until healthy, killed when dropped, `kill -9` on demand) and
 //! accounts made with its own `admin` commands.
 
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use nix::sys::signal::{self, Signal};
+use nix::unistd::Pid;
 use serde_json::Value;
 
 /// How long a new server may take to answer its health check.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
+const START_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// How long a server may take to stop after SIGTERM.
+const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A free TCP port on 127.0.0.1 (free when asked; another process may take it later).
 pub fn free_port() -> Result<u16> {
@@ -23,39 +30,76 @@ pub fn free_port() -> Result<u16> {
 #[derive(Debug, Clone)]
 pub struct ServeCommand {
     bin: PathBuf,
-    port: u16,
     envs: Vec<(String, String)>,
+    removed: Vec<String>,
     wrapper: Vec<String>,
-    log: Option<PathBuf>,
+    log: Option<Log>,
+    dir: Option<PathBuf>,
+    metrics: bool,
+    own_group: bool,
+    capture_stdout: bool,
+    bare: bool,
+}
+
+/// Where a server's stderr (its log) goes.
+#[derive(Debug, Clone)]
+enum Log {
+    /// Appended to a file that stays.
+    Kept(PathBuf),
+    /// Written to a file that is printed if the holder panics, and removed otherwise.
+    ShownOnFailure(PathBuf),
 }
 
 impl ServeCommand {
     /// `bin serve` on `database_url`, on a free port, with metrics off and warnings logged.
-    pub fn new(bin: &Path, database_url: &str) -> Result<Self> {
-        let port = free_port()?;
-        Ok(Self {
+    pub fn new(bin: &Path, database_url: &str) -> Self {
+        Self::without_database(bin).env("DATABASE_URL", database_url)
+    }
+
+    /// `bin serve` with no `DATABASE_URL` (nor a data directory or secret key from the
+    /// environment): the binary starts a private cluster of its own in its working directory.
+    pub fn on_private_cluster(bin: &Path) -> Self {
+        Self::without_database(bin)
+            .env_remove("DATABASE_URL")
+            .env_remove("TIMETRACK_DATA_DIR")
+            .env_remove("TIMETRACK_SECRET_KEY")
+    }
+
+    fn without_database(bin: &Path) -> Self {
+        Self {
             bin: bin.to_owned(),
-            port,
             envs: vec![
-                ("DATABASE_URL".to_owned(), database_url.to_owned()),
-                ("TIMETRACK_BIND".to_owned(), format!("127.0.0.1:{port}")),
-                ("TIMETRACK_METRICS_BIND".to_owned(), "off".to_owned()),
                 ("TIMETRACK_LOG".to_owned(), "warn".to_owned()),
                 (
                     "TIMETRACK_SECRET_KEY".to_owned(),
                     super::TEST_SECRET_KEY.to_owned(),
                 ),
             ],
+            removed: Vec::new(),
             wrapper: Vec::new(),
             log: None,
-        })
+            dir: None,
+            metrics: false,
+            own_group: false,
+            capture_stdout: false,
+            bare: false,
+        }
     }
 
     /// Sets an environment variable of the server (a later value of the same name wins).
     #[must_use]
     pub fn env(mut self, name: &str, value: impl Into<String>) -> Self {
         self.envs.retain(|(n, _)| n != name);
+        self.removed.retain(|n| n != name);
         self.envs.push((name.to_owned(), value.into()));
+        self
+    }
+
+    /// Removes an environment variable, whether set here or inherited.
+    #[must_use]
+    pub fn env_remove(mut self, name: &str) -> Self {
+        self.envs.retain(|(n, _)| n != name);
+        self.removed.push(name.to_owned());
         self
     }
 
@@ -86,17 +130,94 @@ impl ServeCommand {
     /// Appends the server's stderr (its log) to `path` instead of passing it through.
     #[must_use]
     pub fn log_to(mut self, path: &Path) -> Self {
-        self.log = Some(path.to_owned());
+        self.log = Some(Log::Kept(path.to_owned()));
         self
     }
 
-    /// The port it will listen on.
-    pub fn port(&self) -> u16 {
-        self.port
+    /// Writes the server's log to a new file under `dir`, printed (to the test harness's captured
+    /// stderr) if the [`ServerProcess`] is dropped while its thread panics, removed otherwise: a
+    /// passing test stays quiet, a failing one shows what the server said.
+    #[must_use]
+    pub fn log_shown_on_failure(mut self, dir: &Path) -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = format!("server-{}-{n}.log", std::process::id());
+        self.log = Some(Log::ShownOnFailure(dir.join(name)));
+        self
     }
 
-    /// Starts the server and waits until `GET /api/health` answers 200.
+    /// Runs the server in `dir`.
+    #[must_use]
+    pub fn current_dir(mut self, dir: &Path) -> Self {
+        self.dir = Some(dir.to_owned());
+        self
+    }
+
+    /// Serves metrics on a free port of their own (see [`ServerProcess::metrics`]).
+    #[must_use]
+    pub fn with_metrics(mut self) -> Self {
+        self.metrics = true;
+        self
+    }
+
+    /// Starts the server as the leader of a process group of its own, as a shell does with a
+    /// terminal's foreground job.
+    #[must_use]
+    pub fn own_process_group(mut self) -> Self {
+        self.own_group = true;
+        self
+    }
+
+    /// Runs the binary with no command at all (`timetrack`, as `cargo run` does), which serves.
+    #[must_use]
+    pub fn without_command_name(mut self) -> Self {
+        self.bare = true;
+        self
+    }
+
+    /// Pipes the server's stdout, for [`ServerProcess::take_stdout`] (else it goes nowhere).
+    #[must_use]
+    pub fn capture_stdout(mut self) -> Self {
+        self.capture_stdout = true;
+        self
+    }
+
+    /// Starts the server on free ports and waits until `GET /api/health` answers 200. A port is
+    /// free only when asked, and the server may find it taken when it binds (by the private
+    /// cluster it starts first, say): a server that exits before it is healthy is started again
+    /// on new ports, up to three times.
     pub async fn start(&self) -> Result<ServerProcess> {
+        let mut last = None;
+        for _ in 0..3 {
+            let mut server = self.spawn()?;
+            match server.wait_healthy(START_TIMEOUT).await {
+                Ok(()) => return Ok(server),
+                Err(e) if server.exited().is_some() => {
+                    if let Some(Log::ShownOnFailure(path)) = &server.log {
+                        let log = std::fs::read_to_string(path).unwrap_or_default();
+                        last = Some(e.context(log));
+                    } else {
+                        last = Some(e);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.map_or_else(
+            || anyhow::anyhow!("the server did not start"),
+            |e| e.context("the server exited before it was healthy, three times"),
+        ))
+    }
+
+    /// [`start`](Self::start), for code outside an async runtime.
+    pub fn start_blocking(&self) -> Result<ServerProcess> {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(self.start())
+    }
+
+    fn spawn(&self) -> Result<ServerProcess> {
         let mut command = match self.wrapper.split_first() {
             Some((program, args)) => {
                 let mut c = Command::new(program);
@@ -106,44 +227,85 @@ impl ServeCommand {
             None => Command::new(&self.bin),
         };
         let stderr = match &self.log {
-            Some(path) => Stdio::from(
+            Some(Log::Kept(path)) => Stdio::from(
                 std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(path)
                     .with_context(|| format!("opening {}", path.display()))?,
             ),
+            Some(Log::ShownOnFailure(path)) => {
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                Stdio::from(
+                    std::fs::File::create(path)
+                        .with_context(|| format!("creating {}", path.display()))?,
+                )
+            }
             None => Stdio::inherit(),
         };
+        let port = free_port()?;
+        let metrics_port = if self.metrics {
+            Some(free_port()?)
+        } else {
+            None
+        };
+        if !self.bare {
+            command.arg("serve");
+        }
         command
-            .arg("serve")
             .envs(self.envs.iter().map(|(n, v)| (n, v)))
+            .env("TIMETRACK_BIND", format!("127.0.0.1:{port}"))
+            .env(
+                "TIMETRACK_METRICS_BIND",
+                metrics_port.map_or_else(|| "off".to_owned(), |p| format!("127.0.0.1:{p}")),
+            )
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(if self.capture_stdout {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stderr(stderr);
+        for name in &self.removed {
+            command.env_remove(name);
+        }
+        if let Some(dir) = &self.dir {
+            command.current_dir(dir);
+        }
+        if self.own_group {
+            command.process_group(0);
+        }
         let child = command
             .spawn()
             .with_context(|| format!("starting {}", self.bin.display()))?;
-        let mut server = ServerProcess {
+        Ok(ServerProcess {
             child,
-            base: format!("http://127.0.0.1:{}", self.port),
+            base: format!("http://127.0.0.1:{port}"),
+            metrics: metrics_port.map(|p| format!("http://127.0.0.1:{p}")),
             http: reqwest::Client::builder()
                 .pool_max_idle_per_host(64)
                 .build()?,
-        };
-        server.wait_healthy(START_TIMEOUT).await?;
-        Ok(server)
+            log: self.log.clone(),
+        })
     }
 }
 
-/// A running `timetrack serve`; killed when dropped.
+/// A running `timetrack serve`; stopped when dropped (SIGTERM, then `kill -9` if it does not exit
+/// within 20 s).
 #[derive(Debug)]
 pub struct ServerProcess {
     child: Child,
     /// `http://127.0.0.1:<port>`.
     pub base: String,
+    /// The metrics listener's `http://127.0.0.1:<port>`, when started [`with_metrics`].
+    ///
+    /// [`with_metrics`]: ServeCommand::with_metrics
+    pub metrics: Option<String>,
     /// A client with kept-alive connections to it.
     pub http: reqwest::Client,
+    log: Option<Log>,
 }
 
 /// Resident memory of a process.
@@ -199,6 +361,41 @@ impl ServerProcess {
     /// The exit status, if the process has exited.
     pub fn exited(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().ok().flatten()
+    }
+
+    /// Waits for the process to exit.
+    pub fn wait(&mut self) -> Result<ExitStatus> {
+        Ok(self.child.wait()?)
+    }
+
+    /// SIGTERM, then the exit status; `kill -9` and an error if it has not exited within 20 s.
+    pub fn stop(&mut self) -> Result<ExitStatus> {
+        if let Some(status) = self.exited() {
+            return Ok(status);
+        }
+        let pid = Pid::from_raw(i32::try_from(self.pid())?);
+        let _ = signal::kill(pid, Signal::SIGTERM);
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while Instant::now() < deadline {
+            if let Some(status) = self.exited() {
+                return Ok(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.kill9();
+        bail!("the server did not stop within {STOP_TIMEOUT:?} of SIGTERM")
+    }
+
+    /// Its stdout, when started with [`ServeCommand::capture_stdout`] (once).
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    /// The log so far, when it goes to a file.
+    pub fn log(&self) -> Option<String> {
+        match self.log.as_ref()? {
+            Log::Kept(path) | Log::ShownOnFailure(path) => std::fs::read_to_string(path).ok(),
+        }
     }
 
     /// `kill -9`, and waits for the process to be gone.
@@ -275,7 +472,19 @@ impl ServerProcess {
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        self.kill9();
+        let _ = self.stop();
+        if let Some(Log::ShownOnFailure(path)) = &self.log {
+            if std::thread::panicking() {
+                let log = std::fs::read_to_string(path).unwrap_or_default();
+                // Captured by the test harness, and printed with the failure.
+                #[allow(clippy::print_stderr)]
+                {
+                    eprintln!("--- log of the server at {} ---\n{log}", self.base);
+                }
+            } else {
+                let _ = std::fs::remove_file(path);
+            }
+        }
     }
 }
 

@@ -15,8 +15,8 @@ use timetrack_domain::DomainError;
 use timetrack_domain::ids::{ApiKeyId, WorkspaceId};
 use timetrack_domain::ports::{ApiKeyRepository, HealthProbe, UserRepository, WorkspaceRepository};
 use timetrack_domain::services::{AdminService, NewWorkspace};
-use timetrack_domain::testing::{ManualClock, SeededRandom, SequentialIds};
 use timetrack_testkit::TestDatabase;
+use timetrack_testkit::fakes::{ManualClock, SeededRandom, SequentialIds};
 
 struct Fixture {
     db: TestDatabase,

@@ -12,8 +12,8 @@ use timetrack_domain::ids::{EventId, TimeEntryId, UserId, WorkspaceId};
 use timetrack_domain::model::{EntrySource, Event, EventType, TimeEntry};
 use timetrack_domain::ports::{TimeEntryRepository, TimerStop, TimerWrite};
 use timetrack_domain::services::{AdminService, NewWorkspace};
-use timetrack_domain::testing::{ManualClock, SeededRandom, SequentialIds};
 use timetrack_testkit::TestDatabase;
+use timetrack_testkit::fakes::{ManualClock, SeededRandom, SequentialIds};
 use uuid::Uuid;
 
 async fn count(db: &TestDatabase, sql: &str) -> i64 {

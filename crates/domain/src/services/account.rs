@@ -52,25 +52,3 @@ impl AccountService {
         Ok(Profile { user, workspace })
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testing::{TestWorld, run_ready};
-
-    #[test]
-    fn profile_is_the_keys_user_and_workspace() {
-        let world = TestWorld::new();
-        let (ws, user) = world.workspace_with_user();
-        let (key, _) = run_ready(world.admin.create_api_key(user.id, ws.id, None)).unwrap();
-        let service = AccountService::new(world.store.clone(), world.store);
-        let profile = run_ready(service.profile(&key.principal())).unwrap();
-        assert_eq!(
-            profile,
-            Profile {
-                user,
-                workspace: ws
-            }
-        );
-    }
-}

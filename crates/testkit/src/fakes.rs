@@ -1,6 +1,9 @@
-//! In-memory fakes of the ports, for unit tests of the domain and of code built on it.
+//! In-memory fakes of the domain's ports, for the domain's tests and for unit tests of code built
+//! on it. The contract suites in `crates/adapters/tests/contracts.rs` hold them to the same rules
+//! as the PostgreSQL adapters.
 //!
-//! Enabled by the `testing` feature. Nothing here does I/O: time is set by hand, ids count up,
+//! Available without the `infra` feature, so that testing the domain links no I/O framework.
+//! Nothing here does I/O: time is set by hand, ids count up,
 //! randomness is seeded, and storage is a map behind a mutex.
 
 use std::collections::HashMap;
@@ -12,19 +15,21 @@ use async_trait::async_trait;
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
-use crate::error::{DomainError, DomainResult};
-use crate::ids::{ApiKeyId, ClientId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId};
-use crate::model::{
+use timetrack_domain::error::{DomainError, DomainResult};
+use timetrack_domain::ids::{
+    ApiKeyId, ClientId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId,
+};
+use timetrack_domain::model::{
     ApiKey, AuditEntry, Client, Cursor, DeliveryRecord, EntrySource, Event, KeyHash, Page,
     PageRequest, Project, Subscription, SubscriptionStatus, Tag, Task, TimeEntry, User, WebhookId,
     Workspace,
 };
-use crate::ports::{
+use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, Clock, EntryFilter, HostResolver,
     IdGenerator, RandomSource, SubscriptionRepository, TimeEntryRepository, TimerStop, TimerWrite,
     UserRepository, WorkspaceRepository,
 };
-use crate::services::{
+use timetrack_domain::services::{
     AdminService, CatalogService, ClientService, NewWorkspace, TimeEntryService, WebhookService,
     WebhookSettings,
 };

@@ -1,0 +1,482 @@
+//! The queue's statements under the planner: what they cost and what they touch, whatever the
+//! statistics say.
+
+use super::{Claim, T0, setup, sql, text};
+use time::{Duration, OffsetDateTime};
+use timetrack_domain::delivery::ClaimedDelivery;
+use timetrack_testkit::TestDatabase;
+
+/// 20,000 more events of the setup's workspace (ids `...-0001-<n>`, after the setup's own),
+/// with no deliveries yet: the burst that grows the event log.
+async fn burst_of_events(db: &TestDatabase) {
+    sql(db, "INSERT INTO events (id, workspace_id, event_type, body, created_at) SELECT ('00000000-0000-0000-0001-' || lpad(g::text, 12, '0'))::uuid, '00000000-0000-0000-0000-0000000000a1', 'CLIENT_CREATED', '{}', '2026-03-01 09:00Z' FROM generate_series(1, 20000) g").await;
+}
+
+/// The rows of `table` that `client`'s open transaction has read, scanned or fetched through
+/// an index.
+async fn rows_read(client: &tokio_postgres::Client, table: &str) -> i64 {
+    client
+        .query_one(
+            "SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) \
+             FROM pg_stat_xact_user_tables WHERE relname = $1",
+            &[&table],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Runs the statement of PL/pgSQL function `function` (its one SQL statement, as the
+/// function runs it) on `arguments`, under `EXPLAIN (ANALYZE, BUFFERS)` with
+/// `plan_cache_mode` `mode`, in a transaction rolled back afterwards.
+async fn statement_cost(db: &TestDatabase, function: &str, mode: &str, arguments: &str) -> Cost {
+    let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    let row = client
+        .query_one(
+            "SELECT prosrc, pg_get_function_identity_arguments(oid), \
+                    coalesce(array_to_string(proconfig, ';'), '') \
+             FROM pg_proc WHERE proname = $1",
+            &[&function],
+        )
+        .await
+        .unwrap();
+    let (source, types, config): (String, String, String) = (row.get(0), row.get(1), row.get(2));
+    // The function's own settings, as it runs with them.
+    let settings: String = config
+        .split(';')
+        .filter_map(|setting| setting.split_once('='))
+        .map(|(name, value)| format!("SET LOCAL {name} = {value}; "))
+        .collect();
+    let body = source
+        .split_once("BEGIN")
+        .and_then(|(_, rest)| rest.rsplit_once("END"))
+        .map(|(body, _)| {
+            let body = body.trim();
+            body.strip_prefix("RETURN QUERY")
+                .unwrap_or(body)
+                .trim()
+                .trim_end_matches(';')
+        })
+        .expect("the function is BEGIN <one statement> END");
+    client
+        .batch_execute(&format!(
+            "BEGIN; {settings}SET LOCAL plan_cache_mode = {mode}; \
+             PREPARE measured({types}) AS {body}"
+        ))
+        .await
+        .unwrap();
+    let explained = client
+        .simple_query(&format!(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE measured({arguments})"
+        ))
+        .await
+        .unwrap();
+    client.batch_execute("ROLLBACK").await.unwrap();
+    drop(client);
+    let _ = driver.await;
+    let plan: serde_json::Value = explained
+        .iter()
+        .find_map(|message| match message {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0),
+            _ => None,
+        })
+        .and_then(|json| serde_json::from_str(json).ok())
+        .expect("EXPLAIN gives one JSON row");
+    let top = &plan[0]["Plan"];
+    let blocks = |key: &str| top[key].as_u64().unwrap_or(0);
+    Cost {
+        rows: top["Actual Rows"].as_u64().unwrap(),
+        deliveries_read: deliveries_read(top),
+        buffers: blocks("Shared Hit Blocks") + blocks("Shared Read Blocks"),
+    }
+}
+
+/// What one run of a statement cost.
+struct Cost {
+    /// The rows of its top node.
+    rows: u64,
+    /// The rows of `deliveries` it read (see [`deliveries_read`]).
+    deliveries_read: u64,
+    /// The shared buffers it touched, each time it touched one.
+    buffers: u64,
+}
+
+/// The rows of `deliveries` a plan node and its children read: those they returned and
+/// those their filters removed, on every loop.
+fn deliveries_read(node: &serde_json::Value) -> u64 {
+    let count = |key: &str| node[key].as_u64().unwrap_or(0);
+    let own = if node["Relation Name"] == "deliveries" {
+        (count("Actual Rows") + count("Rows Removed by Filter")) * count("Actual Loops")
+    } else {
+        0
+    };
+    own + node["Plans"]
+        .as_array()
+        .map_or(0, |plans| plans.iter().map(deliveries_read).sum())
+}
+
+/// Arguments of `timetrack_record_attempts` for a success of each of `leased` at `at`.
+fn record_arguments(leased: &[ClaimedDelivery], at: OffsetDateTime) -> String {
+    let n = leased.len();
+    let column =
+        |f: &dyn Fn(&ClaimedDelivery) -> String| leased.iter().map(f).collect::<Vec<_>>().join(",");
+    let same = |value: &str| format!("array_fill({value}, ARRAY[{n}])");
+    let at_sql = format!("'{at}'::timestamptz");
+    [
+        format!("'{{{}}}'", column(&|c| c.event_id.0.to_string())),
+        format!(
+            "'{{{}}}'",
+            column(&|c| c.subscription_id.as_str().to_owned())
+        ),
+        same("1"),
+        same(&at_sql),
+        same("3"),
+        same("200"),
+        same("NULL::text"),
+        same("NULL::text"),
+        same("'DELIVERED'::text"),
+        same(&at_sql),
+        same(&at_sql),
+        same("true"),
+    ]
+    .join(", ")
+}
+
+#[tokio::test]
+async fn queue_statements_cost_what_they_touch_even_when_the_statistics_say_it_is_empty() {
+    // The queue is analyzed while empty (its usual state), then a burst arrives: the
+    // statistics say nothing is pending while 6,000 deliveries are. Plans trusting them
+    // once joined every pending delivery with a subquery re-run per row (seconds a claim),
+    // and scanned every pending delivery to record a batch of attempts.
+    let (db, queue) = setup(30_000).await;
+    sql(
+        &db,
+        "ALTER TABLE deliveries SET (autovacuum_enabled = false)",
+    )
+    .await;
+    sql(&db, "UPDATE deliveries SET status = 'DELIVERED'").await;
+    sql(&db, "VACUUM (FULL, ANALYZE) deliveries").await;
+    sql(&db, "UPDATE deliveries SET status = 'PENDING' WHERE event_id > '00000000-0000-0000-0000-000000027000'").await;
+    assert_eq!(
+        text(&db, "SELECT most_common_vals::text AS v FROM pg_stats WHERE tablename = 'deliveries' AND attname = 'status'").await,
+        "{DELIVERED}",
+        "the statistics are stale as intended"
+    );
+    let at = T0 + Duration::seconds(5);
+    let claim = format!("'{at}', '{}', 100, 10", at + Duration::seconds(30));
+    for mode in ["force_custom_plan", "force_generic_plan"] {
+        let Cost {
+            rows: claimed,
+            deliveries_read: read,
+            ..
+        } = statement_cost(&db, "timetrack_claim_deliveries", mode, &claim).await;
+        assert_eq!(claimed, 10, "{mode}: 10 in flight at most");
+        assert!(
+            read < 200,
+            "{mode}: claiming 10 of 6,000 pending read {read} deliveries"
+        );
+    }
+    // Ten leased deliveries, whose outcomes the record statement then writes.
+    let leased = queue
+        .claim(at, at + Duration::seconds(30), 10, 10)
+        .await
+        .unwrap();
+    assert_eq!(leased.len(), 10);
+    let record = record_arguments(&leased, at);
+    for mode in ["force_custom_plan", "force_generic_plan"] {
+        let read = statement_cost(&db, "timetrack_record_attempts", mode, &record)
+            .await
+            .deliveries_read;
+        assert!(
+            read < 200,
+            "{mode}: recording 10 attempts read {read} deliveries"
+        );
+    }
+}
+
+#[tokio::test]
+async fn recording_on_a_connection_that_first_recorded_into_a_tiny_queue_finds_rows_by_key() {
+    // A connection's first rounds meet a queue that holds a row or two (a new installation,
+    // or one just emptied by housekeeping and vacuumed), then a burst grows it. A plan made
+    // then and kept for the connection can drive the join from deliveries and read all of
+    // deliveries_subscription_idx for every batch, a round's cost growing with the queue.
+    let (db, queue) = setup(1).await;
+    sql(
+        &db,
+        "ALTER TABLE deliveries SET (autovacuum_enabled = false)",
+    )
+    .await;
+    sql(&db, "VACUUM (ANALYZE) deliveries").await;
+    let at = T0 + Duration::seconds(5);
+    let leased = queue
+        .claim(at, at + Duration::seconds(30), 10, 10)
+        .await
+        .unwrap();
+    assert_eq!(leased.len(), 1);
+    let record = format!(
+        "SELECT timetrack_record_attempts({})",
+        record_arguments(&leased, at)
+    );
+    let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    // More than the five custom plans after which a kept plan may become generic.
+    for _ in 0..10 {
+        client.batch_execute(&record).await.unwrap();
+    }
+    burst_of_events(&db).await;
+    sql(&db, "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, next_attempt_at, created_at, updated_at) SELECT id, 'wh_aaaaaaaaaaaaaaaaaaaaaaaa', workspace_id, 'DELIVERED', 1, created_at, created_at, created_at FROM events WHERE id > '00000000-0000-0000-0001-000000000000'").await;
+    client.batch_execute("BEGIN").await.unwrap();
+    client.batch_execute(&record).await.unwrap();
+    let read = rows_read(&client, "deliveries").await;
+    client.batch_execute("ROLLBACK").await.unwrap();
+    drop(client);
+    let _ = driver.await;
+    assert!(
+        read < 100,
+        "recording one attempt among 20,000 deliveries read {read} of them"
+    );
+}
+
+#[tokio::test]
+async fn a_claim_planned_on_statistics_of_a_tiny_queue_still_claims_by_key_in_a_burst() {
+    // The claim's statistics often come from a queue and an event log that were nearly
+    // empty (a new installation, a quiet spell after housekeeping, a benchmark that cleared
+    // its history), and a burst grows both before anything analyzes them again. A plan made on
+    // such statistics and kept can read the whole primary key of events for every claimed
+    // delivery unless every step has one access path (ADR 0013 in docs/adr/). Three starting
+    // points: analyzed with one pending delivery, analyzed empty, and never analyzed; the
+    // connection claims ten times on them, then once after the burst.
+    for (start, analyzed) in [(1, true), (0, true), (1, false)] {
+        let (db, _queue) = setup(start).await;
+        for table in ["deliveries", "events"] {
+            sql(
+                &db,
+                &format!("ALTER TABLE {table} SET (autovacuum_enabled = false)"),
+            )
+            .await;
+            if analyzed {
+                sql(&db, &format!("VACUUM (ANALYZE) {table}")).await;
+            }
+        }
+        let at = T0 + Duration::seconds(5);
+        let claim = format!(
+            "SELECT count(*) FROM timetrack_claim_deliveries('{at}', '{}', 100, 10)",
+            at + Duration::seconds(30)
+        );
+        let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let driver = tokio::spawn(connection);
+        for _ in 0..10 {
+            client
+                .batch_execute(&format!("BEGIN; {claim}; ROLLBACK"))
+                .await
+                .unwrap();
+        }
+        burst_of_events(&db).await;
+        sql(&db, "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, next_attempt_at, created_at, updated_at) SELECT e.id, s.id, e.workspace_id, 'PENDING', 0, e.created_at, e.created_at, e.created_at FROM events e CROSS JOIN webhook_subscriptions s WHERE e.id > '00000000-0000-0000-0001-000000000000'").await;
+        client.batch_execute("BEGIN").await.unwrap();
+        let claimed: i64 = client.query_one(&claim, &[]).await.unwrap().get(0);
+        let mut read = Vec::new();
+        for table in ["deliveries", "events"] {
+            read.push((table, rows_read(&client, table).await));
+        }
+        client.batch_execute("ROLLBACK").await.unwrap();
+        drop(client);
+        let _ = driver.await;
+        let first = format!(
+            "first claim on {start} pending, {}",
+            if analyzed {
+                "analyzed"
+            } else {
+                "never analyzed"
+            }
+        );
+        assert_eq!(claimed, 10, "{first}: 10 in flight at most");
+        for (table, rows) in read {
+            assert!(
+                rows < 200,
+                "{first}: claiming 10 of 40,000 pending read {rows} rows of {table}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_queue_functions_are_never_compiled_just_in_time() {
+    // A kept plan is costed without the call's values, and once a large queue is analyzed
+    // the claim's estimate can pass `jit_above_cost`: every claim would then compile its
+    // expressions first, far longer than the round itself, and delivery would fall behind.
+    // Here every statement of the session passes the threshold, and `auto_explain` reports
+    // each plan, nested ones included, as a notice.
+    use futures_util::StreamExt;
+    let (db, queue) = setup(20).await;
+    let (client, mut connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let driver = tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = messages.next().await {
+            if let tokio_postgres::AsyncMessage::Notice(notice) = message {
+                let _ = tx.send(notice.message().to_owned());
+            }
+        }
+    });
+    let plans = |rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>| {
+        let mut all = Vec::new();
+        while let Ok(plan) = rx.try_recv() {
+            all.push(plan);
+        }
+        all
+    };
+    client
+        .batch_execute(
+            "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; \
+             SET auto_explain.log_nested_statements = on; SET auto_explain.log_analyze = on; \
+             SET client_min_messages = log; SET jit_above_cost = 0",
+        )
+        .await
+        .unwrap();
+    client
+        .batch_execute("SELECT count(*) FROM deliveries WHERE attempts >= 0")
+        .await
+        .unwrap();
+    assert!(
+        plans(&mut rx).iter().any(|plan| plan.contains("JIT:")),
+        "this server compiles an ordinary statement here (else the test could not fail)"
+    );
+    let at = T0 + Duration::seconds(5);
+    let leased = queue
+        .claim(at, at + Duration::seconds(30), 10, 10)
+        .await
+        .unwrap();
+    let calls = [
+        format!(
+            "SELECT count(*) FROM timetrack_claim_deliveries('{at}', '{}', 100, 10)",
+            at + Duration::seconds(30)
+        ),
+        format!(
+            "SELECT timetrack_record_attempts({})",
+            record_arguments(&leased, at)
+        ),
+    ];
+    for call in calls {
+        for _ in 0..3 {
+            client
+                .batch_execute(&format!("BEGIN; {call}; ROLLBACK"))
+                .await
+                .unwrap();
+        }
+        // The statements inside the function, not the call itself (this session's own
+        // statement, compiled here as any would be).
+        let inside: Vec<String> = plans(&mut rx)
+            .into_iter()
+            .filter(|plan| !plan.contains(&call))
+            .collect();
+        assert!(!inside.is_empty(), "the plans inside {call} were reported");
+        assert!(
+            inside.iter().all(|plan| !plan.contains("JIT:")),
+            "a statement inside {call} was compiled just in time: {inside:#?}"
+        );
+    }
+    drop(client);
+    let _ = driver.await;
+}
+
+#[tokio::test]
+async fn a_held_snapshot_makes_a_claim_walk_its_dead_entries_once_not_three_times() {
+    // While a snapshot older than the deliveries' last changes is held, the index entries of
+    // their earlier versions cannot be marked dead, and a scan meeting them visits the heap
+    // for each. 2,000 deliveries of one subscription were leased and delivered under such a
+    // snapshot (two dead entries each in the pending index, one in the leased index); 10
+    // newer ones are due. Finding the subscription walks the dead entries once; counting
+    // its leases and picking its due deliveries start at its oldest live one, so they do not
+    // walk them again (figures in docs/benchmarks.md, "A held snapshot").
+    let (db, queue) = setup(2_010).await;
+    sql(
+        &db,
+        "ALTER TABLE deliveries SET (autovacuum_enabled = false)",
+    )
+    .await;
+    sql(
+        &db,
+        &format!(
+            "UPDATE deliveries SET next_attempt_at = '{T0}'::timestamptz \
+             + right(event_id::text, 12)::int * interval '1 millisecond'"
+        ),
+    )
+    .await;
+    sql(&db, "VACUUM deliveries").await;
+    let (holder, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    holder
+        .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM deliveries")
+        .await
+        .unwrap();
+    let delivered = "subscription_id = 'wh_aaaaaaaaaaaaaaaaaaaaaaaa' \
+                     AND right(event_id::text, 12)::int <= 2000";
+    sql(
+        &db,
+        &format!(
+            "UPDATE deliveries SET lease_expires_at = '{}' WHERE {delivered}",
+            T0 + Duration::days(1)
+        ),
+    )
+    .await;
+    sql(
+        &db,
+        &format!(
+            "UPDATE deliveries SET status = 'DELIVERED', lease_expires_at = NULL \
+             WHERE {delivered}"
+        ),
+    )
+    .await;
+
+    let at = T0 + Duration::hours(1);
+    let claim = format!("'{at}', '{}', 100, 10", at + Duration::seconds(30));
+    // As the function runs it: with the plan kept for the connection (its `plan_cache_mode`).
+    let cost = statement_cost(
+        &db,
+        "timetrack_claim_deliveries",
+        "force_generic_plan",
+        &claim,
+    )
+    .await;
+    assert_eq!(cost.rows, 10);
+    assert!(
+        cost.buffers < 6_000,
+        "claiming 10 behind 2,000 delivered under a held snapshot touched {} buffers",
+        cost.buffers
+    );
+    // And it claims the right ones, then counts them in flight.
+    let claimed = queue
+        .claim(at, at + Duration::seconds(30), 100, 10)
+        .await
+        .unwrap();
+    // The event ids end in their number, in decimal.
+    let mut numbers: Vec<u32> = claimed
+        .iter()
+        .map(|c| c.event_id.0.to_string()[24..].parse().unwrap())
+        .collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, (2_001..=2_010).collect::<Vec<u32>>());
+    assert!(
+        queue
+            .claim(at, at + Duration::seconds(30), 100, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "10 in flight"
+    );
+    holder.batch_execute("ROLLBACK").await.unwrap();
+    drop(holder);
+    let _ = driver.await;
+}

@@ -1,0 +1,218 @@
+use time::macros::datetime;
+
+use time::Duration;
+use timetrack_domain::delivery::*;
+use timetrack_testkit::fakes::SeededRandom;
+
+#[test]
+fn only_a_410_or_a_disabling_failure_ends_the_subscription() {
+    let at = datetime!(2026-03-01 09:00 UTC);
+    let attempt = |next: NextStep, disable_subscription: bool| AttemptRecord {
+        started_at: at,
+        report: AttemptReport {
+            outcome: AttemptOutcome::Delivered { status: 200 },
+            latency: Duration::milliseconds(5),
+            response_excerpt: None,
+        },
+        next,
+        disable_subscription,
+    };
+    assert!(attempt(NextStep::Unsubscribe, false).ends_subscription());
+    assert!(attempt(NextStep::RetryAt(at), true).ends_subscription());
+    for next in [NextStep::Done, NextStep::RetryAt(at), NextStep::GiveUp] {
+        assert!(!attempt(next, false).ends_subscription(), "{next:?}");
+    }
+}
+
+#[test]
+fn signatures_match_the_standard_webhooks_test_vector() {
+    let signature = sign(
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "msg_p5jXN8AQM9LWM0D4loKWxJek",
+        1_614_265_330,
+        br#"{"test": 2432232314}"#,
+    )
+    .unwrap();
+    assert_eq!(signature, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+}
+
+#[test]
+fn requests_carry_the_signed_headers_and_the_exact_body() {
+    let at = datetime!(2021-02-25 15:02:10 UTC);
+    let req = build_request(
+        "https://hooks.example.com/h",
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "msg_p5jXN8AQM9LWM0D4loKWxJek",
+        "CLIENT_CREATED",
+        r#"{"test": 2432232314}"#,
+        at,
+    )
+    .unwrap();
+    assert_eq!(at.unix_timestamp(), 1_614_265_330);
+    let header = |name: &str| {
+        req.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(
+        header("webhook-signature"),
+        Some("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+    );
+    assert_eq!(header("webhook-id"), Some("msg_p5jXN8AQM9LWM0D4loKWxJek"));
+    assert_eq!(header("webhook-timestamp"), Some("1614265330"));
+    assert_eq!(header("x-webhook-event"), Some("CLIENT_CREATED"));
+    assert_eq!(header("content-type"), Some("application/json"));
+    assert!(
+        header("user-agent")
+            .unwrap()
+            .starts_with("timetrack-webhooks/")
+    );
+    assert_eq!(req.body, r#"{"test": 2432232314}"#);
+}
+
+#[test]
+fn a_malformed_secret_is_a_bug_not_a_signature() {
+    assert!(sign("whsec_!!!", "id", 1, b"{}").is_err());
+}
+
+#[test]
+fn the_schedule_parses_and_ends() {
+    let schedule = RetrySchedule::parse("1s, 2s,500ms,1m,1h").unwrap();
+    assert_eq!(schedule.wait_after(1), Some(Duration::seconds(1)));
+    assert_eq!(schedule.wait_after(3), Some(Duration::milliseconds(500)));
+    assert_eq!(schedule.wait_after(5), Some(Duration::hours(1)));
+    assert_eq!(schedule.wait_after(6), None);
+    assert_eq!(schedule.wait_after(0), None);
+    assert_eq!(schedule.max_attempts(), 6);
+    assert_eq!(RetrySchedule::parse("").unwrap().max_attempts(), 1);
+    for bad in ["1", "s", "1d", "-1s", "1s,,2s"] {
+        assert!(RetrySchedule::parse(bad).is_err(), "{bad}");
+    }
+    assert_eq!(RetrySchedule::default().max_attempts(), 10);
+    assert_eq!(
+        RetrySchedule::default().wait_after(9),
+        Some(Duration::hours(24))
+    );
+}
+
+#[test]
+fn outcomes_decide_the_next_step_with_bounded_jitter() {
+    let now = datetime!(2026-01-05 09:00 UTC);
+    let schedule = RetrySchedule::default();
+    let random = SeededRandom::new(11);
+    assert_eq!(
+        next_step(
+            &AttemptOutcome::Delivered { status: 204 },
+            1,
+            now,
+            &schedule,
+            &random
+        ),
+        NextStep::Done
+    );
+    assert_eq!(
+        next_step(
+            &AttemptOutcome::Rejected {
+                status: 410,
+                retry_after: None
+            },
+            1,
+            now,
+            &schedule,
+            &random
+        ),
+        NextStep::Unsubscribe
+    );
+    let mut waits = Vec::new();
+    for _ in 0..200 {
+        match next_step(
+            &AttemptOutcome::Rejected {
+                status: 500,
+                retry_after: None,
+            },
+            2,
+            now,
+            &schedule,
+            &random,
+        ) {
+            NextStep::RetryAt(at) => waits.push((at - now).as_seconds_f64()),
+            other => panic!("{other:?}"),
+        }
+    }
+    // 5 minutes ± 20 %, and really spread.
+    assert!(
+        waits.iter().all(|w| (240.0..=360.0).contains(w)),
+        "{waits:?}"
+    );
+    assert!(waits.iter().any(|w| *w < 270.0) && waits.iter().any(|w| *w > 330.0));
+    let failed = AttemptOutcome::Failed {
+        reason: FailureReason::Timeout,
+        detail: "15 s".into(),
+    };
+    assert_eq!(
+        next_step(&failed, 10, now, &schedule, &random),
+        NextStep::GiveUp
+    );
+    // A 3xx is a failure like any other (redirects are not followed).
+    assert!(matches!(
+        next_step(
+            &AttemptOutcome::Rejected {
+                status: 302,
+                retry_after: None
+            },
+            1,
+            now,
+            &schedule,
+            &random
+        ),
+        NextStep::RetryAt(_)
+    ));
+}
+
+#[test]
+fn retry_after_is_honoured_on_429_and_503_and_capped_at_a_day() {
+    let now = datetime!(2026-01-05 09:00 UTC);
+    let schedule = RetrySchedule::parse("1s").unwrap();
+    let random = SeededRandom::new(3);
+    let step = |status, secs| {
+        next_step(
+            &AttemptOutcome::Rejected {
+                status,
+                retry_after: Some(Duration::seconds(secs)),
+            },
+            1,
+            now,
+            &schedule,
+            &random,
+        )
+    };
+    assert_eq!(
+        step(429, 120),
+        NextStep::RetryAt(now + Duration::seconds(120))
+    );
+    assert_eq!(
+        step(503, 120),
+        NextStep::RetryAt(now + Duration::seconds(120))
+    );
+    assert_eq!(
+        step(429, 10 * 86_400),
+        NextStep::RetryAt(now + Duration::hours(24))
+    );
+    // Other statuses ignore it.
+    match step(500, 120) {
+        NextStep::RetryAt(at) => assert!(at - now <= Duration::milliseconds(1200)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn subscriptions_are_disabled_after_five_days_of_failures() {
+    let now = datetime!(2026-01-10 09:00 UTC);
+    assert!(!should_disable(None, now));
+    assert!(!should_disable(
+        Some(now - Duration::days(5) + Duration::seconds(1)),
+        now
+    ));
+    assert!(should_disable(Some(now - Duration::days(5)), now));
+}

@@ -1,0 +1,206 @@
+use timetrack_domain::ids::EventId;
+use timetrack_domain::services::webhooks::*;
+use timetrack_domain::{DomainError, DomainResult, model::*, ports::*};
+use timetrack_testkit::fakes::{TestWorld, run_ready};
+
+fn setup() -> (TestWorld, Principal) {
+    let world = TestWorld::new();
+    let (ws, user) = world.workspace_with_user();
+    let (key, _) = run_ready(world.admin.create_api_key(user.id, ws.id, None)).unwrap();
+    world.resolver.set("hooks.example.com", &["93.184.216.34"]);
+    (world, key.principal())
+}
+
+fn new(url: &str, events: &[&str]) -> NewSubscription {
+    NewSubscription {
+        url: url.into(),
+        events: events.iter().map(|e| (*e).to_owned()).collect(),
+        description: None,
+    }
+}
+
+fn validation(result: DomainResult<Subscription>) -> String {
+    match result {
+        Err(DomainError::Validation(message)) => message,
+        Err(DomainError::Invalid { message, .. }) => message.to_owned(),
+        other => panic!("expected a validation error, got {other:?}"),
+    }
+}
+
+#[test]
+fn subscribe_creates_an_active_owned_subscription_with_deduplicated_events() {
+    let (world, caller) = setup();
+    let sub = run_ready(world.webhooks.subscribe(
+        &caller,
+        new(
+            "https://hooks.example.com/h",
+            &["TIMER_STOPPED", "CLIENT_CREATED", "TIMER_STOPPED"],
+        ),
+    ))
+    .unwrap();
+    assert_eq!(sub.status, SubscriptionStatus::Active);
+    assert_eq!(
+        sub.events,
+        [EventType::TimerStopped, EventType::ClientCreated]
+    );
+    assert_eq!(
+        (sub.workspace_id, sub.user_id, sub.api_key_id),
+        (caller.workspace_id, caller.user_id, caller.api_key_id)
+    );
+    assert!(sub.id.as_str().starts_with("wh_") && sub.secret.starts_with("whsec_"));
+    assert_eq!(run_ready(world.webhooks.list(&caller)).unwrap(), vec![sub]);
+}
+
+#[test]
+fn subscribe_refuses_with_the_published_messages() {
+    let (world, caller) = setup();
+    world
+        .resolver
+        .set("internal.example.com", &["93.184.216.34", "10.0.0.7"]);
+    let s = |n: NewSubscription| validation(run_ready(world.webhooks.subscribe(&caller, n)));
+    assert_eq!(s(new("https://hooks.example.com/h", &[])), REQUIRED);
+    assert_eq!(
+        s(new("http://hooks.example.com/h", &["CLIENT_CREATED"])),
+        INVALID_URL
+    );
+    assert_eq!(
+        s(new("https://127.0.0.1/h", &["CLIENT_CREATED"])),
+        INVALID_URL
+    );
+    assert_eq!(
+        s(new("https://internal.example.com/h", &["CLIENT_CREATED"])),
+        INVALID_URL
+    );
+    assert_eq!(
+        s(new(
+            "https://hooks.example.com/h",
+            &["CLIENT_CREATED", "client_created"]
+        )),
+        "Invalid event type: client_created"
+    );
+    let long = NewSubscription {
+        description: Some("d".repeat(256)),
+        ..new("https://hooks.example.com/h", &["CLIENT_CREATED"])
+    };
+    assert_eq!(s(long), "description must be at most 255 characters");
+    assert!(run_ready(world.webhooks.list(&caller)).unwrap().is_empty());
+}
+
+#[test]
+fn an_unresolvable_host_is_accepted_because_every_send_checks_again() {
+    let (world, caller) = setup();
+    assert!(
+        run_ready(world.webhooks.subscribe(
+            &caller,
+            new("https://not-yet.example.org/h", &["CLIENT_CREATED"])
+        ))
+        .is_ok()
+    );
+}
+
+#[test]
+fn the_cap_counts_active_subscriptions_of_the_workspace() {
+    let (world, caller) = setup();
+    for _ in 0..100 {
+        run_ready(world.webhooks.subscribe(
+            &caller,
+            new("https://hooks.example.com/h", &["CLIENT_CREATED"]),
+        ))
+        .unwrap();
+    }
+    let err = run_ready(world.webhooks.subscribe(
+        &caller,
+        new("https://hooks.example.com/h", &["CLIENT_CREATED"]),
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(&err, DomainError::Conflict(m) if m == "Subscription limit reached"),
+        "{err:?}"
+    );
+    let first = run_ready(world.webhooks.list(&caller))
+        .unwrap()
+        .pop()
+        .unwrap();
+    run_ready(world.webhooks.delete(&caller, first.id.as_str())).unwrap();
+    assert!(
+        run_ready(world.webhooks.subscribe(
+            &caller,
+            new("https://hooks.example.com/h", &["CLIENT_CREATED"])
+        ))
+        .is_ok()
+    );
+}
+
+#[test]
+fn delete_is_owner_only_idempotent_audited_and_cancels_pending_deliveries() {
+    let (world, caller) = setup();
+    let sub = run_ready(world.webhooks.subscribe(
+        &caller,
+        new("https://hooks.example.com/h", &["CLIENT_CREATED"]),
+    ))
+    .unwrap();
+    world.store.add_delivery(
+        &sub.id,
+        DeliveryRecord {
+            event_id: EventId(uuid::Uuid::from_u128(1)),
+            event_type: EventType::ClientCreated,
+            status: "PENDING".into(),
+            attempts: 0,
+            last_status_code: None,
+            last_error: None,
+            next_attempt_at: world.clock.now(),
+            created_at: world.clock.now(),
+            updated_at: world.clock.now(),
+        },
+    );
+
+    // Another user of the same workspace: not found, and nothing changes.
+    let other_user = run_ready(world.admin.create_user(
+        caller.workspace_id,
+        "Eve",
+        "eve@example.com",
+    ))
+    .unwrap();
+    let (other_key, _) = run_ready(world.admin.create_api_key(
+        other_user.id,
+        caller.workspace_id,
+        None,
+    ))
+    .unwrap();
+    let err = run_ready(
+        world
+            .webhooks
+            .delete(&other_key.principal(), sub.id.as_str()),
+    )
+    .unwrap_err();
+    assert!(matches!(err, DomainError::NotFound("webhook")));
+    assert_eq!(run_ready(world.webhooks.list(&caller)).unwrap().len(), 1);
+
+    run_ready(world.webhooks.delete(&caller, sub.id.as_str())).unwrap();
+    assert!(run_ready(world.webhooks.list(&caller)).unwrap().is_empty());
+    assert_eq!(world.store.delivery_statuses(&sub.id), ["CANCELLED"]);
+    // Its delivery log went with it.
+    let err = run_ready(world.webhooks.deliveries(&caller, sub.id.as_str())).unwrap_err();
+    assert!(matches!(err, DomainError::NotFound("webhook")));
+    let audit = world.store.audit();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(
+        (
+            audit[0].action,
+            audit[0].target_id.as_str(),
+            audit[0].actor_user_id
+        ),
+        ("webhook.deleted", sub.id.as_str(), Some(caller.user_id))
+    );
+
+    // Again: success, no second audit row.
+    run_ready(world.webhooks.delete(&caller, sub.id.as_str())).unwrap();
+    assert_eq!(world.store.audit().len(), 1);
+
+    for unknown in ["wh_doesnotexist000000000", "not-an-id", ""] {
+        assert!(matches!(
+            run_ready(world.webhooks.delete(&caller, unknown)),
+            Err(DomainError::NotFound("webhook"))
+        ));
+    }
+}
