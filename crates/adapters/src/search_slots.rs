@@ -19,9 +19,9 @@ use tokio::sync::Semaphore;
 /// A search is CPU work on the database (it reads index entries until it has its matches), and
 /// one beyond the database's cores only shares them: it finishes no sooner, and the searches
 /// then take turns at the scheduler's whim. Admitted in order, the same searches finish at the
-/// same rate and the waits are first come, first served (docs/decisions.md, "Searches are
-/// admitted per worker"). The API gives each worker thread its own, as a slot freed on one
-/// thread for a search waiting on another costs two cross-thread wake-ups.
+/// same rate and the waits are first come, first served (ADR 0011 in docs/adr/). The API gives
+/// each worker thread its own, as a slot freed on one thread for a search waiting on another
+/// costs two cross-thread wake-ups.
 #[derive(Debug, Clone)]
 pub struct SearchSlots(Arc<Semaphore>);
 

@@ -69,8 +69,8 @@ fn app_with(
 ///
 /// tracing-actix-web's default span (which also carries host, scheme, HTTP version and an
 /// OpenTelemetry name) computes its values for every request whether the span is recorded or
-/// not, and matches the path against every route a second time for the route; that was about
-/// 5 µs of the server's ~65 µs per cheap search (docs/decisions.md). Here every value is
+/// not, and matches the path against every route a second time for the route: work a cheap
+/// request pays for on every call, logged or not (ADR 0015 in docs/adr/). Here every value is
 /// computed only when the span is enabled, and the route is read from the resource that
 /// answered.
 struct RequestSpan;

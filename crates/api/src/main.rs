@@ -7,9 +7,8 @@ use timetrack_api::config::{Cli, LogFormat};
 use timetrack_api::{commands, telemetry};
 
 /// mimalloc rather than the system allocator: a search request allocates and frees many small
-/// objects (rows, strings, JSON), and glibc's malloc took about a sixth of the server's CPU under
-/// the benchmark's search load (`perf`); with mimalloc the server used about 10 % less CPU per
-/// request (236.6 µs against 211.7 µs, and 271.6 against 240.5, over the whole search workload).
+/// objects (rows, strings, JSON), which cost glibc's malloc a noticeable share of the server's
+/// CPU and mimalloc less (figures in docs/benchmarks.md, "The HTTP hop").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -3,12 +3,12 @@
 //!
 //! The tool shares the machine's two cores with the server and its database, so every
 //! microsecond the load generator spends is one the server does not get. A general-purpose
-//! client (pooling, redirects, header maps, JSON per request) cost about 50 µs of CPU per
-//! request, a fifth of a cheap search; hyper's connection API without them still cost about
-//! 24 µs (a connection task per socket, a channel and a wake-up between it and the caller).
-//! This one does what `wrk` does and no more: it writes the prepared bytes on the socket and
-//! reads the answer on the caller's task, parsing only the status line and the headers
-//! (`httparse`) to find where the body ends.
+//! client does work per request the measurement does not need (pooling, redirects, header
+//! maps, JSON per request), and hyper's connection API still adds a connection task per
+//! socket, a channel and a wake-up between it and the caller; their cost per request is in
+//! docs/benchmarks.md, "Method of the benchmark tool". This one does what `wrk` does and no
+//! more: it writes the prepared bytes on the socket and reads the answer on the caller's task,
+//! parsing only the status line and the headers (`httparse`) to find where the body ends.
 
 use std::net::SocketAddr;
 use std::sync::{Mutex, PoisonError};

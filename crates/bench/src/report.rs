@@ -13,6 +13,10 @@ use crate::limits::{COMMIT_CONNECTIONS, HTTPS_CONCURRENCY, HTTPS_WIDE_CONCURRENC
 use crate::search::Search;
 use crate::setup::Memory;
 
+/// The heading of `docs/benchmarks.md`'s hand-kept section (measurements behind design
+/// choices, each with its machine and method), which a new run keeps.
+pub const KEPT_SECTION: &str = "## Measurements behind the design";
+
 /// Everything one run of the tool measured.
 pub struct Report {
     pub started: time::OffsetDateTime,
@@ -142,7 +146,8 @@ impl Report {
         targets
     }
 
-    /// Writes the Markdown report at `path` and the plot beside it.
+    /// Writes the Markdown report at `path` and the plot beside it, keeping the hand-kept section
+    /// that starts at [`KEPT_SECTION`] in the file it replaces.
     pub fn write(&self, path: &Path) -> Result<()> {
         if let Some(dir) = path.parent()
             && !dir.as_os_str().is_empty()
@@ -152,7 +157,11 @@ impl Report {
         let svg_name = "benchmarks-latency.svg";
         let svg_path = path.with_file_name(svg_name);
         std::fs::write(&svg_path, self.svg())?;
-        std::fs::write(path, self.markdown(svg_name))?;
+        let old = std::fs::read_to_string(path).ok();
+        std::fs::write(
+            path,
+            keeping_section(self.markdown(svg_name), old.as_deref()),
+        )?;
         Ok(())
     }
 
@@ -478,5 +487,38 @@ impl Report {
         }
         svg.push_str("</svg>\n");
         svg
+    }
+}
+
+/// `new`, followed by the hand-kept section of `old` (from [`KEPT_SECTION`] to its end) if it has
+/// one: a run replaces the generated part only.
+fn keeping_section(mut new: String, old: Option<&str>) -> String {
+    if let Some(kept) = old.and_then(|old| old.find(KEPT_SECTION).map(|at| &old[at..])) {
+        if !new.ends_with('\n') {
+            new.push('\n');
+        }
+        new.push('\n');
+        new.push_str(kept);
+    }
+    new
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KEPT_SECTION, keeping_section};
+
+    #[test]
+    fn a_new_run_replaces_the_generated_part_and_keeps_the_hand_kept_section() {
+        let old = format!("# Old run\n\n| 1 |\n\n{KEPT_SECTION}\n\nWhy we chose X: 42 ms.\n");
+        let new = keeping_section("# New run\n\n| 2 |\n".to_owned(), Some(&old));
+        assert_eq!(
+            new,
+            format!("# New run\n\n| 2 |\n\n{KEPT_SECTION}\n\nWhy we chose X: 42 ms.\n")
+        );
+        assert_eq!(keeping_section("# Run\n".to_owned(), None), "# Run\n");
+        assert_eq!(
+            keeping_section("# Run\n".to_owned(), Some("# Old\n")),
+            "# Run\n"
+        );
     }
 }

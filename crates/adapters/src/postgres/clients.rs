@@ -127,14 +127,14 @@ fn contains_pattern(needle: &str) -> String {
 /// Two plans serve it, and which is better depends on how common the needle is in the workspace:
 /// a needle carried by many names is best found by walking the workspace newest first until
 /// `$4` match (the newest-first index, each name checked with `strpos`), a rare one through the
-/// trigram index, which returns every match to be sorted. The search used to be planned for each
-/// call's pattern inside a function, so that the planner chose on statistics
-/// of the whole table; that planning and the function's overhead were about a third of a
-/// common-word search. Here the statement itself chooses, on the workspace's own names: it counts
-/// the needle in the workspace's 500 newest names (an index-only read), and walks when every
-/// name was in that sample or when the needle is in at least one in 20 × `$4` of them (1 % for
-/// 100 rows: the walk is then expected to read at most about 10,000 names); otherwise it reads
-/// the trigram index. Each branch runs only when chosen (a one-time filter on the count).
+/// trigram index, which returns every match to be sorted. The planner would choose on statistics
+/// of the whole table, which say little of one workspace, and planning each call's pattern costs
+/// a large share of a cheap search (ADR 0009 in docs/adr/). Instead the statement itself
+/// chooses, on the workspace's own names: it counts the needle in the workspace's 500 newest
+/// names (an index-only read), and walks when every name was in that sample or when the needle
+/// is in at least one in 20 × `$4` of them (1 % for 100 rows: the walk is then expected to read
+/// at most about 10,000 names); otherwise it reads the trigram index. Each branch runs only when
+/// chosen (a one-time filter on the count).
 ///
 /// Every value is read through a sub-select, so no plan of it depends on the values: the
 /// custom plans of a statement's first five runs cost the same as its generic plan, and
@@ -303,9 +303,9 @@ impl ClientRepository for PgClientRepository {
             // a miss on a big workspace reads about a tenth of its pages), and only the matches
             // are then fetched by key. One plan serves every such pattern, so the cached
             // prepared statement keeps it. The name is matched with `strpos`, which no index
-            // serves: with `LIKE`, a kept plan costed on a large table chose the trigram index
-            // (a pattern it cannot narrow below three characters), which returned every client
-            // of the workspace to sort (about 900 ms for "a" on 200,000 clients).
+            // serves: with `LIKE`, a kept plan costed on a large table can choose the trigram
+            // index (a pattern it cannot narrow below three characters), which returns every
+            // client of the workspace to sort, on a big workspace far slower than the walk.
             let matched = diesel::alias!(clients as matched);
             let newest_matches = matched
                 .filter(matched.field(clients::workspace_id).eq(workspace.0))

@@ -121,8 +121,8 @@ pub fn build_pool(url: &str, settings: PoolSettings) -> Result<PgPool> {
         .recycle_timeout(Some(settings.connect_timeout))
         // The most recently returned connection is handed out first, so after a burst the load
         // runs on a few warm backends instead of rotating through every connection the burst
-        // opened (measured: p99 of a search at concurrency 8 right after one at 32 went from
-        // ~30 ms to ~13 ms; docs/decisions.md).
+        // opened, each with a cold cache and a share of the CPUs (ADR 0010 in docs/adr/; figures
+        // in docs/benchmarks.md).
         .queue_mode(deadpool::managed::QueueMode::Lifo)
         .runtime(deadpool::Runtime::Tokio1)
         .build()

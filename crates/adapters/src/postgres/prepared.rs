@@ -46,10 +46,10 @@ impl<Q: Query> Query for Prepared<Q> {
 /// A query written in SQL whose rows are read by position as the SQL types `ST`, like a query
 /// built with diesel's DSL, rather than by column name as `sql_query` reads them.
 ///
-/// Reading by name looks every column up in the row's field names, for every row: for a search
-/// answering 100 clients that was about a sixth of the server's time (`NamedRow::get` in
-/// `perf`). The statement's output columns must be `ST`, in order; a mismatch is an error when
-/// the rows are read.
+/// Reading by name looks every column up in the row's field names, for every row, work that
+/// grows with the rows of the answer and that a position makes unnecessary (ADR 0014 in
+/// docs/adr/; figures in docs/benchmarks.md). The statement's output columns must be `ST`, in
+/// order; a mismatch is an error when the rows are read.
 pub struct Typed<Q, ST>(Q, PhantomData<fn() -> ST>);
 
 impl<Q: std::fmt::Debug, ST> std::fmt::Debug for Typed<Q, ST> {

@@ -260,12 +260,12 @@ async fn searches_beyond_the_slots_wait_before_reaching_the_database() {
 #[tokio::test]
 async fn a_search_of_one_or_two_characters_never_reads_the_trigram_index() {
     // A trigram index cannot narrow a pattern of fewer than three characters; asked for one,
-    // it returns every client of the workspace to be checked and sorted (about 900 ms for
-    // "a" on 200,000 clients). The short search is a statement each connection keeps, and a
-    // plan kept for it once chose that index. Here every statement of the database keeps
-    // its generic plan from the first call; the index's scans are counted by PostgreSQL
-    // and read once the repository's connections have closed (a backend reports them when
-    // it ends).
+    // it returns every client of the workspace to be checked and sorted, on a big workspace
+    // far slower than the walk. The short search is a statement each connection keeps, and a
+    // plan kept for it can choose that index when the name is matched with `LIKE`. Here
+    // every statement of the database keeps its generic plan from the first call; the
+    // index's scans are counted by PostgreSQL and read once the repository's connections
+    // have closed (a backend reports them when it ends).
     let f = fixture().await;
     let ws = seeded(&f).await;
     // Many small workspaces beside the big one.

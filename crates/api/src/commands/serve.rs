@@ -31,11 +31,11 @@ const DELIVERY_CONNECTIONS: usize = 2;
 const BACKGROUND_CONNECTIONS: usize = 4;
 /// Client searches running on the database at once per CPU unless `--search-concurrency` says
 /// otherwise. Divided among the workers, like the pools, so a finished search hands its slot to
-/// a search on the same thread (a slot shared by every worker cost 20-40 % of the throughput of
-/// short searches in cross-thread wake-ups). With PostgreSQL on the same two CPUs and one HTTP
-/// worker, 4 slots left one-letter searches (100 rows to encode, a slot held while the worker
-/// does it) 10-20 % below the direct query's rate, 8 let a common word's p99 reach 9.5 ms, and
-/// 6 kept both (docs/decisions.md).
+/// a search on the same thread (a slot shared by every worker costs two cross-thread wake-ups
+/// per search). Counted per CPU rather than per worker: one worker must admit more searches
+/// than the database has CPUs, so that one runs on the database while the worker encodes
+/// another's rows, but not so many that a common word's searches only share the CPUs and
+/// lengthen the tail (ADRs 0011 and 0012 in docs/adr/; figures in docs/benchmarks.md).
 const SEARCHES_PER_CPU: usize = 3;
 /// Kernel send and receive buffer of each API connection (Linux reserves twice this). Without a
 /// cap, autotuning lets a client that never reads its responses park megabytes of them in the
@@ -405,8 +405,8 @@ fn delivery_service(
 
 /// HTTP worker threads: `--http-workers`, or one per CPU, or one per two CPUs (at least one) when
 /// the database shares the machine. A worker beyond what the CPUs left to it can run adds sleeps
-/// and wake-ups to every request: with PostgreSQL on the same two CPUs, one worker spent 15-25 %
-/// less CPU per short search than two (docs/decisions.md).
+/// and wake-ups to every request, and each wake-up is a thread switch on CPUs the database needs
+/// (ADR 0012 in docs/adr/; figures in docs/benchmarks.md).
 fn http_workers(settings: &ServeSettings, cpus: usize, database_on_this_machine: bool) -> usize {
     settings.http_workers.map_or_else(
         || {
