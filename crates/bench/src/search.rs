@@ -329,7 +329,8 @@ pub async fn measure(
     // every call after the first five.
     client
         .batch_execute(&format!(
-            "PREPARE find_clients(uuid, text, text, bigint) AS {SEARCH_SQL}"
+            "PREPARE find_clients(uuid, text, text, bigint) AS {}",
+            *SEARCH_SQL
         ))
         .await?;
     for query in ["log", "logistic", "zqz", "a", "z"] {

@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::errors::violated_constraint;
 use super::schema::{api_keys, webhook_subscriptions};
+use super::sql::named_query;
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 
 #[derive(Debug, Queryable, Selectable)]
@@ -140,14 +141,11 @@ impl ApiKeyRepository for PgApiKeyRepository {
                 .execute(conn)
                 .await?;
                 // Including what was already queued for them.
-                diesel::sql_query(
-                    "UPDATE deliveries SET status = 'CANCELLED', lease_expires_at = NULL, \
-                     updated_at = $2 \
-                     WHERE status = 'PENDING' AND subscription_id IN \
-                     (SELECT id FROM webhook_subscriptions WHERE api_key_id = $1)",
+                named_query!(
+                    include_str!("statements/cancel_deliveries_of_key.sql");
+                    api_key_id: diesel::sql_types::Uuid = id.0,
+                    at: diesel::sql_types::Timestamptz = at,
                 )
-                .bind::<diesel::sql_types::Uuid, _>(id.0)
-                .bind::<diesel::sql_types::Timestamptz, _>(at)
                 .execute(conn)
                 .await?;
                 api_keys::table

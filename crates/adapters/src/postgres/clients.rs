@@ -1,5 +1,7 @@
 //! Clients in PostgreSQL.
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, Nullable, Text, Timestamptz, Uuid as SqlUuid};
@@ -16,6 +18,7 @@ use super::errors::violated_constraint;
 use super::outbox::{EventColumns, Queued, outbox_statement};
 use super::prepared::{Prepared, Typed};
 use super::schema::clients;
+use super::sql::{named_query, numbered};
 use super::{PgPool, keyset_before, map_db_error, map_pool_error, opaque_debug};
 
 #[derive(Debug, Queryable, Selectable, Insertable, AsChangeset)]
@@ -121,18 +124,19 @@ fn contains_pattern(needle: &str) -> String {
     pattern
 }
 
-/// The client search of three characters or more: `$1` the workspace, `$2` the lowercased
-/// needle, `$3` the same as a `LIKE` pattern ([`contains_pattern`]), `$4` the most rows.
+/// The client search of three characters or more (`statements/search_clients.sql`), numbered:
+/// `$1` the workspace, `$2` the lowercased needle, `$3` the same as a `LIKE` pattern
+/// ([`contains_pattern`]), `$4` the most rows.
 ///
 /// Two plans serve it, and which is better depends on how common the needle is in the workspace:
 /// a needle carried by many names is best found by walking the workspace newest first until
-/// `$4` match (the newest-first index, each name checked with `strpos`), a rare one through the
+/// `limit` match (the newest-first index, each name checked with `strpos`), a rare one through the
 /// trigram index, which returns every match to be sorted. The planner would choose on statistics
 /// of the whole table, which say little of one workspace, and planning each call's pattern costs
 /// a large share of a cheap search (ADR 0009 in docs/adr/). Instead the statement itself
 /// chooses, on the workspace's own names: it counts the needle in the workspace's 500 newest
 /// names (an index-only read), and walks when every name was in that sample or when the needle
-/// is in at least one in 20 × `$4` of them (1 % for 100 rows: the walk is then expected to read
+/// is in at least one in 20 × `limit` of them (1 % for 100 rows: the walk is then expected to read
 /// at most about 10,000 names); otherwise it reads the trigram index. Each branch runs only when
 /// chosen (a one-time filter on the count).
 ///
@@ -142,27 +146,16 @@ fn contains_pattern(needle: &str) -> String {
 /// average workspace, so the rare branch names the workspace as text, the form only the trigram
 /// index keys it by (see the baseline migration): no btree index can serve it, and a plan that
 /// walked a big workspace for a rare needle cannot be chosen. The result is exact in both
-/// branches: the walk stops only at `$4` matches or at the workspace's oldest client.
-pub const SEARCH_SQL: &str = "\
-WITH newest AS MATERIALIZED ( \
-    SELECT count(*) < 500 \
-        OR count(*) FILTER (WHERE strpos(name_lower, (SELECT $2::text)) > 0) * 20 \
-           >= (SELECT $4::bigint) AS walk \
-    FROM (SELECT name_lower FROM clients WHERE workspace_id = (SELECT $1::uuid) \
-          ORDER BY created_at DESC, id DESC LIMIT 500) AS sample), \
-rare AS MATERIALIZED ( \
-    SELECT * FROM clients \
-    WHERE workspace_id::text = (SELECT $1::uuid::text) AND name_lower LIKE (SELECT $3::text) \
-      AND NOT (SELECT walk FROM newest)) \
-SELECT id, workspace_id, name, name_lower, type, status, email, phone, address, note, currency, \
-       created_at, updated_at \
-FROM ((SELECT * FROM clients \
-       WHERE workspace_id = (SELECT $1::uuid) AND strpos(name_lower, (SELECT $2::text)) > 0 \
-         AND (SELECT walk FROM newest) \
-       ORDER BY created_at DESC, id DESC LIMIT (SELECT $4::bigint)) \
-      UNION ALL \
-      (SELECT * FROM rare ORDER BY created_at DESC, id DESC LIMIT (SELECT $4::bigint))) AS found \
-ORDER BY created_at DESC, id DESC";
+/// branches: the walk stops only at `limit` matches or at the workspace's oldest client.
+pub static SEARCH_SQL: LazyLock<String> = LazyLock::new(|| {
+    numbered(
+        include_str!("statements/search_clients.sql"),
+        &SEARCH_PARAMETERS,
+    )
+});
+
+/// The parameters of [`SEARCH_SQL`], in the order they are bound.
+const SEARCH_PARAMETERS: [&str; 4] = ["workspace_id", "needle", "pattern", "limit"];
 
 /// [`ClientRepository`] on PostgreSQL; events go through the outbox in the same transaction.
 #[derive(Clone)]
@@ -214,33 +207,27 @@ impl ClientRepository for PgClientRepository {
         let columns = EventColumns::of(events);
         // The client and its events in one statement: atomic, and one round trip (the hot path
         // of event creation).
-        let result = Prepared(
-            diesel::sql_query(outbox_statement(
-                "c AS ( \
-                 INSERT INTO clients (id, workspace_id, name, name_lower, type, status, email, \
-                                      phone, address, note, currency, created_at, updated_at) \
-                 VALUES ($6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
-             ),",
-            ))
-            .bind::<Array<SqlUuid>, _>(&columns.ids)
-            .bind::<Array<SqlUuid>, _>(&columns.workspaces)
-            .bind::<Array<Text>, _>(&columns.types)
-            .bind::<Array<Text>, _>(&columns.bodies)
-            .bind::<Array<Timestamptz>, _>(&columns.times)
-            .bind::<SqlUuid, _>(row.id)
-            .bind::<SqlUuid, _>(row.workspace_id)
-            .bind::<Text, _>(&row.name)
-            .bind::<Text, _>(&row.name_lower)
-            .bind::<Text, _>(&row.client_type)
-            .bind::<Text, _>(&row.status)
-            .bind::<Nullable<Text>, _>(row.email.as_deref())
-            .bind::<Nullable<Text>, _>(row.phone.as_deref())
-            .bind::<Nullable<Text>, _>(row.address.as_deref())
-            .bind::<Nullable<Text>, _>(row.note.as_deref())
-            .bind::<Text, _>(&row.currency)
-            .bind::<Timestamptz, _>(row.created_at)
-            .bind::<Timestamptz, _>(row.updated_at),
-        )
+        let result = Prepared(named_query!(
+            outbox_statement(include_str!("statements/create_client.sql"));
+            event_ids: Array<SqlUuid> = &columns.ids,
+            event_workspaces: Array<SqlUuid> = &columns.workspaces,
+            event_types: Array<Text> = &columns.types,
+            event_bodies: Array<Text> = &columns.bodies,
+            event_times: Array<Timestamptz> = &columns.times,
+            id: SqlUuid = row.id,
+            workspace_id: SqlUuid = row.workspace_id,
+            name: Text = &row.name,
+            name_lower: Text = &row.name_lower,
+            client_type: Text = &row.client_type,
+            status: Text = &row.status,
+            email: Nullable<Text> = row.email.as_deref(),
+            phone: Nullable<Text> = row.phone.as_deref(),
+            address: Nullable<Text> = row.address.as_deref(),
+            note: Nullable<Text> = row.note.as_deref(),
+            currency: Text = &row.currency,
+            created_at: Timestamptz = row.created_at,
+            updated_at: Timestamptz = row.updated_at,
+        ))
         .get_result::<Queued>(&mut conn)
         .await;
         // One statement, so committed when it returns.
@@ -330,7 +317,7 @@ impl ClientRepository for PgClientRepository {
         // Three characters or more: one statement the connection keeps, whose plan does not
         // depend on the values (see [`SEARCH_SQL`]).
         let rows: Vec<ClientRow> = Prepared(Typed::<_, ClientColumns>::new(
-            diesel::sql_query(SEARCH_SQL)
+            diesel::sql_query(SEARCH_SQL.as_str())
                 .bind::<SqlUuid, _>(workspace.0)
                 .bind::<Text, _>(needle)
                 .bind::<Text, _>(contains_pattern(needle))

@@ -7,6 +7,8 @@ use diesel::RunQueryDsl as _;
 use diesel::sql_types::Text;
 use sha2::{Digest, Sha256};
 
+use super::sql::named_query;
+
 /// One replaceable function: its signature (as `DROP FUNCTION` takes it) and its definition (a
 /// `CREATE OR REPLACE FUNCTION` with the comments that say why it is written so).
 struct Function {
@@ -68,7 +70,7 @@ where
 {
     conn.transaction(|conn| {
         let installed: Vec<Installed> =
-            diesel::sql_query("SELECT signature, sha256 FROM timetrack_functions")
+            diesel::sql_query(include_str!("statements/functions_installed.sql"))
                 .load(conn)
                 .context("reading timetrack_functions")?;
         let mut changed = Vec::new();
@@ -82,13 +84,11 @@ where
             }
             conn.batch_execute(function.sql)
                 .with_context(|| format!("creating {}", function.signature))?;
-            diesel::sql_query(
-                "INSERT INTO timetrack_functions (signature, sha256, applied_at) \
-                 VALUES ($1, $2, now()) \
-                 ON CONFLICT (signature) DO UPDATE SET sha256 = $2, applied_at = now()",
+            named_query!(
+                include_str!("statements/function_installed.sql");
+                signature: Text = function.signature,
+                sha256: Text = &sha256,
             )
-            .bind::<Text, _>(function.signature)
-            .bind::<Text, _>(&sha256)
             .execute(conn)?;
             changed.push(function.signature.to_owned());
         }
@@ -98,9 +98,11 @@ where
         {
             conn.batch_execute(&format!("DROP FUNCTION IF EXISTS {}", stale.signature))
                 .with_context(|| format!("dropping {}", stale.signature))?;
-            diesel::sql_query("DELETE FROM timetrack_functions WHERE signature = $1")
-                .bind::<Text, _>(&stale.signature)
-                .execute(conn)?;
+            named_query!(
+                include_str!("statements/function_dropped.sql");
+                signature: Text = &stale.signature,
+            )
+            .execute(conn)?;
             changed.push(stale.signature.clone());
         }
         Ok(changed)

@@ -1,5 +1,7 @@
 //! Housekeeping in PostgreSQL: batched deletes of rows past their retention.
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use diesel::sql_types::{BigInt, Timestamptz};
 use diesel_async::RunQueryDsl;
@@ -7,30 +9,59 @@ use time::{Duration, OffsetDateTime};
 use timetrack_domain::DomainResult;
 use timetrack_domain::ports::{Housekeeping, Purged};
 
+use super::sql::numbered;
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 
 /// Rows deleted per statement, so no pass holds long locks or builds a huge transaction.
 const BATCH: i64 = 5000;
 
-const EVENTS: &str = "\
-DELETE FROM events WHERE id IN (
-    SELECT e.id FROM events e
-    WHERE e.created_at < $1
-      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.status = 'PENDING')
-    LIMIT $2
-)";
-const ATTEMPTS: &str = "\
-DELETE FROM delivery_attempts WHERE id IN (
-    SELECT id FROM delivery_attempts WHERE started_at < $1 LIMIT $2
-)";
-const IDEMPOTENCY: &str = "\
-DELETE FROM idempotency_keys WHERE (api_key_id, key) IN (
-    SELECT api_key_id, key FROM idempotency_keys WHERE created_at < $1 LIMIT $2
-)";
-const RATE_LIMITS: &str = "\
-DELETE FROM rate_limit_hits WHERE id IN (
-    SELECT id FROM rate_limit_hits WHERE at < $1 LIMIT $2
-)";
+/// A purge statement: deletes at most `batch` rows older than `cutoff`.
+#[derive(Clone, Copy)]
+enum Purge {
+    Events,
+    Attempts,
+    IdempotencyKeys,
+    RateLimitHits,
+}
+
+/// The parameters of every purge statement, in the order [`PgHousekeeping::drain`] binds them.
+const PURGE_PARAMETERS: [&str; 2] = ["cutoff", "batch"];
+
+impl Purge {
+    /// The statement, numbered.
+    fn statement(self) -> &'static str {
+        static EVENTS: LazyLock<String> = LazyLock::new(|| {
+            numbered(
+                include_str!("statements/purge_events.sql"),
+                &PURGE_PARAMETERS,
+            )
+        });
+        static ATTEMPTS: LazyLock<String> = LazyLock::new(|| {
+            numbered(
+                include_str!("statements/purge_attempts.sql"),
+                &PURGE_PARAMETERS,
+            )
+        });
+        static IDEMPOTENCY_KEYS: LazyLock<String> = LazyLock::new(|| {
+            numbered(
+                include_str!("statements/purge_idempotency_keys.sql"),
+                &PURGE_PARAMETERS,
+            )
+        });
+        static RATE_LIMIT_HITS: LazyLock<String> = LazyLock::new(|| {
+            numbered(
+                include_str!("statements/purge_rate_limit_hits.sql"),
+                &PURGE_PARAMETERS,
+            )
+        });
+        match self {
+            Self::Events => &EVENTS,
+            Self::Attempts => &ATTEMPTS,
+            Self::IdempotencyKeys => &IDEMPOTENCY_KEYS,
+            Self::RateLimitHits => &RATE_LIMIT_HITS,
+        }
+    }
+}
 
 /// [`Housekeeping`] on PostgreSQL.
 #[derive(Clone)]
@@ -46,12 +77,13 @@ impl PgHousekeeping {
         Self { pool }
     }
 
-    /// Runs `statement` in batches until a batch deletes fewer than [`BATCH`] rows.
-    async fn drain(&self, statement: &str, cutoff: OffsetDateTime) -> DomainResult<u64> {
+    /// Runs `purge` in batches until a batch deletes fewer than [`BATCH`] rows.
+    async fn drain(&self, purge: Purge, cutoff: OffsetDateTime) -> DomainResult<u64> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let mut total = 0u64;
         loop {
-            let deleted = diesel::sql_query(statement)
+            // As PURGE_PARAMETERS lists them.
+            let deleted = diesel::sql_query(purge.statement())
                 .bind::<Timestamptz, _>(cutoff)
                 .bind::<BigInt, _>(BATCH)
                 .execute(&mut conn)
@@ -69,10 +101,14 @@ impl PgHousekeeping {
 impl Housekeeping for PgHousekeeping {
     async fn purge(&self, now: OffsetDateTime, retention: Duration) -> DomainResult<Purged> {
         Ok(Purged {
-            events: self.drain(EVENTS, now - retention).await?,
-            attempts: self.drain(ATTEMPTS, now - retention).await?,
-            idempotency_keys: self.drain(IDEMPOTENCY, now - Duration::hours(24)).await?,
-            rate_limit_hits: self.drain(RATE_LIMITS, now - Duration::seconds(60)).await?,
+            events: self.drain(Purge::Events, now - retention).await?,
+            attempts: self.drain(Purge::Attempts, now - retention).await?,
+            idempotency_keys: self
+                .drain(Purge::IdempotencyKeys, now - Duration::hours(24))
+                .await?,
+            rate_limit_hits: self
+                .drain(Purge::RateLimitHits, now - Duration::seconds(60))
+                .await?,
         })
     }
 }

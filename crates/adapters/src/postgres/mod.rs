@@ -14,6 +14,7 @@ pub mod prepared;
 mod queue;
 mod reseal;
 pub mod schema;
+mod sql;
 mod subscriptions;
 mod time_entries;
 mod users;

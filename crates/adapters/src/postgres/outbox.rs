@@ -9,6 +9,7 @@ use timetrack_domain::model::Event;
 use uuid::Uuid;
 
 use super::prepared::Prepared;
+use super::sql::named_query;
 
 /// The columns of events, for [`OUTBOX`]'s arrays.
 pub(crate) struct EventColumns<'a> {
@@ -31,29 +32,16 @@ impl<'a> EventColumns<'a> {
     }
 }
 
-/// The outbox as the tail of one statement, on parameters `$1` to `$5` (the [`EventColumns`]
-/// arrays) of a query whose other CTEs come first: the events, and one pending delivery per
-/// active subscription of their workspace listing their type. It returns one row, `queued`: the
-/// deliveries it queued, which the caller announces once its transaction has committed (see
-/// [`super::announce`]).
+/// A statement of `leading_ctes` (common table expressions, each followed by a comma, or
+/// nothing) and then the outbox (`statements/outbox.sql`), on the named parameters
+/// `event_ids`, `event_workspaces`, `event_types`, `event_bodies` and `event_times` (the
+/// [`EventColumns`] arrays): the events, and one pending delivery per active subscription of
+/// their workspace listing their type. It returns one row, `queued`: the deliveries it queued,
+/// which the caller announces once its transaction has committed (see [`super::announce`]).
 pub(crate) fn outbox_statement(leading_ctes: &str) -> String {
     format!(
-        "WITH {leading_ctes} e AS ( \
-             INSERT INTO events (id, workspace_id, event_type, body, created_at) \
-             SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], \
-                                  $5::timestamptz[]) \
-             RETURNING id, workspace_id, event_type, created_at \
-         ), d AS ( \
-             INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, \
-                                     next_attempt_at, created_at, updated_at) \
-             SELECT e.id, s.id, s.workspace_id, 'PENDING', e.created_at, e.created_at, \
-                    e.created_at \
-             FROM e JOIN webhook_subscriptions s \
-               ON s.workspace_id = e.workspace_id AND s.status = 'ACTIVE' \
-              AND e.event_type = ANY (s.events) \
-             RETURNING 1 \
-         ) \
-         SELECT count(*) AS queued FROM d"
+        "WITH {leading_ctes}\n{}",
+        include_str!("statements/outbox.sql")
     )
 }
 
@@ -75,14 +63,14 @@ pub(crate) async fn record_events(
         return Ok(0);
     }
     let columns = EventColumns::of(events);
-    Prepared(
-        diesel::sql_query(outbox_statement(""))
-            .bind::<Array<SqlUuid>, _>(&columns.ids)
-            .bind::<Array<SqlUuid>, _>(&columns.workspaces)
-            .bind::<Array<Text>, _>(&columns.types)
-            .bind::<Array<Text>, _>(&columns.bodies)
-            .bind::<Array<Timestamptz>, _>(&columns.times),
-    )
+    Prepared(named_query!(
+        outbox_statement("");
+        event_ids: Array<SqlUuid> = &columns.ids,
+        event_workspaces: Array<SqlUuid> = &columns.workspaces,
+        event_types: Array<Text> = &columns.types,
+        event_bodies: Array<Text> = &columns.bodies,
+        event_times: Array<Timestamptz> = &columns.times,
+    ))
     .get_result::<Queued>(conn)
     .await
     .map(|row| row.queued)

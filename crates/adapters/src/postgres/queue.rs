@@ -18,6 +18,8 @@ use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
 use super::prepared::Prepared;
+use super::schema::{audit_log, deliveries, webhook_subscriptions};
+use super::sql::named_query;
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 use crate::secrets::{Purpose, SecretBox};
 
@@ -43,12 +45,6 @@ struct ClaimRow {
     failing_since: Option<OffsetDateTime>,
 }
 
-/// Records a batch of attempts (as [`RECORD_BATCH`]) and then claims due deliveries with the
-/// per-subscription cap (`timetrack_claim_deliveries`) in one transaction, so the claim sees the
-/// slots the record freed: `functions/record_and_claim.sql`.
-const RECORD_AND_CLAIM: &str = "SELECT * FROM timetrack_record_and_claim($1, $2, $3, $4, $5, $6, \
-                                $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
-
 #[derive(Debug, QueryableByName)]
 struct StatsRow {
     #[diesel(sql_type = BigInt)]
@@ -61,41 +57,38 @@ struct StatsRow {
     oldest_due: Option<OffsetDateTime>,
 }
 
-/// Pending deliveries of active subscriptions by state (those a claim would consider).
-const STATS: &str = "\
-SELECT count(*) FILTER (WHERE d.next_attempt_at <= $1
-                          AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)) AS due,
-       count(*) FILTER (WHERE d.next_attempt_at > $1
-                          AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)) AS scheduled,
-       count(*) FILTER (WHERE d.lease_expires_at > $1) AS in_flight,
-       min(d.next_attempt_at) FILTER (WHERE d.next_attempt_at <= $1
-                          AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)) AS oldest_due
-FROM deliveries d
-JOIN webhook_subscriptions s ON s.id = d.subscription_id AND s.status = 'ACTIVE'
-WHERE d.status = 'PENDING'";
-
-/// `$query` with the arrays of the [`RecordBatch`] `$batch` bound as its next twelve parameters
-/// (diesel's `bind` is a method of each query type, not of a trait, so a function could not take
-/// a query already bound).
-macro_rules! bind_batch {
-    ($query:expr, $batch:expr) => {
-        $query
-            .bind::<Array<SqlUuid>, _>(&$batch.event_ids)
-            .bind::<Array<Text>, _>(&$batch.subscription_ids)
-            .bind::<Array<Integer>, _>(&$batch.attempts)
-            .bind::<Array<Timestamptz>, _>(&$batch.started)
-            .bind::<Array<Integer>, _>(&$batch.latency_ms)
-            .bind::<Array<Nullable<Integer>>, _>(&$batch.codes)
-            .bind::<Array<Nullable<Text>>, _>(&$batch.errors)
-            .bind::<Array<Nullable<Text>>, _>(&$batch.excerpts)
-            .bind::<Array<Text>, _>(&$batch.statuses)
-            .bind::<Array<Timestamptz>, _>(&$batch.next_at)
-            .bind::<Array<Timestamptz>, _>(&$batch.finished)
-            .bind::<Array<Bool>, _>(&$batch.done)
-    };
+/// `statements/record_and_claim.sql`, on the arrays of the [`RecordBatch`] `$batch` and the
+/// claim's parameters.
+fn record_and_claim_query(
+    batch: &RecordBatch,
+    now: OffsetDateTime,
+    lease_until: OffsetDateTime,
+    limit: u32,
+    per_subscription: u32,
+) -> impl diesel_async::methods::LoadQuery<'_, AsyncPgConnection, ClaimRow> + Send + '_ {
+    Prepared(named_query!(
+        include_str!("statements/record_and_claim.sql");
+        event_ids: Array<SqlUuid> = &batch.event_ids,
+        subscription_ids: Array<Text> = &batch.subscription_ids,
+        attempts: Array<Integer> = &batch.attempts,
+        started: Array<Timestamptz> = &batch.started,
+        latency_ms: Array<Integer> = &batch.latency_ms,
+        codes: Array<Nullable<Integer>> = &batch.codes,
+        errors: Array<Nullable<Text>> = &batch.errors,
+        excerpts: Array<Nullable<Text>> = &batch.excerpts,
+        statuses: Array<Text> = &batch.statuses,
+        next_at: Array<Timestamptz> = &batch.next_at,
+        finished: Array<Timestamptz> = &batch.finished,
+        done: Array<Bool> = &batch.done,
+        now: Timestamptz = now,
+        lease_until: Timestamptz = lease_until,
+        limit: BigInt = i64::from(limit),
+        per_subscription: BigInt = i64::from(per_subscription),
+    ))
 }
 
-/// The attempts of a batch, one array per column, for [`RECORD_BATCH`].
+/// The attempts of a batch, one array per column, as `statements/record_attempts.sql` and
+/// `statements/record_and_claim.sql` take them.
 #[derive(Default)]
 struct RecordBatch {
     event_ids: Vec<Uuid>,
@@ -139,21 +132,31 @@ impl RecordBatch {
         self.done.push(attempt.next == NextStep::Done);
     }
 
-    /// Writes the batch with [`RECORD_BATCH`] on `conn`.
+    /// Writes the batch on `conn`: attempts that neither end nor disable their subscription,
+    /// many per statement: the attempt rows, the deliveries' new states (unless cancelled
+    /// meanwhile), and each subscription's failure clock, decided by its latest attempt of the
+    /// batch (cleared by a success, started by a failure). The statement calls a function
+    /// (`functions/record_attempts.sql`), whose plan the server keeps per connection.
     async fn write(&self, conn: &mut AsyncPgConnection) -> QueryResult<usize> {
-        Prepared(bind_batch!(diesel::sql_query(RECORD_BATCH), self))
-            .execute(conn)
-            .await
+        Prepared(named_query!(
+            include_str!("statements/record_attempts.sql");
+            event_ids: Array<SqlUuid> = &self.event_ids,
+            subscription_ids: Array<Text> = &self.subscription_ids,
+            attempts: Array<Integer> = &self.attempts,
+            started: Array<Timestamptz> = &self.started,
+            latency_ms: Array<Integer> = &self.latency_ms,
+            codes: Array<Nullable<Integer>> = &self.codes,
+            errors: Array<Nullable<Text>> = &self.errors,
+            excerpts: Array<Nullable<Text>> = &self.excerpts,
+            statuses: Array<Text> = &self.statuses,
+            next_at: Array<Timestamptz> = &self.next_at,
+            finished: Array<Timestamptz> = &self.finished,
+            done: Array<Bool> = &self.done,
+        ))
+        .execute(conn)
+        .await
     }
 }
-
-/// Attempts that neither end nor disable their subscription, many per statement: the attempt
-/// rows, the deliveries' new states (unless cancelled meanwhile), and each subscription's
-/// failure clock, decided by its latest attempt of the batch (cleared by a success, started by a
-/// failure). The statement is a function (`functions/record_attempts.sql`), whose plan the
-/// server keeps per connection.
-const RECORD_BATCH: &str =
-    "SELECT timetrack_record_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 
 /// [`DeliveryQueue`] on PostgreSQL.
 #[derive(Clone)]
@@ -212,37 +215,44 @@ async fn end_subscription(
     reason: &str,
     at: OffsetDateTime,
 ) -> QueryResult<()> {
-    let ended = diesel::sql_query(
-        "UPDATE webhook_subscriptions SET status = $2, updated_at = $3 \
-         WHERE id = $1 AND status = 'ACTIVE'",
+    let ended = diesel::update(
+        webhook_subscriptions::table
+            .filter(webhook_subscriptions::id.eq(claimed.subscription_id.as_str()))
+            .filter(webhook_subscriptions::status.eq("ACTIVE")),
     )
-    .bind::<Text, _>(claimed.subscription_id.as_str())
-    .bind::<Text, _>(status)
-    .bind::<Timestamptz, _>(at)
+    .set((
+        webhook_subscriptions::status.eq(status),
+        webhook_subscriptions::updated_at.eq(at),
+    ))
     .execute(conn)
     .await?;
     if ended == 0 {
         return Ok(());
     }
-    diesel::sql_query(
-        "UPDATE deliveries SET status = 'CANCELLED', lease_expires_at = NULL, updated_at = $2 \
-         WHERE subscription_id = $1 AND status = 'PENDING'",
+    diesel::update(
+        deliveries::table
+            .filter(deliveries::subscription_id.eq(claimed.subscription_id.as_str()))
+            .filter(deliveries::status.eq("PENDING")),
     )
-    .bind::<Text, _>(claimed.subscription_id.as_str())
-    .bind::<Timestamptz, _>(at)
+    .set((
+        deliveries::status.eq("CANCELLED"),
+        deliveries::lease_expires_at.eq(None::<OffsetDateTime>),
+        deliveries::updated_at.eq(at),
+    ))
     .execute(conn)
     .await?;
-    diesel::sql_query(
-        "INSERT INTO audit_log (workspace_id, actor_user_id, action, target_type, target_id, \
-         reason, created_at) VALUES ($1, NULL, $2, 'webhook', $3, $4, $5)",
-    )
-    .bind::<SqlUuid, _>(claimed.workspace_id.0)
-    .bind::<Text, _>(action)
-    .bind::<Text, _>(claimed.subscription_id.as_str())
-    .bind::<Text, _>(reason)
-    .bind::<Timestamptz, _>(at)
-    .execute(conn)
-    .await?;
+    diesel::insert_into(audit_log::table)
+        .values((
+            audit_log::workspace_id.eq(claimed.workspace_id.0),
+            audit_log::actor_user_id.eq(None::<Uuid>),
+            audit_log::action.eq(action),
+            audit_log::target_type.eq("webhook"),
+            audit_log::target_id.eq(claimed.subscription_id.as_str()),
+            audit_log::reason.eq(reason),
+            audit_log::created_at.eq(at),
+        ))
+        .execute(conn)
+        .await?;
     Ok(())
 }
 
@@ -267,16 +277,11 @@ impl DeliveryQueue for PgDeliveryQueue {
             batch.push(claimed, attempt);
         }
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let rows: Vec<ClaimRow> = Prepared(
-            bind_batch!(diesel::sql_query(RECORD_AND_CLAIM), batch)
-                .bind::<Timestamptz, _>(now)
-                .bind::<Timestamptz, _>(lease_until)
-                .bind::<BigInt, _>(i64::from(limit))
-                .bind::<BigInt, _>(i64::from(per_subscription)),
-        )
-        .load(&mut conn)
-        .await
-        .map_err(|e| map_db_error(e, "recording attempts and claiming deliveries"))?;
+        let rows: Vec<ClaimRow> =
+            record_and_claim_query(&batch, now, lease_until, limit, per_subscription)
+                .load(&mut conn)
+                .await
+                .map_err(|e| map_db_error(e, "recording attempts and claiming deliveries"))?;
         rows.into_iter()
             .map(|row| claimed(row, &self.secrets))
             .collect()
@@ -284,11 +289,13 @@ impl DeliveryQueue for PgDeliveryQueue {
 
     async fn stats(&self, now: OffsetDateTime) -> DomainResult<QueueStats> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let row: StatsRow = diesel::sql_query(STATS)
-            .bind::<Timestamptz, _>(now)
-            .get_result(&mut conn)
-            .await
-            .map_err(|e| map_db_error(e, "reading queue statistics"))?;
+        let row: StatsRow = named_query!(
+            include_str!("statements/queue_stats.sql");
+            now: Timestamptz = now,
+        )
+        .get_result(&mut conn)
+        .await
+        .map_err(|e| map_db_error(e, "reading queue statistics"))?;
         let count = |n: i64| u64::try_from(n).unwrap_or(0);
         Ok(QueueStats {
             due: count(row.due),

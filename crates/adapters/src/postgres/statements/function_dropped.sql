@@ -1,0 +1,1 @@
+DELETE FROM timetrack_functions WHERE signature = :signature

@@ -1,0 +1,1 @@
+SELECT signature, sha256 FROM timetrack_functions

@@ -1,0 +1,17 @@
+-- The outbox, as the tail of a statement whose own common table expressions come first: the
+-- events, and one pending delivery per active subscription of their workspace listing their type.
+-- Returns one row, `queued`: the deliveries it queued.
+e AS (
+    INSERT INTO events (id, workspace_id, event_type, body, created_at)
+    SELECT * FROM unnest(:event_ids::uuid[], :event_workspaces::uuid[], :event_types::text[],
+                         :event_bodies::text[], :event_times::timestamptz[])
+    RETURNING id, workspace_id, event_type, created_at
+), d AS (
+    INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, next_attempt_at,
+                            created_at, updated_at)
+    SELECT e.id, s.id, s.workspace_id, 'PENDING', e.created_at, e.created_at, e.created_at
+    FROM e JOIN webhook_subscriptions s
+      ON s.workspace_id = e.workspace_id AND s.status = 'ACTIVE' AND e.event_type = ANY (s.events)
+    RETURNING 1
+)
+SELECT count(*) AS queued FROM d

@@ -1,0 +1,3 @@
+DELETE FROM delivery_attempts WHERE id IN (
+    SELECT id FROM delivery_attempts WHERE started_at < :cutoff LIMIT :batch
+)

@@ -1,0 +1,7 @@
+-- At most `batch` events older than `cutoff` that no pending delivery still needs.
+DELETE FROM events WHERE id IN (
+    SELECT e.id FROM events e
+    WHERE e.created_at < :cutoff
+      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.status = 'PENDING')
+    LIMIT :batch
+)
