@@ -202,7 +202,7 @@ pub fn time_entry(
 }
 
 /// The calendar date of `at` in the IANA zone `timezone`, as `YYYY-MM-DD`.
-pub fn local_date(at: time::OffsetDateTime, timezone: &str) -> DomainResult<String> {
+pub(crate) fn local_date(at: time::OffsetDateTime, timezone: &str) -> DomainResult<String> {
     let tz = jiff::tz::TimeZone::get(timezone)
         .map_err(|e| DomainError::Unexpected(anyhow::anyhow!("time zone {timezone}: {e}")))?;
     let instant = jiff::Timestamp::from_second(at.unix_timestamp())
@@ -211,7 +211,7 @@ pub fn local_date(at: time::OffsetDateTime, timezone: &str) -> DomainResult<Stri
 }
 
 /// Serializes a payload to the exact text stored in the outbox and delivered.
-pub fn to_body(payload: &impl Serialize) -> DomainResult<String> {
+pub(crate) fn to_body(payload: &impl Serialize) -> DomainResult<String> {
     serde_json::to_string(payload).map_err(|e| DomainError::Unexpected(e.into()))
 }
 

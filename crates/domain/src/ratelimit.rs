@@ -16,7 +16,7 @@ pub struct RatePolicy {
 /// The long window.
 pub const MINUTE: Duration = Duration::seconds(60);
 /// The short window.
-pub const SECOND: Duration = Duration::seconds(1);
+pub(crate) const SECOND: Duration = Duration::seconds(1);
 
 /// The outcome of one request against a policy, with what the `X-RateLimit-*` headers show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

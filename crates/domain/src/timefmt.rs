@@ -20,7 +20,7 @@ pub const LATEST: OffsetDateTime = datetime!(9999-12-30 23:59:59.999_999 UTC);
 
 /// `at` in UTC if it lies within [`EARLIEST`]..=[`LATEST`]; `None` otherwise (also when the
 /// conversion to UTC itself would leave the calendar).
-pub fn within_range(at: OffsetDateTime) -> Option<OffsetDateTime> {
+pub(crate) fn within_range(at: OffsetDateTime) -> Option<OffsetDateTime> {
     at.checked_to_offset(UtcOffset::UTC)
         .filter(|utc| (EARLIEST..=LATEST).contains(utc))
 }

@@ -9,7 +9,7 @@ use crate::error::{DomainError, DomainResult};
 pub const MAX_NAME_CHARS: usize = 255;
 
 /// Refuses text containing NUL, which no stored text may hold (PostgreSQL rejects it).
-pub fn no_nul(field: &str, value: &str) -> DomainResult<()> {
+pub(crate) fn no_nul(field: &str, value: &str) -> DomainResult<()> {
     if value.contains('\0') {
         return Err(DomainError::validation(format!(
             "{field} must not contain NUL characters"

@@ -175,7 +175,7 @@ pub(crate) fn optional_text(
 
 impl ClientPatch {
     /// Applies the patch to `client`, validating every changed field.
-    pub fn apply(&self, client: &mut Client) -> DomainResult<()> {
+    pub(crate) fn apply(&self, client: &mut Client) -> DomainResult<()> {
         if let Some(name) = &self.name {
             client.name = validate::name("name", name)?;
         }

@@ -67,6 +67,6 @@ impl TimeEntry {
 }
 
 /// `at` truncated to the whole second, as every entry time is.
-pub fn whole_seconds(at: OffsetDateTime) -> OffsetDateTime {
+pub(crate) fn whole_seconds(at: OffsetDateTime) -> OffsetDateTime {
     at.replace_nanosecond(0).unwrap_or(at)
 }

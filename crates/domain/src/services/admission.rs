@@ -91,11 +91,6 @@ impl Admission {
         }
     }
 
-    /// The authenticator admission asks.
-    pub fn authenticator(&self) -> &Arc<Authenticator> {
-        &self.auth
-    }
-
     /// Admits a request presenting `key` (the bearer token, if any) from `client` (its address).
     ///
     /// In order: past the address's failure limit, a key not verified recently is refused with

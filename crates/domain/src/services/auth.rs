@@ -100,18 +100,11 @@ impl Authenticator {
 
     /// Whether `presented` was verified within the cache's lifetime, so that
     /// [`Authenticator::authenticate`] would not ask storage about it.
-    pub fn is_verified(&self, presented: &str) -> bool {
+    pub(crate) fn is_verified(&self, presented: &str) -> bool {
         ApiKeySecret::parse(presented)
             .is_some_and(|secret| self.cached(&secret.hash(), self.clock.now()).is_some())
     }
 
-    /// Forgets every verified key, so the next request of each goes to storage.
-    pub fn clear_cache(&self) {
-        self.cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
-    }
 
     fn cached(&self, hash: &KeyHash, now: OffsetDateTime) -> Option<Cached> {
         let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
