@@ -7,20 +7,23 @@ use std::sync::Arc;
 
 use time::macros::datetime;
 use time::{Duration, OffsetDateTime};
-use timetrack_adapters::SecretBox;
 use timetrack_adapters::postgres::{
     DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository,
-    PgSubscriptionRepository, PgUserRepository, PgWorkspaceRepository,
+    PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
 };
+use timetrack_adapters::{PgPool, SecretBox};
 use timetrack_domain::DomainError;
-use timetrack_domain::ids::{ApiKeyId, ClientId, ProjectId, TagId, TaskId, UserId, WorkspaceId};
+use timetrack_domain::ids::{
+    ApiKeyId, ClientId, EventId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId,
+};
 use timetrack_domain::model::{
-    ApiKey, AuditEntry, Client, ClientStatus, ClientType, EventType, KeyHash, PageRequest, Project,
-    Subscription, SubscriptionStatus, Tag, Task, User, WebhookId, Workspace,
+    ApiKey, AuditEntry, Client, ClientStatus, ClientType, Cursor, EntrySource, Event, EventType,
+    KeyHash, Page, PageRequest, Project, Subscription, SubscriptionStatus, Tag, Task, TimeEntry,
+    User, WebhookId, Workspace,
 };
 use timetrack_domain::ports::{
-    ApiKeyRepository, CatalogRepository, ClientRepository, SubscriptionRepository, UserRepository,
-    WorkspaceRepository,
+    ApiKeyRepository, CatalogRepository, ClientRepository, EntryFilter, SubscriptionRepository,
+    TimeEntryRepository, TimerStop, TimerWrite, UserRepository, WorkspaceRepository,
 };
 use timetrack_testkit::TestDatabase;
 use timetrack_testkit::fakes::InMemoryStore;
@@ -34,7 +37,62 @@ struct Subject {
     clients: Arc<dyn ClientRepository>,
     catalog: Arc<dyn CatalogRepository>,
     subscriptions: Arc<dyn SubscriptionRepository>,
+    entries: Arc<dyn TimeEntryRepository>,
+    outbox: Outbox,
     _db: Option<TestDatabase>,
+}
+
+/// Where an implementation keeps the events its writes record, read back to check that they were
+/// recorded with the change (and not without it).
+enum Outbox {
+    Fake(Arc<InMemoryStore>),
+    Postgres(PgPool),
+}
+
+impl Outbox {
+    /// Every recorded event, by id.
+    async fn events(&self) -> Vec<Event> {
+        let mut events = match self {
+            Self::Fake(store) => store.events(),
+            Self::Postgres(pool) => stored_events(pool).await,
+        };
+        events.sort_by_key(|e| e.id);
+        events
+    }
+}
+
+async fn stored_events(pool: &PgPool) -> Vec<Event> {
+    use diesel::sql_types::{Text, Timestamptz};
+    use diesel_async::RunQueryDsl;
+
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::Uuid)]
+        id: Uuid,
+        #[diesel(sql_type = diesel::sql_types::Uuid)]
+        workspace_id: Uuid,
+        #[diesel(sql_type = Text)]
+        event_type: String,
+        #[diesel(sql_type = Text)]
+        body: String,
+        #[diesel(sql_type = Timestamptz)]
+        created_at: OffsetDateTime,
+    }
+    let mut conn = pool.get().await.unwrap();
+    let rows: Vec<Row> =
+        diesel::sql_query("SELECT id, workspace_id, event_type, body, created_at FROM events")
+            .load(&mut conn)
+            .await
+            .unwrap();
+    rows.into_iter()
+        .map(|row| Event {
+            id: EventId(row.id),
+            workspace_id: WorkspaceId(row.workspace_id),
+            event_type: EventType::parse(&row.event_type).unwrap(),
+            body: row.body,
+            created_at: row.created_at,
+        })
+        .collect()
 }
 
 fn fake() -> Subject {
@@ -45,7 +103,9 @@ fn fake() -> Subject {
         keys: store.clone(),
         clients: store.clone(),
         catalog: store.clone(),
-        subscriptions: store,
+        subscriptions: store.clone(),
+        entries: store.clone(),
+        outbox: Outbox::Fake(store),
         _db: None,
     }
 }
@@ -62,7 +122,15 @@ async fn postgres() -> Subject {
             DeliveryAnnouncer::new(),
         )),
         catalog: Arc::new(PgCatalogRepository::new(pool.clone())),
-        subscriptions: Arc::new(PgSubscriptionRepository::new(pool, SecretBox::ephemeral())),
+        subscriptions: Arc::new(PgSubscriptionRepository::new(
+            pool.clone(),
+            SecretBox::ephemeral(),
+        )),
+        entries: Arc::new(PgTimeEntryRepository::new(
+            pool.clone(),
+            DeliveryAnnouncer::new(),
+        )),
+        outbox: Outbox::Postgres(pool),
         _db: Some(db),
     }
 }
@@ -92,6 +160,11 @@ contract!(client_search_is_a_literal_substring_of_the_lowercased_name);
 contract!(client_updates_and_deletes_name_what_is_missing);
 contract!(projects_tasks_and_tags_stay_in_their_workspace);
 contract!(subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly);
+contract!(timers_run_one_per_user_and_stop_only_while_running);
+contract!(entry_writes_refuse_references_outside_the_workspace_and_write_nothing);
+contract!(entries_are_read_replaced_and_deleted_only_in_their_workspace);
+contract!(entries_are_listed_latest_start_first_filtered_and_paged);
+contract!(latest_manual_stopped_and_started_entries_are_per_workspace);
 
 const T0: OffsetDateTime = datetime!(2026-01-05 09:00 UTC);
 
@@ -625,6 +698,855 @@ async fn subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly(s:
         s.subscriptions.get(&late.id).await.unwrap(),
         None,
         "nothing stored"
+    );
+}
+
+fn at(minutes: i64) -> OffsetDateTime {
+    T0 + Duration::minutes(minutes)
+}
+
+/// A running timer of `member` in `ws`, started `minutes` after T0.
+fn timer(n: u128, ws: &Workspace, member: &User, minutes: i64) -> TimeEntry {
+    TimeEntry {
+        id: TimeEntryId(id(n)),
+        workspace_id: ws.id,
+        user_id: member.id,
+        source: EntrySource::Timer,
+        description: format!("Entry {n}"),
+        project_id: None,
+        task_id: None,
+        tag_ids: vec![],
+        billable: false,
+        start: at(minutes),
+        end: None,
+        created_at: at(minutes),
+        updated_at: at(minutes),
+    }
+}
+
+/// A manual entry of `member` in `ws`: ten minutes from `minutes` after T0, created at its end.
+fn manual(n: u128, ws: &Workspace, member: &User, minutes: i64) -> TimeEntry {
+    TimeEntry {
+        source: EntrySource::Manual,
+        end: Some(at(minutes + 10)),
+        created_at: at(minutes + 10),
+        updated_at: at(minutes + 10),
+        ..timer(n, ws, member, minutes)
+    }
+}
+
+fn event(n: u128, workspace: WorkspaceId, event_type: EventType, minutes: i64) -> Event {
+    Event {
+        id: EventId(id(n)),
+        workspace_id: workspace,
+        event_type,
+        body: format!(r#"{{"n":{n}}}"#),
+        created_at: at(minutes),
+    }
+}
+
+/// The stop of `entry` at `minutes` after T0, announced by event `n` two seconds later (so that
+/// the stopped entry's `updated_at`, the event's time, differs from its end).
+fn stop_of(entry: &TimeEntry, n: u128, minutes: i64) -> TimerStop {
+    let mut event = event(n, entry.workspace_id, EventType::TimerStopped, minutes);
+    event.created_at += Duration::seconds(2);
+    TimerStop {
+        entry: entry.id,
+        end: at(minutes),
+        event,
+    }
+}
+
+/// `entry` as stored once `stop` applied.
+fn stopped(entry: &TimeEntry, stop: &TimerStop) -> TimeEntry {
+    TimeEntry {
+        end: Some(stop.end),
+        updated_at: stop.event.created_at,
+        ..entry.clone()
+    }
+}
+
+/// The entries' ids, as the numbers they were made from.
+fn numbers(entries: &[TimeEntry]) -> Vec<u128> {
+    entries.iter().map(|e| e.id.0.as_u128()).collect()
+}
+
+async fn stored_project(s: &Subject, n: u128, ws: &Workspace) -> Project {
+    let project = Project {
+        id: ProjectId(id(n)),
+        workspace_id: ws.id,
+        client_id: None,
+        name: format!("Project {n}"),
+        created_at: T0,
+        updated_at: T0,
+    };
+    s.catalog.create_project(&project).await.unwrap();
+    project
+}
+
+async fn stored_task(s: &Subject, n: u128, project: &Project) -> Task {
+    let task = Task {
+        id: TaskId(id(n)),
+        workspace_id: project.workspace_id,
+        project_id: project.id,
+        name: format!("Task {n}"),
+        created_at: T0,
+        updated_at: T0,
+    };
+    s.catalog.create_task(&task).await.unwrap();
+    task
+}
+
+async fn stored_tag(s: &Subject, n: u128, ws: &Workspace) -> Tag {
+    let tag = Tag {
+        id: TagId(id(n)),
+        workspace_id: ws.id,
+        name: format!("Tag {n}"),
+        created_at: T0,
+    };
+    s.catalog.create_tag(&tag).await.unwrap();
+    tag
+}
+
+async fn timers_run_one_per_user_and_stop_only_while_running(s: Subject) {
+    let (ws, member) = seeded(&s, 1).await;
+    let (other, colleague) = seeded(&s, 2).await;
+    s.users
+        .add_membership(member.id, other.id, T0)
+        .await
+        .unwrap();
+    assert_eq!(s.entries.running(member.id).await.unwrap(), None);
+
+    let first = timer(100, &ws, &member, 0);
+    let first_started = event(500, ws.id, EventType::TimerStarted, 0);
+    assert_eq!(
+        s.entries
+            .start(None, &first, std::slice::from_ref(&first_started))
+            .await
+            .unwrap(),
+        TimerWrite::Applied
+    );
+    assert_eq!(
+        s.entries.running(member.id).await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(
+        s.entries.get(ws.id, first.id).await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(
+        s.outbox.events().await,
+        std::slice::from_ref(&first_started)
+    );
+
+    // Another user's timer runs beside it.
+    let theirs = timer(101, &other, &colleague, 1);
+    assert_eq!(
+        s.entries.start(None, &theirs, &[]).await.unwrap(),
+        TimerWrite::Applied
+    );
+    assert_eq!(
+        s.entries.running(colleague.id).await.unwrap(),
+        Some(theirs.clone())
+    );
+    assert_eq!(
+        s.entries.running(member.id).await.unwrap(),
+        Some(first.clone())
+    );
+
+    // A second timer of the same user, even in another workspace, while the first runs.
+    let second = timer(102, &other, &member, 30);
+    assert_eq!(
+        s.entries
+            .start(
+                None,
+                &second,
+                &[event(501, other.id, EventType::TimerStarted, 30)]
+            )
+            .await
+            .unwrap(),
+        TimerWrite::Raced
+    );
+    // Stopping a timer that is not running (no entry has this id) before starting.
+    let ghost = timer(199, &ws, &member, 0);
+    assert_eq!(
+        s.entries
+            .start(
+                Some(&stop_of(&ghost, 502, 30)),
+                &second,
+                &[event(503, other.id, EventType::TimerStarted, 30)]
+            )
+            .await
+            .unwrap(),
+        TimerWrite::Raced
+    );
+    assert_eq!(
+        s.entries.get(other.id, second.id).await.unwrap(),
+        None,
+        "nothing stored"
+    );
+    assert_eq!(
+        s.entries.running(member.id).await.unwrap(),
+        Some(first.clone()),
+        "nothing stopped"
+    );
+    assert_eq!(
+        s.outbox.events().await,
+        std::slice::from_ref(&first_started),
+        "no event recorded"
+    );
+
+    // The stop and the start in one write, with both events.
+    let stop_first = stop_of(&first, 504, 30);
+    let second_started = event(505, other.id, EventType::TimerStarted, 30);
+    assert_eq!(
+        s.entries
+            .start(
+                Some(&stop_first),
+                &second,
+                std::slice::from_ref(&second_started)
+            )
+            .await
+            .unwrap(),
+        TimerWrite::Applied
+    );
+    let first_stopped = stopped(&first, &stop_first);
+    assert_eq!(
+        s.entries.get(ws.id, first.id).await.unwrap(),
+        Some(first_stopped.clone()),
+        "ended, updated at the stop event's time"
+    );
+    assert_eq!(
+        s.entries.running(member.id).await.unwrap(),
+        Some(second.clone())
+    );
+    assert_eq!(
+        s.outbox.events().await,
+        [
+            first_started.clone(),
+            stop_first.event.clone(),
+            second_started.clone()
+        ]
+    );
+
+    // A stopped timer stops no more, alone or before a start: nothing written.
+    assert_eq!(
+        s.entries.stop(&stop_of(&first, 506, 40)).await.unwrap(),
+        TimerWrite::Raced
+    );
+    let third = timer(103, &ws, &member, 40);
+    assert_eq!(
+        s.entries
+            .start(
+                Some(&stop_of(&first, 507, 40)),
+                &third,
+                &[event(508, ws.id, EventType::TimerStarted, 40)]
+            )
+            .await
+            .unwrap(),
+        TimerWrite::Raced
+    );
+    assert_eq!(
+        s.entries.get(ws.id, first.id).await.unwrap(),
+        Some(first_stopped)
+    );
+    assert_eq!(s.entries.get(ws.id, third.id).await.unwrap(), None);
+    assert_eq!(
+        s.entries.running(member.id).await.unwrap(),
+        Some(second.clone())
+    );
+
+    let stop_second = stop_of(&second, 509, 60);
+    assert_eq!(
+        s.entries.stop(&stop_second).await.unwrap(),
+        TimerWrite::Applied
+    );
+    assert_eq!(s.entries.running(member.id).await.unwrap(), None);
+    assert_eq!(
+        s.entries.get(other.id, second.id).await.unwrap(),
+        Some(stopped(&second, &stop_second))
+    );
+    assert_eq!(
+        s.entries.stop(&stop_of(&second, 510, 70)).await.unwrap(),
+        TimerWrite::Raced
+    );
+    assert_eq!(
+        s.entries.stop(&stop_of(&ghost, 511, 70)).await.unwrap(),
+        TimerWrite::Raced
+    );
+    assert_eq!(
+        s.entries.running(colleague.id).await.unwrap(),
+        Some(theirs),
+        "another user's timer untouched"
+    );
+    assert_eq!(
+        s.outbox.events().await,
+        [
+            first_started,
+            stop_first.event,
+            second_started,
+            stop_second.event
+        ]
+    );
+}
+
+async fn entry_writes_refuse_references_outside_the_workspace_and_write_nothing(s: Subject) {
+    const NOT_OUR_PROJECT: &str = "project_id does not name a project of this workspace";
+    const NOT_ITS_TASK: &str = "task_id does not belong to project_id";
+    const NOT_OUR_TAG: &str = "tag_ids contains an id that is not a tag of this workspace";
+    let (ws, member) = seeded(&s, 1).await;
+    let (other, stranger) = seeded(&s, 2).await;
+    let website = stored_project(&s, 20, &ws).await;
+    let design = stored_task(&s, 30, &website).await;
+    let intranet = stored_project(&s, 21, &ws).await;
+    let wiki = stored_task(&s, 31, &intranet).await;
+    let urgent = stored_tag(&s, 40, &ws).await;
+    let their_project = stored_project(&s, 22, &other).await;
+    let their_tag = stored_tag(&s, 41, &other).await;
+
+    let entry = manual(100, &ws, &member, 0);
+    let refused = [
+        (
+            TimeEntry {
+                project_id: Some(their_project.id),
+                ..entry.clone()
+            },
+            NOT_OUR_PROJECT,
+        ),
+        (
+            TimeEntry {
+                project_id: Some(website.id),
+                task_id: Some(wiki.id),
+                ..entry.clone()
+            },
+            NOT_ITS_TASK,
+        ),
+        (
+            TimeEntry {
+                tag_ids: vec![urgent.id, their_tag.id],
+                ..entry.clone()
+            },
+            NOT_OUR_TAG,
+        ),
+        (
+            TimeEntry {
+                tag_ids: vec![urgent.id, urgent.id],
+                ..entry.clone()
+            },
+            NOT_OUR_TAG,
+        ),
+    ];
+    for (n, (refused, message)) in (500..).zip(&refused) {
+        let created = event(n, ws.id, EventType::TimeEntryCreated, 10);
+        match s.entries.create(refused, &[created]).await {
+            Err(DomainError::Validation(m)) => assert_eq!(m, *message),
+            other => panic!("{message}: {other:?}"),
+        }
+    }
+    // A user who is no member of the workspace has no entries in it.
+    let outsiders = TimeEntry {
+        user_id: stranger.id,
+        ..entry.clone()
+    };
+    let created = event(504, ws.id, EventType::TimeEntryCreated, 10);
+    assert!(matches!(
+        s.entries.create(&outsiders, &[created]).await,
+        Err(DomainError::Unexpected(_))
+    ));
+    assert_eq!(
+        s.entries.get(ws.id, entry.id).await.unwrap(),
+        None,
+        "nothing stored"
+    );
+    assert_eq!(s.outbox.events().await, [], "no event recorded");
+
+    // With the workspace's own project, task and tag it is stored, with its event.
+    let kept = TimeEntry {
+        project_id: Some(website.id),
+        task_id: Some(design.id),
+        tag_ids: vec![urgent.id],
+        ..entry.clone()
+    };
+    let created = event(505, ws.id, EventType::TimeEntryCreated, 10);
+    s.entries
+        .create(&kept, std::slice::from_ref(&created))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.entries.get(ws.id, kept.id).await.unwrap(),
+        Some(kept.clone())
+    );
+    assert_eq!(s.outbox.events().await, std::slice::from_ref(&created));
+
+    // A replacement naming another workspace's rows changes nothing.
+    let replacements = [
+        (
+            TimeEntry {
+                project_id: Some(their_project.id),
+                task_id: None,
+                ..kept.clone()
+            },
+            NOT_OUR_PROJECT,
+        ),
+        (
+            TimeEntry {
+                task_id: Some(wiki.id),
+                ..kept.clone()
+            },
+            NOT_ITS_TASK,
+        ),
+        (
+            TimeEntry {
+                description: "Retagged".into(),
+                tag_ids: vec![their_tag.id],
+                ..kept.clone()
+            },
+            NOT_OUR_TAG,
+        ),
+    ];
+    for (refused, message) in &replacements {
+        match s.entries.update(refused).await {
+            Err(DomainError::Validation(m)) => assert_eq!(m, *message),
+            other => panic!("{message}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        s.entries.get(ws.id, kept.id).await.unwrap(),
+        Some(kept.clone()),
+        "unchanged, tags included"
+    );
+
+    // A start whose entry is refused leaves the timer it would have stopped running.
+    let running = timer(101, &ws, &member, 20);
+    let started = event(506, ws.id, EventType::TimerStarted, 20);
+    assert_eq!(
+        s.entries
+            .start(None, &running, std::slice::from_ref(&started))
+            .await
+            .unwrap(),
+        TimerWrite::Applied
+    );
+    let next = TimeEntry {
+        project_id: Some(their_project.id),
+        ..timer(102, &ws, &member, 30)
+    };
+    match s
+        .entries
+        .start(
+            Some(&stop_of(&running, 507, 30)),
+            &next,
+            &[event(508, ws.id, EventType::TimerStarted, 30)],
+        )
+        .await
+    {
+        Err(DomainError::Validation(m)) => assert_eq!(m, NOT_OUR_PROJECT),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        s.entries.running(member.id).await.unwrap(),
+        Some(running),
+        "the stop is undone"
+    );
+    assert_eq!(s.entries.get(ws.id, next.id).await.unwrap(), None);
+    assert_eq!(s.outbox.events().await, [created, started]);
+}
+
+async fn entries_are_read_replaced_and_deleted_only_in_their_workspace(s: Subject) {
+    let (ws, member) = seeded(&s, 1).await;
+    let (other, _) = seeded(&s, 2).await;
+    let website = stored_project(&s, 20, &ws).await;
+    let design = stored_task(&s, 30, &website).await;
+    let urgent = stored_tag(&s, 40, &ws).await;
+    let billable = stored_tag(&s, 41, &ws).await;
+
+    let entry = TimeEntry {
+        description: "Design review".into(),
+        project_id: Some(website.id),
+        task_id: Some(design.id),
+        tag_ids: vec![billable.id, urgent.id],
+        billable: true,
+        ..manual(100, &ws, &member, 0)
+    };
+    let created = event(500, ws.id, EventType::TimeEntryCreated, 10);
+    s.entries
+        .create(&entry, std::slice::from_ref(&created))
+        .await
+        .unwrap();
+    assert_eq!(s.outbox.events().await, std::slice::from_ref(&created));
+    assert_eq!(
+        s.entries.get(ws.id, entry.id).await.unwrap(),
+        Some(TimeEntry {
+            tag_ids: vec![urgent.id, billable.id],
+            ..entry.clone()
+        }),
+        "tags read back in id order"
+    );
+    assert_eq!(
+        s.entries.get(other.id, entry.id).await.unwrap(),
+        None,
+        "another workspace's entry is not found"
+    );
+    assert_eq!(
+        s.entries.get(ws.id, TimeEntryId(id(199))).await.unwrap(),
+        None
+    );
+
+    let replaced = TimeEntry {
+        description: "Review".into(),
+        project_id: None,
+        task_id: None,
+        tag_ids: vec![billable.id],
+        billable: false,
+        start: at(5),
+        end: Some(at(25)),
+        updated_at: at(60),
+        ..entry.clone()
+    };
+    s.entries.update(&replaced).await.unwrap();
+    assert_eq!(
+        s.entries.get(ws.id, entry.id).await.unwrap(),
+        Some(replaced.clone())
+    );
+    let untagged = TimeEntry {
+        tag_ids: vec![],
+        updated_at: at(61),
+        ..replaced
+    };
+    s.entries.update(&untagged).await.unwrap();
+    assert_eq!(
+        s.entries.get(ws.id, entry.id).await.unwrap(),
+        Some(untagged.clone())
+    );
+    assert_eq!(
+        s.outbox.events().await,
+        [created],
+        "replacements record no event"
+    );
+
+    for missing in [
+        TimeEntry {
+            workspace_id: other.id,
+            description: "Moved".into(),
+            ..untagged.clone()
+        },
+        manual(101, &ws, &member, 0),
+    ] {
+        assert!(
+            matches!(
+                s.entries.update(&missing).await,
+                Err(DomainError::NotFound("time entry"))
+            ),
+            "{missing:?}"
+        );
+    }
+    assert_eq!(
+        s.entries.get(ws.id, entry.id).await.unwrap(),
+        Some(untagged.clone())
+    );
+    assert_eq!(
+        s.entries.get(ws.id, TimeEntryId(id(101))).await.unwrap(),
+        None
+    );
+
+    assert!(matches!(
+        s.entries.delete(other.id, entry.id).await,
+        Err(DomainError::NotFound("time entry"))
+    ));
+    assert_eq!(
+        s.entries.get(ws.id, entry.id).await.unwrap(),
+        Some(untagged)
+    );
+    s.entries.delete(ws.id, entry.id).await.unwrap();
+    assert_eq!(s.entries.get(ws.id, entry.id).await.unwrap(), None);
+    assert!(matches!(
+        s.entries.delete(ws.id, entry.id).await,
+        Err(DomainError::NotFound("time entry"))
+    ));
+
+    // Deleting a running timer lets its user start another.
+    let first = timer(102, &ws, &member, 30);
+    assert_eq!(
+        s.entries.start(None, &first, &[]).await.unwrap(),
+        TimerWrite::Applied
+    );
+    s.entries.delete(ws.id, first.id).await.unwrap();
+    assert_eq!(s.entries.running(member.id).await.unwrap(), None);
+    let second = timer(103, &ws, &member, 40);
+    assert_eq!(
+        s.entries.start(None, &second, &[]).await.unwrap(),
+        TimerWrite::Applied
+    );
+    assert_eq!(s.entries.running(member.id).await.unwrap(), Some(second));
+}
+
+/// A page of `workspace`'s entries, the cursor passed in its text form.
+async fn listed(
+    s: &Subject,
+    workspace: WorkspaceId,
+    filter: EntryFilter,
+    limit: u32,
+    after: Option<Cursor>,
+) -> Page<TimeEntry> {
+    let cursor = after.map(|c| c.encode());
+    let page = PageRequest::new(Some(limit), cursor.as_deref()).unwrap();
+    s.entries.list(workspace, filter, page).await.unwrap()
+}
+
+async fn entries_are_listed_latest_start_first_filtered_and_paged(s: Subject) {
+    let (ws, member) = seeded(&s, 1).await;
+    let (other, outsider) = seeded(&s, 2).await;
+    let colleague = user(3, "colleague@example.com");
+    s.users.create_member(&colleague, ws.id, T0).await.unwrap();
+    let urgent = stored_tag(&s, 40, &ws).await;
+
+    let tagged = TimeEntry {
+        tag_ids: vec![urgent.id],
+        ..manual(113, &ws, &member, 120)
+    };
+    for entry in [
+        manual(110, &ws, &member, 0),
+        manual(112, &ws, &member, 60),
+        manual(111, &ws, &colleague, 60),
+        tagged.clone(),
+        manual(114, &ws, &colleague, 180),
+        manual(120, &other, &outsider, 100),
+    ] {
+        s.entries.create(&entry, &[]).await.unwrap();
+    }
+    let running = timer(115, &ws, &member, 240);
+    assert_eq!(
+        s.entries.start(None, &running, &[]).await.unwrap(),
+        TimerWrite::Applied
+    );
+
+    let all = EntryFilter::default();
+    let first = listed(&s, ws.id, all, 4, None).await;
+    assert_eq!(numbers(&first.items), [115, 114, 113, 112]);
+    assert_eq!(first.items[0], running, "a running timer is listed");
+    assert_eq!(first.items[2], tagged, "with its tags");
+    assert_eq!(
+        first.next,
+        Some(Cursor {
+            created_at: at(60),
+            id: id(112)
+        }),
+        "the cursor's time is the start"
+    );
+    let second = listed(&s, ws.id, all, 4, first.next).await;
+    assert_eq!(
+        numbers(&second.items),
+        [111, 110],
+        "equal starts ordered by id"
+    );
+    assert_eq!(second.next, None);
+    let exact = listed(&s, ws.id, all, 6, None).await;
+    assert_eq!(numbers(&exact.items), [115, 114, 113, 112, 111, 110]);
+    assert_eq!(exact.next, None, "no next page when exactly full");
+
+    let window = EntryFilter {
+        from: Some(at(60)),
+        to: Some(at(180)),
+        user: None,
+    };
+    assert_eq!(
+        numbers(&listed(&s, ws.id, window, 50, None).await.items),
+        [113, 112, 111],
+        "from inclusive, to exclusive"
+    );
+    let theirs = EntryFilter {
+        user: Some(colleague.id),
+        ..all
+    };
+    assert_eq!(
+        numbers(&listed(&s, ws.id, theirs, 50, None).await.items),
+        [114, 111]
+    );
+
+    let mine_since = EntryFilter {
+        from: Some(at(60)),
+        user: Some(member.id),
+        ..all
+    };
+    let mut after = None;
+    for (expected, more) in [(115, true), (113, true), (112, false)] {
+        let page = listed(&s, ws.id, mine_since, 1, after).await;
+        assert_eq!(numbers(&page.items), [expected]);
+        assert_eq!(page.next.is_some(), more, "after {expected}");
+        after = page.next;
+    }
+
+    let outsiders = EntryFilter {
+        user: Some(outsider.id),
+        ..all
+    };
+    assert_eq!(listed(&s, ws.id, outsiders, 50, None).await.items, []);
+    assert_eq!(
+        numbers(&listed(&s, other.id, all, 50, None).await.items),
+        [120]
+    );
+    let nowhere = listed(&s, WorkspaceId(id(77)), all, 50, None).await;
+    assert_eq!((nowhere.items, nowhere.next), (vec![], None));
+}
+
+async fn latest_manual_stopped_and_started_entries_are_per_workspace(s: Subject) {
+    let (ws, member) = seeded(&s, 1).await;
+    let (other, outsider) = seeded(&s, 2).await;
+    let colleague = user(3, "colleague@example.com");
+    s.users.create_member(&colleague, ws.id, T0).await.unwrap();
+    s.users
+        .add_membership(member.id, other.id, T0)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.entries.latest_manual(ws.id, member.id).await.unwrap(),
+        None
+    );
+    assert_eq!(s.entries.latest_stopped(ws.id).await.unwrap(), None);
+    assert_eq!(s.entries.latest_started(ws.id).await.unwrap(), None);
+
+    // The latest manual entry is the last created, whatever its times and the insertion order.
+    let newer = TimeEntry {
+        created_at: at(400),
+        ..manual(101, &ws, &member, -600)
+    };
+    let older = TimeEntry {
+        created_at: at(300),
+        ..manual(100, &ws, &member, 0)
+    };
+    let colleagues = TimeEntry {
+        created_at: at(500),
+        ..manual(102, &ws, &colleague, 0)
+    };
+    let elsewhere = TimeEntry {
+        created_at: at(600),
+        ..manual(103, &other, &member, 0)
+    };
+    for entry in [&newer, &older, &colleagues, &elsewhere] {
+        s.entries.create(entry, &[]).await.unwrap();
+    }
+    assert_eq!(
+        s.entries.latest_manual(ws.id, member.id).await.unwrap(),
+        Some(newer.clone())
+    );
+    assert_eq!(
+        s.entries.latest_manual(ws.id, colleague.id).await.unwrap(),
+        Some(colleagues)
+    );
+    assert_eq!(
+        s.entries.latest_manual(other.id, member.id).await.unwrap(),
+        Some(elsewhere)
+    );
+    assert_eq!(
+        s.entries
+            .latest_manual(other.id, colleague.id)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        s.entries.latest_stopped(ws.id).await.unwrap(),
+        None,
+        "manual entries are no timers"
+    );
+    assert_eq!(s.entries.latest_started(ws.id).await.unwrap(), None);
+
+    let early = timer(110, &ws, &member, 100);
+    let late = timer(111, &ws, &colleague, 130);
+    for timer in [&early, &late] {
+        assert_eq!(
+            s.entries.start(None, timer, &[]).await.unwrap(),
+            TimerWrite::Applied
+        );
+    }
+    assert_eq!(
+        s.entries.latest_started(ws.id).await.unwrap(),
+        Some(late.clone()),
+        "running or not"
+    );
+    assert_eq!(s.entries.latest_stopped(ws.id).await.unwrap(), None);
+    let stop_late = stop_of(&late, 500, 160);
+    let stop_early = stop_of(&early, 501, 200);
+    for stop in [&stop_late, &stop_early] {
+        assert_eq!(s.entries.stop(stop).await.unwrap(), TimerWrite::Applied);
+    }
+    assert_eq!(
+        s.entries.latest_stopped(ws.id).await.unwrap(),
+        Some(stopped(&early, &stop_early)),
+        "by end, not start"
+    );
+    assert_eq!(
+        s.entries.latest_started(ws.id).await.unwrap(),
+        Some(stopped(&late, &stop_late))
+    );
+
+    // Of two timers stopped at the same time, the greater id.
+    let tied = timer(112, &ws, &colleague, 170);
+    let stop_tied = stop_of(&tied, 502, 200);
+    assert_eq!(
+        s.entries.start(None, &tied, &[]).await.unwrap(),
+        TimerWrite::Applied
+    );
+    assert_eq!(
+        s.entries.stop(&stop_tied).await.unwrap(),
+        TimerWrite::Applied
+    );
+    let latest_stop = stopped(&tied, &stop_tied);
+    assert_eq!(
+        s.entries.latest_stopped(ws.id).await.unwrap(),
+        Some(latest_stop.clone())
+    );
+
+    // A running timer is the latest started, not stopped; a later manual entry is neither.
+    let current = timer(113, &ws, &member, 250);
+    assert_eq!(
+        s.entries.start(None, &current, &[]).await.unwrap(),
+        TimerWrite::Applied
+    );
+    s.entries
+        .create(&manual(104, &ws, &member, 300), &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        s.entries.latest_started(ws.id).await.unwrap(),
+        Some(current.clone())
+    );
+    assert_eq!(
+        s.entries.latest_stopped(ws.id).await.unwrap(),
+        Some(latest_stop.clone())
+    );
+    assert_eq!(
+        s.entries.latest_manual(ws.id, member.id).await.unwrap(),
+        Some(newer),
+        "created before the newer one"
+    );
+
+    // Another workspace's timers are its own.
+    let theirs = timer(114, &other, &outsider, 1000);
+    let stop_theirs = stop_of(&theirs, 503, 1100);
+    assert_eq!(
+        s.entries.start(None, &theirs, &[]).await.unwrap(),
+        TimerWrite::Applied
+    );
+    assert_eq!(
+        s.entries.stop(&stop_theirs).await.unwrap(),
+        TimerWrite::Applied
+    );
+    assert_eq!(
+        s.entries.latest_started(ws.id).await.unwrap(),
+        Some(current)
+    );
+    assert_eq!(
+        s.entries.latest_stopped(ws.id).await.unwrap(),
+        Some(latest_stop)
+    );
+    let theirs_stopped = stopped(&theirs, &stop_theirs);
+    assert_eq!(
+        s.entries.latest_started(other.id).await.unwrap(),
+        Some(theirs_stopped.clone())
+    );
+    assert_eq!(
+        s.entries.latest_stopped(other.id).await.unwrap(),
+        Some(theirs_stopped)
     );
 }
 

@@ -639,6 +639,14 @@ impl CatalogRepository for InMemoryStore {
     }
 }
 
+/// `entry` as the database keeps it: its tags come back in id order, whatever order they were
+/// written in.
+fn as_stored(entry: &TimeEntry) -> TimeEntry {
+    let mut stored = entry.clone();
+    stored.tag_ids.sort_unstable();
+    stored
+}
+
 impl Tables {
     fn apply_stop(&mut self, stop: &TimerStop) -> bool {
         match self
@@ -654,6 +662,54 @@ impl Tables {
             }
             None => false,
         }
+    }
+
+    /// Refuses what the database's composite foreign keys refuse in an entry, in the order it
+    /// checks them: its user must be a member of its workspace (an unexpected failure: no caller
+    /// gets there), its project and task the workspace's (the task of that project), its tags
+    /// the workspace's and each named once.
+    fn check_references(&self, entry: &TimeEntry) -> DomainResult<()> {
+        let ws = entry.workspace_id;
+        if !self.memberships.contains(&(ws, entry.user_id)) {
+            return Err(DomainError::Unexpected(
+                std::io::Error::other("time entry of a user who is not a member").into(),
+            ));
+        }
+        if let Some(project) = entry.project_id {
+            if !self
+                .projects
+                .iter()
+                .any(|p| p.workspace_id == ws && p.id == project)
+            {
+                return Err(DomainError::validation(
+                    "project_id does not name a project of this workspace",
+                ));
+            }
+            if let Some(task) = entry.task_id
+                && !self
+                    .tasks
+                    .iter()
+                    .any(|t| t.workspace_id == ws && t.project_id == project && t.id == task)
+            {
+                return Err(DomainError::validation(
+                    "task_id does not belong to project_id",
+                ));
+            }
+        }
+        let mut seen = Vec::with_capacity(entry.tag_ids.len());
+        for tag in &entry.tag_ids {
+            let ours = self
+                .tags
+                .iter()
+                .any(|t| t.workspace_id == ws && t.id == *tag);
+            if !ours || seen.contains(tag) {
+                return Err(DomainError::validation(
+                    "tag_ids contains an id that is not a tag of this workspace",
+                ));
+            }
+            seen.push(*tag);
+        }
+        Ok(())
     }
 }
 
@@ -675,18 +731,29 @@ impl TimeEntryRepository for InMemoryStore {
         events: &[Event],
     ) -> DomainResult<TimerWrite> {
         let mut t = self.tables();
-        let running = t
-            .entries
-            .iter()
-            .find(|e| e.user_id == entry.user_id && e.end.is_none())
-            .map(|e| e.id);
-        if running != stop.map(|s| s.entry) {
+        // As the database's transaction: the stop (of whichever running entry it names), then the
+        // insert, which loses to any other running timer of the user; all of it or nothing.
+        if stop.is_some_and(|stop| {
+            !t.entries
+                .iter()
+                .any(|e| e.id == stop.entry && e.end.is_none())
+        }) {
             return Ok(TimerWrite::Raced);
         }
+        let other_running = entry.end.is_none()
+            && t.entries.iter().any(|e| {
+                e.user_id == entry.user_id
+                    && e.end.is_none()
+                    && stop.is_none_or(|stop| e.id != stop.entry)
+            });
+        if other_running {
+            return Ok(TimerWrite::Raced);
+        }
+        t.check_references(entry)?;
         if let Some(stop) = stop {
             t.apply_stop(stop);
         }
-        t.entries.push(entry.clone());
+        t.entries.push(as_stored(entry));
         t.events.extend_from_slice(events);
         Ok(TimerWrite::Applied)
     }
@@ -701,7 +768,8 @@ impl TimeEntryRepository for InMemoryStore {
 
     async fn create(&self, entry: &TimeEntry, events: &[Event]) -> DomainResult<()> {
         let mut t = self.tables();
-        t.entries.push(entry.clone());
+        t.check_references(entry)?;
+        t.entries.push(as_stored(entry));
         t.events.extend_from_slice(events);
         Ok(())
     }
@@ -743,12 +811,13 @@ impl TimeEntryRepository for InMemoryStore {
 
     async fn update(&self, entry: &TimeEntry) -> DomainResult<()> {
         let mut t = self.tables();
-        let stored = t
+        let position = t
             .entries
-            .iter_mut()
-            .find(|e| e.id == entry.id && e.workspace_id == entry.workspace_id)
+            .iter()
+            .position(|e| e.id == entry.id && e.workspace_id == entry.workspace_id)
             .ok_or(DomainError::NotFound("time entry"))?;
-        *stored = entry.clone();
+        t.check_references(entry)?;
+        t.entries[position] = as_stored(entry);
         Ok(())
     }
 

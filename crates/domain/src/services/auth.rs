@@ -105,7 +105,6 @@ impl Authenticator {
             .is_some_and(|secret| self.cached(&secret.hash(), self.clock.now()).is_some())
     }
 
-
     fn cached(&self, hash: &KeyHash, now: OffsetDateTime) -> Option<Cached> {
         let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         cache
