@@ -57,6 +57,29 @@ struct StatsRow {
     oldest_due: Option<OffsetDateTime>,
 }
 
+/// [`named_query!`] of a statement taking the arrays of the [`RecordBatch`] `$batch` (as
+/// `event_ids`, `subscription_ids`, ... `done`), then the parameters that follow the `;`.
+macro_rules! batch_query {
+    ($sql:expr, $batch:expr; $($rest:tt)*) => {
+        named_query!(
+            $sql;
+            event_ids: Array<SqlUuid> = &$batch.event_ids,
+            subscription_ids: Array<Text> = &$batch.subscription_ids,
+            attempts: Array<Integer> = &$batch.attempts,
+            started: Array<Timestamptz> = &$batch.started,
+            latency_ms: Array<Integer> = &$batch.latency_ms,
+            codes: Array<Nullable<Integer>> = &$batch.codes,
+            errors: Array<Nullable<Text>> = &$batch.errors,
+            excerpts: Array<Nullable<Text>> = &$batch.excerpts,
+            statuses: Array<Text> = &$batch.statuses,
+            next_at: Array<Timestamptz> = &$batch.next_at,
+            finished: Array<Timestamptz> = &$batch.finished,
+            done: Array<Bool> = &$batch.done,
+            $($rest)*
+        )
+    };
+}
+
 /// `statements/record_and_claim.sql`, on the arrays of the [`RecordBatch`] `$batch` and the
 /// claim's parameters.
 fn record_and_claim_query(
@@ -66,20 +89,8 @@ fn record_and_claim_query(
     limit: u32,
     per_subscription: u32,
 ) -> impl diesel_async::methods::LoadQuery<'_, AsyncPgConnection, ClaimRow> + Send + '_ {
-    Prepared(named_query!(
-        include_str!("statements/record_and_claim.sql");
-        event_ids: Array<SqlUuid> = &batch.event_ids,
-        subscription_ids: Array<Text> = &batch.subscription_ids,
-        attempts: Array<Integer> = &batch.attempts,
-        started: Array<Timestamptz> = &batch.started,
-        latency_ms: Array<Integer> = &batch.latency_ms,
-        codes: Array<Nullable<Integer>> = &batch.codes,
-        errors: Array<Nullable<Text>> = &batch.errors,
-        excerpts: Array<Nullable<Text>> = &batch.excerpts,
-        statuses: Array<Text> = &batch.statuses,
-        next_at: Array<Timestamptz> = &batch.next_at,
-        finished: Array<Timestamptz> = &batch.finished,
-        done: Array<Bool> = &batch.done,
+    Prepared(batch_query!(
+        include_str!("statements/record_and_claim.sql"), batch;
         now: Timestamptz = now,
         lease_until: Timestamptz = lease_until,
         limit: BigInt = i64::from(limit),
@@ -138,23 +149,9 @@ impl RecordBatch {
     /// batch (cleared by a success, started by a failure). The statement calls a function
     /// (`functions/record_attempts.sql`), whose plan the server keeps per connection.
     async fn write(&self, conn: &mut AsyncPgConnection) -> QueryResult<usize> {
-        Prepared(named_query!(
-            include_str!("statements/record_attempts.sql");
-            event_ids: Array<SqlUuid> = &self.event_ids,
-            subscription_ids: Array<Text> = &self.subscription_ids,
-            attempts: Array<Integer> = &self.attempts,
-            started: Array<Timestamptz> = &self.started,
-            latency_ms: Array<Integer> = &self.latency_ms,
-            codes: Array<Nullable<Integer>> = &self.codes,
-            errors: Array<Nullable<Text>> = &self.errors,
-            excerpts: Array<Nullable<Text>> = &self.excerpts,
-            statuses: Array<Text> = &self.statuses,
-            next_at: Array<Timestamptz> = &self.next_at,
-            finished: Array<Timestamptz> = &self.finished,
-            done: Array<Bool> = &self.done,
-        ))
-        .execute(conn)
-        .await
+        Prepared(batch_query!(include_str!("statements/record_attempts.sql"), self;))
+            .execute(conn)
+            .await
     }
 }
 
