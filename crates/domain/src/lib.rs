@@ -20,6 +20,6 @@ pub mod ports;
 pub mod ratelimit;
 pub mod services;
 pub mod timefmt;
-pub mod validate;
+pub mod values;
 
 pub use error::{DomainError, DomainResult};

@@ -33,6 +33,7 @@ use timetrack_domain::services::{
     AdminService, CatalogService, ClientService, NewWorkspace, TimeEntryService, WebhookService,
     WebhookSettings,
 };
+use timetrack_domain::values::{Email, Name};
 
 /// A clock that stands still until told to move.
 #[derive(Debug)]
@@ -979,15 +980,28 @@ impl TestWorld {
 
     /// A workspace `Acme` with one member, `Ada`.
     pub fn workspace_with_user(&self) -> (Workspace, User) {
-        let ws = run_ready(self.admin.create_workspace(NewWorkspace {
-            name: "Acme".into(),
-            ..NewWorkspace::default()
-        }))
+        let ws = run_ready(
+            self.admin
+                .create_workspace(NewWorkspace::named(name("Acme"))),
+        )
         .expect("create workspace");
-        let user = run_ready(self.admin.create_user(ws.id, "Ada", "ada@example.com"))
-            .expect("create user");
+        let user = run_ready(
+            self.admin
+                .create_user(ws.id, name("Ada"), email("ada@example.com")),
+        )
+        .expect("create user");
         (ws, user)
     }
+}
+
+/// `value` parsed as a [`Name`]; panics if it is not one (a test's own literal).
+pub fn name(value: &str) -> Name {
+    Name::parse("name", value).expect("a valid name")
+}
+
+/// `value` parsed as an [`Email`]; panics if it is not one (a test's own literal).
+pub fn email(value: &str) -> Email {
+    Email::parse(value).expect("a valid e-mail address")
 }
 
 /// Runs a future built on the in-memory fakes to completion.

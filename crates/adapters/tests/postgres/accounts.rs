@@ -1,6 +1,8 @@
 //! Workspaces, users and API keys.
 
 use super::*;
+use timetrack_domain::values::{Currency, TimeZoneName};
+use timetrack_testkit::fakes::{email, name};
 
 #[tokio::test]
 async fn workspaces_round_trip_with_their_settings() {
@@ -8,9 +10,9 @@ async fn workspaces_round_trip_with_their_settings() {
     let ws = f
         .admin
         .create_workspace(NewWorkspace {
-            name: "Acme".into(),
-            timezone: Some("Europe/Paris".into()),
-            currency: Some("EUR".into()),
+            name: name("Acme"),
+            timezone: Some(TimeZoneName::parse("Europe/Paris").unwrap()),
+            currency: Some(Currency::parse("EUR").unwrap()),
         })
         .await
         .unwrap();
@@ -33,7 +35,7 @@ async fn users_join_workspaces_and_emails_are_unique_case_insensitively() {
     let b = f.admin.create_workspace(named("B")).await.unwrap();
     let ada = f
         .admin
-        .create_user(a.id, "Ada", "ada@example.com")
+        .create_user(a.id, name("Ada"), email("ada@example.com"))
         .await
         .unwrap();
     assert_eq!(f.users.get(ada.id).await.unwrap(), Some(ada.clone()));
@@ -45,13 +47,13 @@ async fn users_join_workspaces_and_emails_are_unique_case_insensitively() {
     // The same e-mail joins a second workspace as the same user.
     let again = f
         .admin
-        .create_user(b.id, "Someone", "Ada@Example.com")
+        .create_user(b.id, name("Someone"), email("Ada@Example.com"))
         .await
         .unwrap();
     assert_eq!(again.id, ada.id);
     let err = f
         .admin
-        .create_user(b.id, "Ada", "ada@example.com")
+        .create_user(b.id, name("Ada"), email("ada@example.com"))
         .await
         .unwrap_err();
     assert!(matches!(err, DomainError::Conflict(_)), "{err:?}");
@@ -76,7 +78,11 @@ async fn a_user_in_an_unknown_workspace_is_not_found_and_nothing_is_stored() {
     let f = fixture().await;
     let err = f
         .admin
-        .create_user(WorkspaceId(uuid::Uuid::new_v4()), "Ada", "ada@example.com")
+        .create_user(
+            WorkspaceId(uuid::Uuid::new_v4()),
+            name("Ada"),
+            email("ada@example.com"),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, DomainError::NotFound("workspace")), "{err:?}");
@@ -92,12 +98,12 @@ async fn api_keys_are_found_by_hash_only_while_not_revoked() {
     let ws = f.admin.create_workspace(named("A")).await.unwrap();
     let ada = f
         .admin
-        .create_user(ws.id, "Ada", "ada@example.com")
+        .create_user(ws.id, name("Ada"), email("ada@example.com"))
         .await
         .unwrap();
     let (key, secret) = f
         .admin
-        .create_api_key(ada.id, ws.id, Some("zapier"))
+        .create_api_key(ada.id, ws.id, Some(name("zapier")))
         .await
         .unwrap();
 
@@ -155,7 +161,7 @@ async fn an_api_key_needs_a_membership() {
     let b = f.admin.create_workspace(named("B")).await.unwrap();
     let ada = f
         .admin
-        .create_user(a.id, "Ada", "ada@example.com")
+        .create_user(a.id, name("Ada"), email("ada@example.com"))
         .await
         .unwrap();
     let err = f
@@ -175,7 +181,7 @@ async fn revoking_a_key_disables_its_active_subscriptions_only() {
     let ws = f.admin.create_workspace(named("A")).await.unwrap();
     let ada = f
         .admin
-        .create_user(ws.id, "Ada", "ada@example.com")
+        .create_user(ws.id, name("Ada"), email("ada@example.com"))
         .await
         .unwrap();
     let (revoked_key, _) = f.admin.create_api_key(ada.id, ws.id, None).await.unwrap();

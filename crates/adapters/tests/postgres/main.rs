@@ -50,10 +50,7 @@ async fn fixture() -> Fixture {
 }
 
 fn named(name: &str) -> NewWorkspace {
-    NewWorkspace {
-        name: name.into(),
-        ..NewWorkspace::default()
-    }
+    NewWorkspace::named(timetrack_testkit::fakes::name(name))
 }
 
 mod accounts;

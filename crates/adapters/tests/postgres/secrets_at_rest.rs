@@ -28,7 +28,7 @@ async fn subscribed(f: &Fixture, secrets: &SecretBox) -> Subscription {
     let ws = f.admin.create_workspace(named("S")).await.unwrap();
     let ada = f
         .admin
-        .create_user(ws.id, "Ada", "ada@example.com")
+        .create_user(ws.id, name("Ada"), email("ada@example.com"))
         .await
         .unwrap();
     let (key, _) = f.admin.create_api_key(ada.id, ws.id, None).await.unwrap();
@@ -82,6 +82,7 @@ async fn claim(
 }
 
 use timetrack_domain::DomainResult;
+use timetrack_testkit::fakes::{email, name};
 
 #[tokio::test]
 async fn webhook_secrets_are_stored_sealed_and_opened_for_the_sender() {
@@ -120,7 +121,7 @@ async fn idempotent_responses_are_stored_sealed_and_replayed_in_clear() {
     let ws = f.admin.create_workspace(named("I")).await.unwrap();
     let ada = f
         .admin
-        .create_user(ws.id, "Ada", "ada@example.com")
+        .create_user(ws.id, name("Ada"), email("ada@example.com"))
         .await
         .unwrap();
     let (key, _) = f.admin.create_api_key(ada.id, ws.id, None).await.unwrap();

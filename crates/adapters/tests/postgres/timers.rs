@@ -14,6 +14,7 @@ use timetrack_domain::ports::{TimeEntryRepository, TimerStop, TimerWrite};
 use timetrack_domain::services::{AdminService, NewWorkspace};
 use timetrack_testkit::TestDatabase;
 use timetrack_testkit::fakes::{ManualClock, SeededRandom, SequentialIds};
+use timetrack_testkit::fakes::{email, name};
 use uuid::Uuid;
 
 async fn count(db: &TestDatabase, sql: &str) -> i64 {
@@ -69,14 +70,11 @@ async fn setup() -> (TestDatabase, PgTimeEntryRepository, WorkspaceId, UserId) {
         Arc::new(SeededRandom::new(1)),
     );
     let ws = admin
-        .create_workspace(NewWorkspace {
-            name: "A".into(),
-            ..NewWorkspace::default()
-        })
+        .create_workspace(NewWorkspace::named(name("A")))
         .await
         .unwrap();
     let user = admin
-        .create_user(ws.id, "Ada", "ada@example.com")
+        .create_user(ws.id, name("Ada"), email("ada@example.com"))
         .await
         .unwrap();
     (

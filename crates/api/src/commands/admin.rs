@@ -1,6 +1,7 @@
 //! `timetrack admin ...`: each command prints the created or changed record as one JSON object.
 
 use std::sync::Arc;
+use timetrack_domain::values::{Currency, Email, Name, TimeZoneName};
 
 use anyhow::Result;
 use serde::Serialize;
@@ -78,9 +79,9 @@ async fn execute(admin: &AdminService, command: AdminCommand) -> Result<()> {
         } => {
             let workspace = admin
                 .create_workspace(NewWorkspace {
-                    name,
-                    timezone: Some(timezone),
-                    currency: Some(currency),
+                    name: Name::parse("name", &name)?,
+                    timezone: Some(TimeZoneName::parse(&timezone)?),
+                    currency: Some(Currency::parse(&currency)?),
                 })
                 .await?;
             print_json(&workspace)
@@ -91,7 +92,8 @@ async fn execute(admin: &AdminService, command: AdminCommand) -> Result<()> {
             email,
         } => {
             let workspace_id = WorkspaceId(workspace);
-            let user = admin.create_user(workspace_id, &name, &email).await?;
+            let (name, email) = (Name::parse("name", &name)?, Email::parse(&email)?);
+            let user = admin.create_user(workspace_id, name, email).await?;
             print_json(&UserOutput { user, workspace_id })
         }
         AdminCommand::CreateApiKey {
@@ -99,8 +101,9 @@ async fn execute(admin: &AdminService, command: AdminCommand) -> Result<()> {
             workspace,
             name,
         } => {
+            let name = name.map(|n| Name::parse("name", &n)).transpose()?;
             let (key, secret) = admin
-                .create_api_key(UserId(user), WorkspaceId(workspace), name.as_deref())
+                .create_api_key(UserId(user), WorkspaceId(workspace), name)
                 .await?;
             print_json(&NewKeyOutput::new(key, &secret))
         }

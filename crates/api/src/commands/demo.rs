@@ -4,6 +4,7 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use timetrack_domain::values::{Email, Name};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -33,16 +34,17 @@ pub(crate) async fn ensure_demo(data_dir: &Path, pool: &PgPool) -> Result<DemoAc
     }
     let admin = admin_service(pool);
     let workspace = admin
-        .create_workspace(NewWorkspace {
-            name: "Demo workspace".into(),
-            ..NewWorkspace::default()
-        })
+        .create_workspace(NewWorkspace::named(Name::parse("name", "Demo workspace")?))
         .await?;
     let user = admin
-        .create_user(workspace.id, "Demo User", "demo@example.com")
+        .create_user(
+            workspace.id,
+            Name::parse("name", "Demo User")?,
+            Email::parse("demo@example.com")?,
+        )
         .await?;
     let (key, secret) = admin
-        .create_api_key(user.id, workspace.id, Some("demo"))
+        .create_api_key(user.id, workspace.id, Some(Name::parse("name", "demo")?))
         .await?;
     let account = DemoAccount {
         workspace_id: workspace.id.to_string(),

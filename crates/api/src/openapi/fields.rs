@@ -13,7 +13,7 @@ use timetrack_domain::model::client::{MAX_ADDRESS_CHARS, MAX_NOTE_CHARS, MAX_PHO
 use timetrack_domain::model::page::MAX_PAGE_SIZE;
 use timetrack_domain::net::MAX_URL_LEN;
 use timetrack_domain::services::clients::MAX_SEARCH_RESULTS;
-use timetrack_domain::validate::{self, MAX_NAME_CHARS};
+use timetrack_domain::values::{Currency, MAX_NAME_CHARS};
 use utoipa::openapi::schema::{
     ArrayBuilder, KnownFormat, Object, ObjectBuilder, OneOfBuilder, SchemaFormat, SchemaType, Type,
 };
@@ -128,13 +128,13 @@ pub fn email() -> Object {
         .build()
 }
 
-/// Every code `validate::currency` accepts: the active ISO 4217 codes, upper case.
+/// Every code `Currency::parse` accepts: the active ISO 4217 codes, upper case.
 static CURRENCIES: LazyLock<Vec<String>> = LazyLock::new(|| {
     let letters = || b'A'..=b'Z';
     letters()
         .flat_map(|a| letters().flat_map(move |b| letters().map(move |c| [a, b, c])))
         .map(|code| String::from_utf8_lossy(&code).into_owned())
-        .filter(|code| validate::currency(code).is_ok())
+        .filter(|code| Currency::parse(code).is_ok())
         .collect()
 });
 

@@ -7,6 +7,7 @@ use timetrack_domain::DomainError;
 use timetrack_domain::ids::{ClientId, ProjectId};
 use timetrack_domain::model::{Project, Tag, Task};
 use timetrack_domain::timefmt::rfc3339;
+use timetrack_domain::values::Name;
 use uuid::Uuid;
 
 use crate::error::ApiError;
@@ -91,6 +92,14 @@ pub struct NameBody {
     name: Option<String>,
 }
 
+impl TryFrom<NameBody> for Name {
+    type Error = DomainError;
+
+    fn try_from(body: NameBody) -> Result<Self, DomainError> {
+        Name::parse("name", body.name.as_deref().unwrap_or_default())
+    }
+}
+
 fn project_id(raw: &str) -> Result<ProjectId, ApiError> {
     raw.parse()
         .map_err(|_| ApiError::from(DomainError::NotFound("project")))
@@ -121,7 +130,7 @@ pub async fn create_project(
         .catalog
         .create_project(
             &caller.0,
-            &body.name.unwrap_or_default(),
+            Name::parse("name", body.name.as_deref().unwrap_or_default())?,
             body.client_id.map(ClientId),
         )
         .await?;
@@ -175,8 +184,8 @@ pub async fn create_task(
     body: JsonBody<NameBody>,
 ) -> Result<HttpResponse, ApiError> {
     let project = project_id(&id)?;
-    let name = body.into_inner().name.unwrap_or_default();
-    let task = state.catalog.create_task(&caller.0, project, &name).await?;
+    let name = Name::try_from(body.into_inner())?;
+    let task = state.catalog.create_task(&caller.0, project, name).await?;
     Ok(HttpResponse::build(StatusCode::CREATED).json(TaskResponse::from(task)))
 }
 
@@ -230,8 +239,8 @@ pub async fn create_tag(
     caller: Caller,
     body: JsonBody<NameBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let name = body.into_inner().name.unwrap_or_default();
-    let tag = state.catalog.create_tag(&caller.0, &name).await?;
+    let name = Name::try_from(body.into_inner())?;
+    let tag = state.catalog.create_tag(&caller.0, name).await?;
     Ok(HttpResponse::build(StatusCode::CREATED).json(TagResponse::from(tag)))
 }
 

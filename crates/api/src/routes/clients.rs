@@ -5,10 +5,12 @@ use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use timetrack_domain::DomainError;
 use timetrack_domain::ids::ClientId;
+use timetrack_domain::model::client::{MAX_ADDRESS_CHARS, MAX_NOTE_CHARS, MAX_PHONE_CHARS};
 use timetrack_domain::model::{
     Client, ClientDraft, ClientPatch, ClientStatus, ClientType, PageRequest,
 };
 use timetrack_domain::timefmt::rfc3339;
+use timetrack_domain::values::{Currency, Email, Name, Text};
 
 use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody, QueryParams, nullable};
@@ -99,6 +101,72 @@ pub struct UpdateClientBody {
     currency: Option<String>,
 }
 
+/// The body parsed, field by field, in the order the fields are reported: the first invalid
+/// field is the error.
+impl TryFrom<CreateClientBody> for ClientDraft {
+    type Error = DomainError;
+
+    fn try_from(body: CreateClientBody) -> Result<Self, DomainError> {
+        Ok(Self {
+            client_type: body
+                .client_type
+                .as_deref()
+                .map(ClientType::parse)
+                .transpose()?,
+            status: body
+                .status
+                .as_deref()
+                .map(ClientStatus::parse)
+                .transpose()?,
+            name: Name::parse("name", body.name.as_deref().unwrap_or_default())?,
+            email: Email::parse_optional(body.email.as_deref())?,
+            phone: Text::parse_optional("phone", body.phone.as_deref(), MAX_PHONE_CHARS)?,
+            address: Text::parse_optional("address", body.address.as_deref(), MAX_ADDRESS_CHARS)?,
+            note: Text::parse_optional("note", body.note.as_deref(), MAX_NOTE_CHARS)?,
+            currency: body.currency.as_deref().map(Currency::parse).transpose()?,
+        })
+    }
+}
+
+/// As for [`CreateClientBody`]; an absent field is no change, a null or blank optional one
+/// clears it.
+impl TryFrom<UpdateClientBody> for ClientPatch {
+    type Error = DomainError;
+
+    fn try_from(body: UpdateClientBody) -> Result<Self, DomainError> {
+        let text = |field: &str, value: Option<Option<String>>, max: usize| {
+            value
+                .map(|v| Text::parse_optional(field, v.as_deref(), max))
+                .transpose()
+        };
+        Ok(Self {
+            client_type: body
+                .client_type
+                .as_deref()
+                .map(ClientType::parse)
+                .transpose()?,
+            status: body
+                .status
+                .as_deref()
+                .map(ClientStatus::parse)
+                .transpose()?,
+            name: body
+                .name
+                .as_deref()
+                .map(|n| Name::parse("name", n))
+                .transpose()?,
+            email: body
+                .email
+                .map(|e| Email::parse_optional(e.as_deref()))
+                .transpose()?,
+            phone: text("phone", body.phone, MAX_PHONE_CHARS)?,
+            address: text("address", body.address, MAX_ADDRESS_CHARS)?,
+            note: text("note", body.note, MAX_NOTE_CHARS)?,
+            currency: body.currency.as_deref().map(Currency::parse).transpose()?,
+        })
+    }
+}
+
 /// `?limit=&cursor=` of list endpoints.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -142,25 +210,7 @@ pub async fn create(
     caller: Caller,
     body: JsonBody<CreateClientBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let body = body.into_inner();
-    let draft = ClientDraft {
-        name: body.name.unwrap_or_default(),
-        client_type: body
-            .client_type
-            .as_deref()
-            .map(ClientType::parse)
-            .transpose()?,
-        status: body
-            .status
-            .as_deref()
-            .map(ClientStatus::parse)
-            .transpose()?,
-        email: body.email,
-        phone: body.phone,
-        address: body.address,
-        note: body.note,
-        currency: body.currency,
-    };
+    let draft = ClientDraft::try_from(body.into_inner())?;
     let client = state.clients.create(&caller.0, draft).await?;
     Ok(HttpResponse::build(StatusCode::CREATED).json(ClientResponse::from(client)))
 }
@@ -240,25 +290,7 @@ pub async fn update(
     body: JsonBody<UpdateClientBody>,
 ) -> Result<web::Json<ClientResponse>, ApiError> {
     let id = parse_id(&id)?;
-    let body = body.into_inner();
-    let patch = ClientPatch {
-        name: body.name,
-        client_type: body
-            .client_type
-            .as_deref()
-            .map(ClientType::parse)
-            .transpose()?,
-        status: body
-            .status
-            .as_deref()
-            .map(ClientStatus::parse)
-            .transpose()?,
-        email: body.email,
-        phone: body.phone,
-        address: body.address,
-        note: body.note,
-        currency: body.currency,
-    };
+    let patch = ClientPatch::try_from(body.into_inner())?;
     let client = state.clients.update(&caller.0, id, &patch).await?;
     Ok(web::Json(client.into()))
 }

@@ -7,6 +7,7 @@ use serde_json::json;
 use timetrack_api::StateSettings;
 
 use crate::support::{TestApp, call};
+use timetrack_testkit::fakes::{email, name};
 
 fn me() -> test::TestRequest {
     test::TestRequest::get().uri("/api/me")
@@ -115,14 +116,13 @@ async fn a_key_of_a_second_workspace_sees_that_workspace() {
     let t = TestApp::new().await;
     let other = t
         .admin
-        .create_workspace(timetrack_domain::services::NewWorkspace {
-            name: "Other".into(),
-            ..Default::default()
-        })
+        .create_workspace(timetrack_domain::services::NewWorkspace::named(name(
+            "Other",
+        )))
         .await
         .unwrap();
     t.admin
-        .create_user(other.id, "Ada", "ada@example.com")
+        .create_user(other.id, name("Ada"), email("ada@example.com"))
         .await
         .unwrap();
     let (_, secret) = t

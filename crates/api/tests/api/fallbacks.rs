@@ -4,6 +4,7 @@ use actix_web::test;
 use serde_json::{Value, json};
 
 use crate::support::{TestApp, call};
+use timetrack_testkit::fakes::{email, name};
 
 const BASE: &str = "/api/integrations/automation/triggers";
 
@@ -199,7 +200,7 @@ async fn the_manual_fallback_is_the_callers_own_latest_entry() {
     let app = t.service().await;
     let eve = t
         .admin
-        .create_user(t.workspace.id, "Eve", "eve@example.com")
+        .create_user(t.workspace.id, name("Eve"), email("eve@example.com"))
         .await
         .unwrap();
     let (_, eve_key) = t

@@ -12,7 +12,9 @@ use timetrack_api::{AppState, RateLimits, StateSettings, build_app};
 use timetrack_domain::model::{ApiKey, User, Workspace};
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::{AdminService, NewWorkspace};
+use timetrack_domain::values::{Currency, TimeZoneName};
 use timetrack_testkit::TestDatabase;
+use timetrack_testkit::fakes::{email, name};
 
 pub struct TestApp {
     /// Keeps the test's database alive (it is dropped with the app).
@@ -60,18 +62,18 @@ impl TestApp {
         );
         let workspace = admin
             .create_workspace(NewWorkspace {
-                name: "Acme".into(),
-                timezone: Some("Europe/Berlin".into()),
-                currency: Some("EUR".into()),
+                name: name("Acme"),
+                timezone: Some(TimeZoneName::parse("Europe/Berlin").unwrap()),
+                currency: Some(Currency::parse("EUR").unwrap()),
             })
             .await
             .unwrap();
         let user = admin
-            .create_user(workspace.id, "Ada Lovelace", "ada@example.com")
+            .create_user(workspace.id, name("Ada Lovelace"), email("ada@example.com"))
             .await
             .unwrap();
         let (key, secret) = admin
-            .create_api_key(user.id, workspace.id, Some("tests"))
+            .create_api_key(user.id, workspace.id, Some(name("tests")))
             .await
             .unwrap();
         let state = AppState::new(pool.clone(), Arc::new(SystemClock), settings);
@@ -110,15 +112,12 @@ impl TestApp {
     pub async fn other_workspace(&self) -> (Workspace, String) {
         let ws = self
             .admin
-            .create_workspace(NewWorkspace {
-                name: "Other".into(),
-                ..NewWorkspace::default()
-            })
+            .create_workspace(NewWorkspace::named(name("Other")))
             .await
             .unwrap();
         let user = self
             .admin
-            .create_user(ws.id, "Bob", "bob@example.com")
+            .create_user(ws.id, name("Bob"), email("bob@example.com"))
             .await
             .unwrap();
         let (_, secret) = self

@@ -6,6 +6,7 @@ use timetrack_api::StateSettings;
 use timetrack_domain::services::WebhookSettings;
 
 use crate::support::{TestApp, call, error_of};
+use timetrack_testkit::fakes::{email, name};
 
 const BASE: &str = "/api/integrations/automation/webhooks";
 
@@ -335,7 +336,7 @@ async fn delete_is_immediate_idempotent_owner_only_audited_and_cancels_queued_de
     // Another user of the same workspace, and another workspace: 404, and the webhook untouched.
     let eve = t
         .admin
-        .create_user(t.workspace.id, "Eve", "eve@example.com")
+        .create_user(t.workspace.id, name("Eve"), email("eve@example.com"))
         .await
         .unwrap();
     let (_, eve_key) = t

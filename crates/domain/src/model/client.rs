@@ -5,7 +5,7 @@ use time::OffsetDateTime;
 
 use crate::error::{DomainError, DomainResult};
 use crate::ids::{ClientId, WorkspaceId};
-use crate::validate;
+use crate::values::{Currency, Email, Name, Text};
 
 /// Whether a client is an organisation or a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,72 +112,71 @@ pub const MAX_ADDRESS_CHARS: usize = 1000;
 /// Longest note, in characters.
 pub const MAX_NOTE_CHARS: usize = 10_000;
 
-/// The fields of a new client; unset ones take their defaults (company, active, no contact
-/// details, the workspace's currency).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The fields of a new client, parsed; unset ones take their defaults (company, active, no
+/// contact details, the workspace's currency).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientDraft {
     /// Name (required).
-    pub name: String,
+    pub name: Name,
     /// Type; `company` when unset.
     pub client_type: Option<ClientType>,
     /// Status; `active` when unset.
     pub status: Option<ClientStatus>,
     /// E-mail address.
-    pub email: Option<String>,
-    /// Phone number.
-    pub phone: Option<String>,
-    /// Address.
-    pub address: Option<String>,
-    /// Notes.
-    pub note: Option<String>,
+    pub email: Option<Email>,
+    /// Phone number (at most [`MAX_PHONE_CHARS`]).
+    pub phone: Option<Text>,
+    /// Address (at most [`MAX_ADDRESS_CHARS`]).
+    pub address: Option<Text>,
+    /// Notes (at most [`MAX_NOTE_CHARS`]).
+    pub note: Option<Text>,
     /// Currency; the workspace's when unset.
-    pub currency: Option<String>,
+    pub currency: Option<Currency>,
 }
 
-/// Changes to a client: `None` leaves a field as it is; for optional fields `Some(None)` clears it.
+impl ClientDraft {
+    /// A draft with `name` and every other field unset.
+    pub fn named(name: Name) -> Self {
+        Self {
+            name,
+            client_type: None,
+            status: None,
+            email: None,
+            phone: None,
+            address: None,
+            note: None,
+            currency: None,
+        }
+    }
+}
+
+/// Changes to a client, parsed: `None` leaves a field as it is; for optional fields `Some(None)`
+/// clears it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientPatch {
     /// New name.
-    pub name: Option<String>,
+    pub name: Option<Name>,
     /// New type.
     pub client_type: Option<ClientType>,
     /// New status.
     pub status: Option<ClientStatus>,
     /// New e-mail, or `Some(None)` to clear it.
-    pub email: Option<Option<String>>,
+    pub email: Option<Option<Email>>,
     /// New phone, or `Some(None)` to clear it.
-    pub phone: Option<Option<String>>,
+    pub phone: Option<Option<Text>>,
     /// New address, or `Some(None)` to clear it.
-    pub address: Option<Option<String>>,
+    pub address: Option<Option<Text>>,
     /// New note, or `Some(None)` to clear it.
-    pub note: Option<Option<String>>,
+    pub note: Option<Option<Text>>,
     /// New currency.
-    pub currency: Option<String>,
-}
-
-/// Validated optional text: trimmed, empty means unset, at most `max` characters.
-pub(crate) fn optional_text(
-    field: &str,
-    value: Option<&str>,
-    max: usize,
-) -> DomainResult<Option<String>> {
-    let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
-        return Ok(None);
-    };
-    validate::no_nul(field, value)?;
-    if value.chars().count() > max {
-        return Err(DomainError::validation(format!(
-            "{field} must be at most {max} characters"
-        )));
-    }
-    Ok(Some(value.to_owned()))
+    pub currency: Option<Currency>,
 }
 
 impl ClientPatch {
-    /// Applies the patch to `client`, validating every changed field.
-    pub(crate) fn apply(&self, client: &mut Client) -> DomainResult<()> {
+    /// Applies the patch to `client`.
+    pub(crate) fn apply(&self, client: &mut Client) {
         if let Some(name) = &self.name {
-            client.name = validate::name("name", name)?;
+            client.name = name.to_string();
         }
         if let Some(client_type) = self.client_type {
             client.client_type = client_type;
@@ -186,26 +185,20 @@ impl ClientPatch {
             client.status = status;
         }
         if let Some(email) = &self.email {
-            client.email = email
-                .as_deref()
-                .map(str::trim)
-                .filter(|e| !e.is_empty())
-                .map(validate::email)
-                .transpose()?;
+            client.email = email.as_ref().map(Email::to_string);
         }
         if let Some(phone) = &self.phone {
-            client.phone = optional_text("phone", phone.as_deref(), MAX_PHONE_CHARS)?;
+            client.phone = phone.as_ref().map(Text::to_string);
         }
         if let Some(address) = &self.address {
-            client.address = optional_text("address", address.as_deref(), MAX_ADDRESS_CHARS)?;
+            client.address = address.as_ref().map(Text::to_string);
         }
         if let Some(note) = &self.note {
-            client.note = optional_text("note", note.as_deref(), MAX_NOTE_CHARS)?;
+            client.note = note.as_ref().map(Text::to_string);
         }
         if let Some(currency) = &self.currency {
-            client.currency = validate::currency(currency)?;
+            client.currency = currency.to_string();
         }
-        Ok(())
     }
 }
 
@@ -231,16 +224,5 @@ mod tests {
             ClientStatus::Inactive
         );
         assert!(ClientStatus::parse("archived").is_err());
-    }
-
-    #[test]
-    fn optional_text_trims_and_bounds() {
-        assert_eq!(
-            optional_text("f", Some("  x "), 3).unwrap(),
-            Some("x".into())
-        );
-        assert_eq!(optional_text("f", Some("   "), 3).unwrap(), None);
-        assert_eq!(optional_text("f", None, 3).unwrap(), None);
-        assert!(optional_text("f", Some("abcd"), 3).is_err());
     }
 }

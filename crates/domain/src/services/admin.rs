@@ -8,17 +8,28 @@ use crate::model::{ApiKey, ApiKeySecret, User, Workspace};
 use crate::ports::{
     ApiKeyRepository, Clock, IdGenerator, RandomSource, UserRepository, WorkspaceRepository,
 };
-use crate::validate;
+use crate::values::{Currency, Email, Name, TimeZoneName};
 
 /// What is needed to create a workspace; unset fields take the documented defaults.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct NewWorkspace {
     /// Display name.
-    pub name: String,
+    pub name: Name,
     /// IANA time zone; `UTC` when `None`.
-    pub timezone: Option<String>,
+    pub timezone: Option<TimeZoneName>,
     /// ISO 4217 currency; `USD` when `None`.
-    pub currency: Option<String>,
+    pub currency: Option<Currency>,
+}
+
+impl NewWorkspace {
+    /// A workspace named `name`, in UTC and USD.
+    pub fn named(name: Name) -> Self {
+        Self {
+            name,
+            timezone: None,
+            currency: None,
+        }
+    }
 }
 
 /// Creates workspaces, users and API keys, and revokes keys.
@@ -58,21 +69,19 @@ impl AdminService {
         }
     }
 
-    /// Creates a workspace after validating its name, time zone and currency.
+    /// Creates a workspace.
     pub async fn create_workspace(&self, new: NewWorkspace) -> DomainResult<Workspace> {
         let workspace = Workspace {
             id: WorkspaceId(self.ids.new_uuid()),
-            name: validate::name("name", &new.name)?,
-            timezone: validate::timezone(
-                new.timezone
-                    .as_deref()
-                    .unwrap_or(Workspace::DEFAULT_TIMEZONE),
-            )?,
-            currency: validate::currency(
-                new.currency
-                    .as_deref()
-                    .unwrap_or(Workspace::DEFAULT_CURRENCY),
-            )?,
+            name: new.name.into_string(),
+            timezone: new.timezone.map_or_else(
+                || Workspace::DEFAULT_TIMEZONE.to_owned(),
+                TimeZoneName::into_string,
+            ),
+            currency: new.currency.map_or_else(
+                || Workspace::DEFAULT_CURRENCY.to_owned(),
+                Currency::into_string,
+            ),
             created_at: self.clock.now(),
         };
         self.workspaces.create(&workspace).await?;
@@ -86,11 +95,10 @@ impl AdminService {
     pub async fn create_user(
         &self,
         workspace: WorkspaceId,
-        name: &str,
-        email: &str,
+        name: Name,
+        email: Email,
     ) -> DomainResult<User> {
-        let name = validate::name("name", name)?;
-        let email = validate::email(email)?;
+        let (name, email) = (name.into_string(), email.into_string());
         let now = self.clock.now();
         if let Some(existing) = self.users.find_by_email(&email).await? {
             self.users
@@ -113,9 +121,9 @@ impl AdminService {
         &self,
         user: UserId,
         workspace: WorkspaceId,
-        name: Option<&str>,
+        name: Option<Name>,
     ) -> DomainResult<(ApiKey, ApiKeySecret)> {
-        let name = name.map(|n| validate::name("name", n)).transpose()?;
+        let name = name.map(Name::into_string);
         let secret = ApiKeySecret::generate(self.random.as_ref());
         let key = ApiKey {
             id: ApiKeyId(self.ids.new_uuid()),

@@ -6,7 +6,7 @@ use crate::error::{DomainError, DomainResult};
 use crate::ids::{ClientId, ProjectId, TagId, TaskId};
 use crate::model::{Page, PageRequest, Principal, Project, Tag, Task};
 use crate::ports::{CatalogRepository, Clock, IdGenerator};
-use crate::validate;
+use crate::values::Name;
 
 /// Project, task and tag operations.
 #[derive(Clone)]
@@ -40,7 +40,7 @@ impl CatalogService {
     pub async fn create_project(
         &self,
         caller: &Principal,
-        name: &str,
+        name: Name,
         client: Option<ClientId>,
     ) -> DomainResult<Project> {
         let now = self.clock.now();
@@ -48,7 +48,7 @@ impl CatalogService {
             id: ProjectId(self.ids.new_uuid()),
             workspace_id: caller.workspace_id,
             client_id: client,
-            name: validate::name("name", name)?,
+            name: name.into_string(),
             created_at: now,
             updated_at: now,
         };
@@ -70,9 +70,8 @@ impl CatalogService {
         &self,
         caller: &Principal,
         project: ProjectId,
-        name: &str,
+        name: Name,
     ) -> DomainResult<Task> {
-        let name = validate::name("name", name)?;
         let project = self
             .catalog
             .project(caller.workspace_id, project)
@@ -83,7 +82,7 @@ impl CatalogService {
             id: TaskId(self.ids.new_uuid()),
             workspace_id: caller.workspace_id,
             project_id: project.id,
-            name,
+            name: name.into_string(),
             created_at: now,
             updated_at: now,
         };
@@ -106,11 +105,11 @@ impl CatalogService {
     }
 
     /// Creates a tag; a name the workspace has (case-insensitively) is `AlreadyExists`.
-    pub async fn create_tag(&self, caller: &Principal, name: &str) -> DomainResult<Tag> {
+    pub async fn create_tag(&self, caller: &Principal, name: Name) -> DomainResult<Tag> {
         let tag = Tag {
             id: TagId(self.ids.new_uuid()),
             workspace_id: caller.workspace_id,
-            name: validate::name("name", name)?,
+            name: name.into_string(),
             created_at: self.clock.now(),
         };
         self.catalog.create_tag(&tag).await?;

@@ -4,14 +4,13 @@ use std::sync::Arc;
 
 use crate::error::{DomainError, DomainResult};
 use crate::ids::{ClientId, EventId, WorkspaceId};
-use crate::model::client::{MAX_ADDRESS_CHARS, MAX_NOTE_CHARS, MAX_PHONE_CHARS, optional_text};
 use crate::model::{
     Client, ClientDraft, ClientPatch, ClientStatus, ClientType, Event, EventType, Page,
     PageRequest, Principal, Workspace,
 };
 use crate::payload;
 use crate::ports::{ClientRepository, Clock, IdGenerator, WorkspaceRepository};
-use crate::validate;
+use crate::values::{Currency, Email, MAX_NAME_CHARS, Text};
 
 /// Most results of a client search.
 pub const MAX_SEARCH_RESULTS: u32 = 100;
@@ -54,27 +53,24 @@ impl ClientService {
             .ok_or(DomainError::NotFound("workspace"))
     }
 
-    /// Creates a client in the caller's workspace and records `CLIENT_CREATED` with it.
+    /// Creates a client in the caller's workspace and records `CLIENT_CREATED` with it. The draft
+    /// is parsed already: what can still fail is the workspace, the name's uniqueness and storage.
     pub async fn create(&self, caller: &Principal, draft: ClientDraft) -> DomainResult<Client> {
         let workspace = self.workspace(caller.workspace_id).await?;
         let now = self.clock.now();
         let client = Client {
             id: ClientId(self.ids.new_uuid()),
             workspace_id: workspace.id,
-            name: validate::name("name", &draft.name)?,
+            name: draft.name.into_string(),
             client_type: draft.client_type.unwrap_or(ClientType::Company),
             status: draft.status.unwrap_or(ClientStatus::Active),
-            email: draft
-                .email
-                .as_deref()
-                .map(str::trim)
-                .filter(|e| !e.is_empty())
-                .map(validate::email)
-                .transpose()?,
-            phone: optional_text("phone", draft.phone.as_deref(), MAX_PHONE_CHARS)?,
-            address: optional_text("address", draft.address.as_deref(), MAX_ADDRESS_CHARS)?,
-            note: optional_text("note", draft.note.as_deref(), MAX_NOTE_CHARS)?,
-            currency: validate::currency(draft.currency.as_deref().unwrap_or(&workspace.currency))?,
+            email: draft.email.map(Email::into_string),
+            phone: draft.phone.map(Text::into_string),
+            address: draft.address.map(Text::into_string),
+            note: draft.note.map(Text::into_string),
+            currency: draft
+                .currency
+                .map_or_else(|| workspace.currency.clone(), Currency::into_string),
             created_at: now,
             updated_at: now,
         };
@@ -110,7 +106,7 @@ impl ClientService {
         patch: &ClientPatch,
     ) -> DomainResult<Client> {
         let mut client = self.get(caller, id).await?;
-        patch.apply(&mut client)?;
+        patch.apply(&mut client);
         client.updated_at = self.clock.now();
         self.clients.update(&client).await?;
         Ok(client)
@@ -134,7 +130,7 @@ impl ClientService {
         limit: Option<u32>,
     ) -> DomainResult<Vec<Client>> {
         let chars = name.chars().count();
-        if chars == 0 || chars > validate::MAX_NAME_CHARS {
+        if chars == 0 || chars > MAX_NAME_CHARS {
             return Err(DomainError::validation("name must be 1 to 255 characters"));
         }
         let limit = limit.unwrap_or(MAX_SEARCH_RESULTS);

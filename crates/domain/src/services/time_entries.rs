@@ -16,7 +16,7 @@ use crate::ports::{
     CatalogRepository, Clock, EntryFilter, IdGenerator, TimeEntryRepository, TimerStop, TimerWrite,
     UserRepository, WorkspaceRepository,
 };
-use crate::validate;
+use crate::values;
 
 /// Longest description, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 3000;
@@ -233,7 +233,7 @@ impl TimeEntryService {
 
     fn validated_description(description: Option<&str>) -> DomainResult<String> {
         let description = description.unwrap_or_default().trim();
-        validate::no_nul("description", description)?;
+        values::no_nul("description", description)?;
         if description.chars().count() > MAX_DESCRIPTION_CHARS {
             return Err(DomainError::validation(format!(
                 "description must be at most {MAX_DESCRIPTION_CHARS} characters"

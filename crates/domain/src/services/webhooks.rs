@@ -119,7 +119,7 @@ impl WebhookService {
         let description = new
             .description
             .map(|d| {
-                crate::validate::no_nul("description", &d)?;
+                crate::values::no_nul("description", &d)?;
                 if d.chars().count() > MAX_DESCRIPTION_CHARS {
                     return Err(DomainError::validation(format!(
                         "description must be at most {MAX_DESCRIPTION_CHARS} characters"

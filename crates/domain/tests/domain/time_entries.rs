@@ -6,7 +6,7 @@ use timetrack_domain::model::EventType;
 use timetrack_domain::payload::EntryAction;
 use timetrack_domain::services::time_entries::*;
 use timetrack_domain::{DomainError, ids::*, model::*, payload, ports::*, timefmt};
-use timetrack_testkit::fakes::{TestWorld, run_ready};
+use timetrack_testkit::fakes::{TestWorld, name, run_ready};
 
 fn setup() -> (TestWorld, Principal) {
     let world = TestWorld::new();
@@ -126,10 +126,15 @@ fn manual_entries_need_end_after_start_and_record_time_entry_created() {
 #[test]
 fn references_must_be_the_workspaces_and_consistent() {
     let (world, caller) = setup();
-    let project = run_ready(world.catalog.create_project(&caller, "Site", None)).unwrap();
-    let other = run_ready(world.catalog.create_project(&caller, "Other", None)).unwrap();
-    let task = run_ready(world.catalog.create_task(&caller, project.id, "Design")).unwrap();
-    let tag = run_ready(world.catalog.create_tag(&caller, "urgent")).unwrap();
+    let project = run_ready(world.catalog.create_project(&caller, name("Site"), None)).unwrap();
+    let other = run_ready(world.catalog.create_project(&caller, name("Other"), None)).unwrap();
+    let task = run_ready(
+        world
+            .catalog
+            .create_task(&caller, project.id, name("Design")),
+    )
+    .unwrap();
+    let tag = run_ready(world.catalog.create_tag(&caller, name("urgent"))).unwrap();
     let bad = [
         EntryDraft {
             project_id: Some(ProjectId(uuid::Uuid::from_u128(999))),

@@ -2,6 +2,7 @@ use timetrack_domain::ids::EventId;
 use timetrack_domain::services::webhooks::*;
 use timetrack_domain::{DomainError, DomainResult, model::*, ports::*};
 use timetrack_testkit::fakes::{TestWorld, run_ready};
+use timetrack_testkit::fakes::{email, name};
 
 fn setup() -> (TestWorld, Principal) {
     let world = TestWorld::new();
@@ -157,8 +158,8 @@ fn delete_is_owner_only_idempotent_audited_and_cancels_pending_deliveries() {
     // Another user of the same workspace: not found, and nothing changes.
     let other_user = run_ready(world.admin.create_user(
         caller.workspace_id,
-        "Eve",
-        "eve@example.com",
+        name("Eve"),
+        email("eve@example.com"),
     ))
     .unwrap();
     let (other_key, _) = run_ready(world.admin.create_api_key(
