@@ -160,6 +160,7 @@ contract!(client_search_is_a_literal_substring_of_the_lowercased_name);
 contract!(client_updates_and_deletes_name_what_is_missing);
 contract!(projects_tasks_and_tags_stay_in_their_workspace);
 contract!(subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly);
+contract!(subscriptions_are_listed_per_member_and_changed_unless_deleted);
 contract!(timers_run_one_per_user_and_stop_only_while_running);
 contract!(entry_writes_refuse_references_outside_the_workspace_and_write_nothing);
 contract!(entries_are_read_replaced_and_deleted_only_in_their_workspace);
@@ -623,6 +624,82 @@ fn ids(subscriptions: &[Subscription]) -> Vec<String> {
     subscriptions.iter().map(|s| s.id.to_string()).collect()
 }
 
+async fn subscriptions_are_listed_per_member_and_changed_unless_deleted(s: Subject) {
+    let (ws, member) = seeded(&s, 1).await;
+    let colleague = user(2002, "colleague@example.com");
+    s.users.create_member(&colleague, ws.id, T0).await.unwrap();
+    let mine = subscription(1, &stored_key(&s, 50, &ws, &member).await, 0);
+    let theirs = subscription(2, &stored_key(&s, 51, &ws, &colleague).await, 1);
+    s.subscriptions.create(&mine, 10).await.unwrap();
+    s.subscriptions.create(&theirs, 10).await.unwrap();
+    assert_eq!(
+        ids(&s.subscriptions.list(ws.id, member.id).await.unwrap()),
+        ids(std::slice::from_ref(&mine)),
+        "a member's own only"
+    );
+    assert_eq!(
+        ids(&s.subscriptions.list(ws.id, colleague.id).await.unwrap()),
+        ids(std::slice::from_ref(&theirs))
+    );
+
+    let audit = |action: &'static str, minutes: i64| AuditEntry {
+        workspace_id: Some(ws.id),
+        actor_user_id: Some(member.id),
+        action,
+        target_type: "webhook",
+        target_id: mine.id.to_string(),
+        reason: Some("changed url".into()),
+        at: T0 + Duration::minutes(minutes),
+    };
+    let changed = Subscription {
+        url: "https://elsewhere.example.com/new".into(),
+        events: vec![EventType::TimerStarted],
+        description: None,
+        updated_at: T0 + Duration::minutes(5),
+        ..mine.clone()
+    };
+    s.subscriptions
+        .update(&changed, &audit("webhook.updated", 5))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.subscriptions.get(&mine.id).await.unwrap(),
+        Some(changed.clone()),
+        "url, events, description and updated_at changed; secret and status kept"
+    );
+
+    s.subscriptions
+        .delete(&mine.id, &audit("webhook.deleted", 6))
+        .await
+        .unwrap();
+    let late = Subscription {
+        url: "https://late.example.com/".into(),
+        ..changed.clone()
+    };
+    assert!(matches!(
+        s.subscriptions
+            .update(&late, &audit("webhook.updated", 7))
+            .await,
+        Err(DomainError::NotFound("webhook"))
+    ));
+    let kept = s.subscriptions.get(&mine.id).await.unwrap().unwrap();
+    assert_eq!(
+        kept.url, changed.url,
+        "a deleted subscription is not changed"
+    );
+    assert_eq!(kept.status, SubscriptionStatus::Deleted);
+    let unknown = Subscription {
+        id: WebhookId::parse("wh_zzzzzzzzzzzzzzzzzzzzzzzz").unwrap(),
+        ..changed
+    };
+    assert!(matches!(
+        s.subscriptions
+            .update(&unknown, &audit("webhook.updated", 8))
+            .await,
+        Err(DomainError::NotFound("webhook"))
+    ));
+}
+
 async fn subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly(s: Subject) {
     let (ws, member) = seeded(&s, 1).await;
     let key = stored_key(&s, 50, &ws, &member).await;
@@ -635,7 +712,7 @@ async fn subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly(s:
         Some(first.clone())
     );
     assert_eq!(
-        ids(&s.subscriptions.list(ws.id).await.unwrap()),
+        ids(&s.subscriptions.list(ws.id, member.id).await.unwrap()),
         ids(&[second.clone(), first.clone()]),
         "newest first"
     );
@@ -668,7 +745,7 @@ async fn subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly(s:
         "kept, marked deleted"
     );
     assert_eq!(
-        ids(&s.subscriptions.list(ws.id).await.unwrap()),
+        ids(&s.subscriptions.list(ws.id, member.id).await.unwrap()),
         ids(std::slice::from_ref(&second))
     );
     s.subscriptions.delete(&first.id, &audit).await.unwrap();

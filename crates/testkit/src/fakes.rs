@@ -20,9 +20,9 @@ use timetrack_domain::ids::{
     ApiKeyId, ClientId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId,
 };
 use timetrack_domain::model::{
-    ApiKey, AuditEntry, Client, Cursor, DeliveryRecord, EntrySource, Event, KeyHash, Page,
-    PageRequest, Project, Subscription, SubscriptionStatus, Tag, Task, TimeEntry, User, WebhookId,
-    Workspace,
+    ApiKey, AttemptSummary, AuditEntry, Client, Cursor, DeliveryRecord, EntrySource, Event,
+    KeyHash, Page, PageRequest, Project, Subscription, SubscriptionStatus, Tag, Task, TimeEntry,
+    User, WebhookId, Workspace,
 };
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, Clock, EntryFilter, HostResolver,
@@ -443,16 +443,50 @@ impl SubscriptionRepository for InMemoryStore {
             .cloned())
     }
 
-    async fn list(&self, workspace: WorkspaceId) -> DomainResult<Vec<Subscription>> {
+    async fn list(&self, workspace: WorkspaceId, user: UserId) -> DomainResult<Vec<Subscription>> {
         let mut found: Vec<Subscription> = self
             .tables()
             .subscriptions
             .iter()
-            .filter(|s| s.workspace_id == workspace && s.status != SubscriptionStatus::Deleted)
+            .filter(|s| {
+                s.workspace_id == workspace
+                    && s.user_id == user
+                    && s.status != SubscriptionStatus::Deleted
+            })
             .cloned()
             .collect();
         found.sort_by_key(|s| std::cmp::Reverse((s.created_at, s.id.to_string())));
         Ok(found)
+    }
+
+    async fn update(&self, subscription: &Subscription, audit: &AuditEntry) -> DomainResult<()> {
+        let mut t = self.tables();
+        let stored = t
+            .subscriptions
+            .iter_mut()
+            .find(|s| s.id == subscription.id && s.status != SubscriptionStatus::Deleted)
+            .ok_or(DomainError::NotFound("webhook"))?;
+        stored.url.clone_from(&subscription.url);
+        stored.events.clone_from(&subscription.events);
+        stored.description.clone_from(&subscription.description);
+        stored.updated_at = subscription.updated_at;
+        t.audit.push(audit.clone());
+        Ok(())
+    }
+
+    /// The fake keeps delivery records but no attempts: it knows the pending deliveries and
+    /// reports no attempt.
+    async fn attempt_summary(&self, id: &WebhookId) -> DomainResult<AttemptSummary> {
+        let pending = self
+            .tables()
+            .deliveries
+            .iter()
+            .filter(|(sub, record)| sub == id && record.status == "PENDING")
+            .count();
+        Ok(AttemptSummary {
+            pending_deliveries: pending as u64,
+            ..AttemptSummary::default()
+        })
     }
 
     async fn delete(&self, id: &WebhookId, audit: &AuditEntry) -> DomainResult<()> {

@@ -7,13 +7,17 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ApiKeyId, EventId, UserId, WorkspaceId};
 use timetrack_domain::model::{
-    AuditEntry, DeliveryRecord, EventType, Subscription, SubscriptionStatus, WebhookId,
+    AttemptSummary, AuditEntry, DeliveryRecord, EventType, Subscription, SubscriptionStatus,
+    WebhookId,
 };
 use timetrack_domain::ports::SubscriptionRepository;
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
+use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamptz};
+
 use super::schema::{api_keys, audit_log, deliveries, events, webhook_subscriptions, workspaces};
+use super::sql::named_query;
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 use crate::secrets::{Purpose, SecretBox};
 
@@ -31,6 +35,27 @@ struct SubscriptionRow {
     status: String,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
+}
+
+/// The row of `statements/attempt_summary.sql`.
+#[derive(QueryableByName)]
+struct SummaryRow {
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    last_attempt_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    last_success_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    last_failure_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Integer>)]
+    last_status_code: Option<i32>,
+    #[diesel(sql_type = Nullable<Text>)]
+    last_error: Option<String>,
+    #[diesel(sql_type = BigInt)]
+    consecutive_failures: i64,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    failing_since: Option<OffsetDateTime>,
+    #[diesel(sql_type = BigInt)]
+    pending_deliveries: i64,
 }
 
 fn stored(what: &str) -> DomainError {
@@ -212,10 +237,11 @@ impl SubscriptionRepository for PgSubscriptionRepository {
             .transpose()
     }
 
-    async fn list(&self, workspace: WorkspaceId) -> DomainResult<Vec<Subscription>> {
+    async fn list(&self, workspace: WorkspaceId, user: UserId) -> DomainResult<Vec<Subscription>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         webhook_subscriptions::table
             .filter(webhook_subscriptions::workspace_id.eq(workspace.0))
+            .filter(webhook_subscriptions::user_id.eq(user.0))
             .filter(webhook_subscriptions::status.ne("DELETED"))
             .order((
                 webhook_subscriptions::created_at.desc(),
@@ -228,6 +254,66 @@ impl SubscriptionRepository for PgSubscriptionRepository {
             .into_iter()
             .map(|row| self.subscription(row))
             .collect()
+    }
+
+    async fn update(&self, subscription: &Subscription, audit: &AuditEntry) -> DomainResult<()> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let id = subscription.id.as_str();
+        let events: Vec<&str> = subscription.events.iter().map(|e| e.as_str()).collect();
+        let audit_row = AuditRow::from(audit);
+        let found = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let changed = diesel::update(
+                    webhook_subscriptions::table
+                        .find(id)
+                        .filter(webhook_subscriptions::status.ne("DELETED")),
+                )
+                .set((
+                    webhook_subscriptions::url.eq(&subscription.url),
+                    webhook_subscriptions::events.eq(&events),
+                    webhook_subscriptions::description.eq(subscription.description.as_deref()),
+                    webhook_subscriptions::updated_at.eq(subscription.updated_at),
+                ))
+                .execute(conn)
+                .await?;
+                if changed == 0 {
+                    return Ok(false);
+                }
+                diesel::insert_into(audit_log::table)
+                    .values(&audit_row)
+                    .execute(conn)
+                    .await?;
+                Ok(true)
+            })
+            .await
+            .map_err(|e| map_db_error(e, "changing a subscription"))?;
+        if found {
+            Ok(())
+        } else {
+            Err(DomainError::NotFound("webhook"))
+        }
+    }
+
+    async fn attempt_summary(&self, id: &WebhookId) -> DomainResult<AttemptSummary> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let row: SummaryRow = named_query!(
+            include_str!("statements/attempt_summary.sql");
+            id: Text = id.as_str(),
+        )
+        .get_result(&mut conn)
+        .await
+        .map_err(|e| map_db_error(e, "reading a subscription's attempts"))?;
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(AttemptSummary {
+            last_attempt_at: row.last_attempt_at,
+            last_success_at: row.last_success_at,
+            last_failure_at: row.last_failure_at,
+            last_status_code: row.last_status_code,
+            last_error: row.last_error,
+            consecutive_failures: count(row.consecutive_failures),
+            failing_since: row.failing_since,
+            pending_deliveries: count(row.pending_deliveries),
+        })
     }
 
     async fn delete(&self, id: &WebhookId, audit: &AuditEntry) -> DomainResult<()> {

@@ -138,6 +138,8 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         endpoint!(time_entries::update),
         endpoint!(time_entries::delete),
         // The integration surface's paths with a subscription id.
+        endpoint!(webhooks::get),
+        endpoint!(webhooks::update),
         endpoint!(webhooks::delete),
         endpoint!(webhooks::deliveries),
     ]

@@ -1,17 +1,19 @@
-//! The integration surface's webhooks: subscribe, delete, list, and the delivery log.
+//! The integration surface's webhooks: subscribe, read, change, delete, list, and the delivery
+//! log.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use timetrack_domain::DomainError;
-use timetrack_domain::model::{DeliveryRecord, Subscription};
-use timetrack_domain::services::NewSubscription;
+use timetrack_domain::model::{DeliveryRecord, Subscription, WebhookHealth};
 use timetrack_domain::services::webhooks::{INVALID_URL, REQUIRED};
+use timetrack_domain::services::{NewSubscription, WebhookChange};
 use timetrack_domain::timefmt::rfc3339;
 
 use crate::error::ApiError;
-use crate::extract::{BodyRejection, Caller, JsonBody};
+use crate::extract::{BodyRejection, Caller, InvalidParams, JsonBody};
+use crate::openapi::fields;
 use crate::state::AppState;
 
 /// A subscribe body that is not a JSON object cannot carry a URL and events.
@@ -146,49 +148,253 @@ pub async fn delete(
     Ok(HttpResponse::Ok().json(json!({ "success": true })))
 }
 
+/// A webhook as the API shows it (`W`): never its secret.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct WebhookListItem {
+pub struct WebhookObject {
     id: String,
     url: String,
     events: Vec<&'static str>,
+    /// `ACTIVE` or `DISABLED`.
     status: &'static str,
     description: Option<String>,
+    /// The subscription's filters; `{}` when none.
+    #[schema(value_type = Object)]
+    filters: Value,
     created_at: String,
+    updated_at: String,
+    /// `{previous_expires_at}` while a previous secret still signs, else null.
+    secret_rotation: Option<SecretRotation>,
+    health: HealthObject,
 }
 
-/// `GET .../webhooks`: the workspace's subscriptions that are not deleted, newest first, without
-/// secrets.
+/// While a previous secret still signs.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SecretRotation {
+    previous_expires_at: String,
+}
+
+/// How a webhook is doing.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HealthObject {
+    /// `unknown` (no attempt yet), `healthy` (the last attempt succeeded), `failing` (it failed)
+    /// or `disabled`.
+    state: &'static str,
+    consecutive_failures: u64,
+    last_attempt_at: Option<String>,
+    last_success_at: Option<String>,
+    last_failure_at: Option<String>,
+    last_status_code: Option<i32>,
+    last_error: Option<String>,
+    /// The first failure of the current streak.
+    failing_since: Option<String>,
+    pending_deliveries: u64,
+}
+
+impl WebhookObject {
+    fn new(subscription: Subscription, health: WebhookHealth) -> Self {
+        let at = |t: Option<time::OffsetDateTime>| t.map(rfc3339);
+        let facts = health.attempts;
+        Self {
+            events: event_names(&subscription),
+            id: subscription.id.to_string(),
+            url: subscription.url,
+            status: subscription.status.as_str(),
+            description: subscription.description,
+            filters: json!({}),
+            created_at: rfc3339(subscription.created_at),
+            updated_at: rfc3339(subscription.updated_at),
+            secret_rotation: None,
+            health: HealthObject {
+                state: health.state.as_str(),
+                consecutive_failures: facts.consecutive_failures,
+                last_attempt_at: at(facts.last_attempt_at),
+                last_success_at: at(facts.last_success_at),
+                last_failure_at: at(facts.last_failure_at),
+                last_status_code: facts.last_status_code,
+                last_error: facts.last_error,
+                failing_since: at(facts.failing_since),
+                pending_deliveries: facts.pending_deliveries,
+            },
+        }
+    }
+}
+
+/// `GET .../webhooks`: the caller's own subscriptions that are not deleted, newest first.
 #[utoipa::path(
     operation_id = "listWebhooks",
     get,
     path = "/api/integrations/automation/webhooks",
     tag = "Webhooks",
-    summary = "List the workspace's subscriptions",
+    summary = "List one's own subscriptions, with their health",
     security(("bearer_auth" = [])),
 
     responses(
-        (status = 200, description = "Subscriptions, newest first, without secrets", body = WebhookList),
+        (status = 200, description = "The caller's subscriptions, newest first, without secrets", body = WebhookList),
         crate::openapi::AuthErrors
     )
 )]
 pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let webhooks: Vec<WebhookListItem> = state
+    let webhooks: Vec<WebhookObject> = state
         .webhooks
         .list(&caller.0)
         .await?
         .into_iter()
-        .map(|s| WebhookListItem {
-            events: event_names(&s),
-            id: s.id.to_string(),
-            url: s.url,
-            status: s.status.as_str(),
-            description: s.description,
-            created_at: rfc3339(s.created_at),
-        })
+        .map(|(subscription, health)| WebhookObject::new(subscription, health))
         .collect();
     Ok(HttpResponse::Ok().json(WebhookList {
         success: true,
         webhooks,
+    }))
+}
+
+/// `{success: true, webhook: W}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct WebhookResponse {
+    /// True.
+    pub success: bool,
+    /// The webhook.
+    pub webhook: WebhookObject,
+}
+
+/// `GET .../webhooks/{id}`: one's own webhook with its health.
+#[utoipa::path(
+    operation_id = "getWebhook",
+    get,
+    path = "/api/integrations/automation/webhooks/{id}",
+    tag = "Webhooks",
+    summary = "Get one's subscription, with its health",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
+    responses(
+        (status = 200, description = "The webhook", body = WebhookResponse),
+        (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn get(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<web::Json<WebhookResponse>, ApiError> {
+    let (subscription, health) = state.webhooks.get(&caller.0, &id).await?;
+    Ok(web::Json(WebhookResponse {
+        success: true,
+        webhook: WebhookObject::new(subscription, health),
+    }))
+}
+
+/// Body of `PATCH .../webhooks/{id}`: any of these fields.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct WebhookPatchBody {
+    /// A new absolute `https://` URL.
+    #[schema(schema_with = fields::webhook_url)]
+    url: Option<Value>,
+    /// New event names (not empty).
+    #[schema(schema_with = fields::events)]
+    events: Option<Value>,
+    /// A new label, or null to clear it.
+    #[schema(schema_with = fields::webhook_description)]
+    description: Option<Value>,
+    /// Filters; only `{}` (none) is accepted by this version.
+    #[schema(value_type = Option<Object>)]
+    filters: Option<Value>,
+}
+
+/// Reads a PATCH body: an object of the known fields only, each of the type subscribe takes.
+fn parse_change(body: Value) -> Result<WebhookChange, ApiError> {
+    let invalid = || ApiError::bad_request("Invalid request parameters");
+    let Value::Object(fields) = body else {
+        return Err(invalid().with_detail("the body must be a JSON object"));
+    };
+    if let Some(unknown) = fields
+        .keys()
+        .find(|k| !["url", "events", "description", "filters"].contains(&k.as_str()))
+    {
+        return Err(invalid().with_detail(format!("unknown field {unknown}")));
+    }
+    let body = WebhookPatchBody {
+        url: fields.get("url").cloned(),
+        events: fields.get("events").cloned(),
+        description: fields.get("description").cloned(),
+        filters: fields.get("filters").cloned(),
+    };
+    let url = match body.url {
+        None => None,
+        Some(Value::String(url)) => Some(url),
+        Some(_) => {
+            return Err(ApiError::bad_request(INVALID_URL)
+                .with_detail("url must be a string: an absolute https:// URL"));
+        }
+    };
+    let events = match body.events {
+        None => None,
+        Some(Value::Array(items)) if !items.is_empty() => Some(
+            items
+                .iter()
+                .map(|e| match e {
+                    Value::String(name) => Ok(name.clone()),
+                    other => Err(DomainError::validation(format!(
+                        "Invalid event type: {other}"
+                    ))),
+                })
+                .collect::<Result<Vec<String>, DomainError>>()?,
+        ),
+        Some(_) => return Err(ApiError::bad_request(REQUIRED).with_detail(EVENTS_DETAIL)),
+    };
+    let description = match body.description {
+        None => None,
+        Some(Value::Null) => Some(None),
+        Some(Value::String(d)) => Some(Some(d)),
+        Some(_) => return Err(ApiError::bad_request("description must be a string")),
+    };
+    match body.filters {
+        None => {}
+        Some(Value::Object(filters)) if filters.is_empty() => {}
+        Some(Value::Object(filters)) => {
+            let name = filters.keys().next().cloned().unwrap_or_default();
+            return Err(DomainError::validation(format!(
+                "Invalid filter: {name} (this version accepts no filters, only {{}})"
+            ))
+            .into());
+        }
+        Some(_) => return Err(invalid().with_detail("filters must be an object")),
+    }
+    Ok(WebhookChange {
+        url,
+        events,
+        description,
+    })
+}
+
+/// `PATCH .../webhooks/{id}`: 200 `{success: true, webhook: W}`.
+#[utoipa::path(
+    operation_id = "updateWebhook",
+    patch,
+    path = "/api/integrations/automation/webhooks/{id}",
+    tag = "Webhooks",
+    summary = "Change one's subscription: url, events, description",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
+    request_body = WebhookPatchBody,
+    responses(
+        (status = 200, description = "The changed webhook", body = WebhookResponse),
+        (status = 400, description = "Invalid URL format, URL and events array are required, Invalid event type, Invalid filter or Invalid request parameters", body = crate::openapi::ErrorBody),
+        (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn update(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+    body: JsonBody<Value, InvalidParams>,
+) -> Result<web::Json<WebhookResponse>, ApiError> {
+    let change = parse_change(body.into_inner())?;
+    let (subscription, health) = state.webhooks.update(&caller.0, &id, change).await?;
+    tracing::info!(webhook_id = %subscription.id, user_id = %caller.0.user_id, "webhook changed");
+    Ok(web::Json(WebhookResponse {
+        success: true,
+        webhook: WebhookObject::new(subscription, health),
     }))
 }
 
@@ -254,13 +460,13 @@ pub async fn deliveries(
     }))
 }
 
-/// The workspace's subscriptions.
+/// The caller's own subscriptions.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct WebhookList {
     /// True.
     pub success: bool,
     /// Newest first.
-    pub webhooks: Vec<WebhookListItem>,
+    pub webhooks: Vec<WebhookObject>,
 }
 
 /// A subscription's recent deliveries.

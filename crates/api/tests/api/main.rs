@@ -14,3 +14,4 @@ mod rate_limits;
 mod support;
 mod time_entries;
 mod webhooks;
+mod webhooks_operate;

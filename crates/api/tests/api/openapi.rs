@@ -42,6 +42,8 @@ fn served() -> Vec<(&'static str, String)> {
         ("post", "/triggers/clients/find"),
         ("post", "/webhooks/subscribe"),
         ("get", "/webhooks"),
+        ("get", "/webhooks/{id}"),
+        ("patch", "/webhooks/{id}"),
         ("delete", "/webhooks/{id}"),
         ("get", "/webhooks/{id}/deliveries"),
         ("get", "/triggers/time-entries/manual_entry/fallback"),

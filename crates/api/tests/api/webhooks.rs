@@ -304,7 +304,18 @@ async fn the_list_shows_the_workspaces_live_subscriptions_newest_first_without_s
             .keys()
             .map(String::as_str)
             .collect::<Vec<_>>(),
-        ["id", "url", "events", "status", "description", "created_at"]
+        [
+            "id",
+            "url",
+            "events",
+            "status",
+            "description",
+            "filters",
+            "created_at",
+            "updated_at",
+            "secret_rotation",
+            "health"
+        ]
     );
     assert_eq!(items[1]["description"], "first");
     assert_eq!(items[0]["description"], Value::Null);

@@ -18,5 +18,8 @@ pub use event::{Event, EventType};
 pub use page::{Cursor, Page, PageRequest};
 pub use time_entry::{EntrySource, TimeEntry};
 pub use user::User;
-pub use webhook::{AuditEntry, DeliveryRecord, Subscription, SubscriptionStatus, WebhookId};
+pub use webhook::{
+    AttemptSummary, AuditEntry, DeliveryRecord, HealthState, Subscription, SubscriptionStatus,
+    WebhookHealth, WebhookId,
+};
 pub use workspace::Workspace;

@@ -112,6 +112,77 @@ pub struct Subscription {
     pub updated_at: OffsetDateTime,
 }
 
+/// What storage knows of a subscription's attempts: the facts behind its [`WebhookHealth`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AttemptSummary {
+    /// When the latest attempt started.
+    pub last_attempt_at: Option<OffsetDateTime>,
+    /// When the latest attempt answered with a 2xx started.
+    pub last_success_at: Option<OffsetDateTime>,
+    /// When the latest failed attempt started.
+    pub last_failure_at: Option<OffsetDateTime>,
+    /// The status code of the latest attempt, if it got a response.
+    pub last_status_code: Option<i32>,
+    /// The error of the latest attempt, if it failed.
+    pub last_error: Option<String>,
+    /// Attempts that failed since the latest success (all of them if none succeeded).
+    pub consecutive_failures: u64,
+    /// The first failure of the current streak (`None` after a success).
+    pub failing_since: Option<OffsetDateTime>,
+    /// Deliveries still to be sent or retried.
+    pub pending_deliveries: u64,
+}
+
+/// How a webhook is doing, in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HealthState {
+    /// No attempt yet.
+    Unknown,
+    /// The latest attempt succeeded.
+    Healthy,
+    /// The latest attempt failed.
+    Failing,
+    /// The webhook is disabled.
+    Disabled,
+}
+
+impl HealthState {
+    /// The published spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unknown => "unknown",
+            Self::Healthy => "healthy",
+            Self::Failing => "failing",
+            Self::Disabled => "disabled",
+        }
+    }
+}
+
+/// A webhook's health: its state and the facts it was decided on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookHealth {
+    /// Unknown, healthy, failing or disabled.
+    pub state: HealthState,
+    /// The facts.
+    pub attempts: AttemptSummary,
+}
+
+impl WebhookHealth {
+    /// The health of `subscription` given its `attempts`.
+    pub fn of(subscription: &Subscription, attempts: AttemptSummary) -> Self {
+        let state = if subscription.status != SubscriptionStatus::Active {
+            HealthState::Disabled
+        } else {
+            match attempts.last_attempt_at {
+                None => HealthState::Unknown,
+                Some(last) if attempts.last_success_at == Some(last) => HealthState::Healthy,
+                Some(_) => HealthState::Failing,
+            }
+        };
+        Self { state, attempts }
+    }
+}
+
 /// One delivery of one event to one subscription, as the delivery log shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryRecord {

@@ -14,8 +14,8 @@ pub use system::{Clock, IdGenerator, RandomSource};
 pub mod system;
 
 use crate::model::{
-    ApiKey, AuditEntry, Client, DeliveryRecord, Event, KeyHash, Page, PageRequest, Project,
-    Subscription, Tag, Task, TimeEntry, User, WebhookId, Workspace,
+    ApiKey, AttemptSummary, AuditEntry, Client, DeliveryRecord, Event, KeyHash, Page, PageRequest,
+    Project, Subscription, Tag, Task, TimeEntry, User, WebhookId, Workspace,
 };
 
 /// Storage of workspaces.
@@ -147,8 +147,18 @@ pub trait SubscriptionRepository: Send + Sync {
     /// The subscription with this id, whatever its status and workspace, or `None`.
     async fn get(&self, id: &WebhookId) -> DomainResult<Option<Subscription>>;
 
-    /// The workspace's subscriptions that are not deleted, newest first.
-    async fn list(&self, workspace: WorkspaceId) -> DomainResult<Vec<Subscription>>;
+    /// `user`'s subscriptions in `workspace` that are not deleted, newest first.
+    async fn list(&self, workspace: WorkspaceId, user: UserId) -> DomainResult<Vec<Subscription>>;
+
+    /// Stores the changed `url`, `events`, `description` and `updated_at` of an existing
+    /// subscription that is not deleted, and writes `audit`, in one transaction. MUST return
+    /// `NotFound("webhook")`, and change nothing, if no such subscription exists (deleted
+    /// meanwhile included).
+    async fn update(&self, subscription: &Subscription, audit: &AuditEntry) -> DomainResult<()>;
+
+    /// What the subscription's attempts and deliveries say about it (see [`AttemptSummary`]):
+    /// a success is an attempt answered with a 2xx; every other attempt is a failure.
+    async fn attempt_summary(&self, id: &WebhookId) -> DomainResult<AttemptSummary>;
 
     /// Marks the subscription deleted, cancels its pending deliveries (they are never sent) and
     /// writes `audit`, in one transaction. A deleted subscription stays as it is (no new audit

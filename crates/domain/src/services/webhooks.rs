@@ -7,9 +7,10 @@ use time::Duration;
 use crate::error::{DomainError, DomainResult};
 use crate::model::webhook::generate_secret;
 use crate::model::{
-    AuditEntry, DeliveryRecord, EventType, Principal, Subscription, SubscriptionStatus, WebhookId,
+    AuditEntry, DeliveryRecord, EventType, Principal, Subscription, SubscriptionStatus,
+    WebhookHealth, WebhookId,
 };
-use crate::net::{RESOLVES_TO_PRIVATE, blocked_reason, parse_webhook_url};
+use crate::net::{RESOLVES_TO_PRIVATE, WebhookTarget, blocked_reason, parse_webhook_url};
 use crate::ports::{Clock, HostResolver, RandomSource, SubscriptionRepository};
 
 /// The published message for a URL that breaks a rule.
@@ -50,6 +51,18 @@ pub struct NewSubscription {
     pub events: Vec<String>,
     /// Optional label.
     pub description: Option<String>,
+}
+
+/// A change to a subscription as received: each field set is changed; `description:
+/// Some(None)` clears it.
+#[derive(Debug, Clone, Default)]
+pub struct WebhookChange {
+    /// New destination URL.
+    pub url: Option<String>,
+    /// New event names (not empty).
+    pub events: Option<Vec<String>>,
+    /// New label, or `Some(None)` to clear it.
+    pub description: Option<Option<String>>,
 }
 
 /// Subscription operations for the caller's user and workspace.
@@ -105,35 +118,10 @@ impl WebhookService {
                 "events must be a non-empty array of event names",
             ));
         }
-        let allow_private = self.settings.allow_private_targets;
-        let target = parse_webhook_url(&new.url, allow_private)
-            .map_err(|problem| DomainError::invalid(INVALID_URL, problem))?;
-        let mut events: Vec<EventType> = Vec::with_capacity(new.events.len());
-        for name in &new.events {
-            let event = EventType::parse(name)
-                .ok_or_else(|| DomainError::validation(format!("Invalid event type: {name}")))?;
-            if !events.contains(&event) {
-                events.push(event);
-            }
-        }
-        let description = new
-            .description
-            .map(|d| {
-                crate::values::no_nul("description", &d)?;
-                if d.chars().count() > MAX_DESCRIPTION_CHARS {
-                    return Err(DomainError::validation(format!(
-                        "description must be at most {MAX_DESCRIPTION_CHARS} characters"
-                    )));
-                }
-                Ok(d)
-            })
-            .transpose()?;
-        if let (Some(host), false) = (target.domain(), allow_private)
-            && let Ok(addresses) = self.resolver.resolve(host, target.port()).await
-            && addresses.iter().any(|ip| blocked_reason(*ip).is_some())
-        {
-            return Err(DomainError::invalid(INVALID_URL, RESOLVES_TO_PRIVATE));
-        }
+        let target = self.parsed_url(&new.url)?;
+        let events = parse_events(&new.events)?;
+        let description = checked_description(new.description)?;
+        self.refuse_private_resolution(&target).await?;
         let now = self.clock.now();
         let subscription = Subscription {
             id: WebhookId::generate(self.random.as_ref()),
@@ -154,9 +142,88 @@ impl WebhookService {
         Ok(subscription)
     }
 
-    /// The caller's workspace's subscriptions that are not deleted, newest first.
-    pub async fn list(&self, caller: &Principal) -> DomainResult<Vec<Subscription>> {
-        self.subscriptions.list(caller.workspace_id).await
+    /// The caller's own subscriptions in their workspace that are not deleted, newest first,
+    /// each with its health. Only the caller's: a hook URL is a capability, which other members
+    /// must not see.
+    pub async fn list(
+        &self,
+        caller: &Principal,
+    ) -> DomainResult<Vec<(Subscription, WebhookHealth)>> {
+        let subscriptions = self
+            .subscriptions
+            .list(caller.workspace_id, caller.user_id)
+            .await?;
+        let mut listed = Vec::with_capacity(subscriptions.len());
+        for subscription in subscriptions {
+            let attempts = self.subscriptions.attempt_summary(&subscription.id).await?;
+            let health = WebhookHealth::of(&subscription, attempts);
+            listed.push((subscription, health));
+        }
+        Ok(listed)
+    }
+
+    /// The caller's own subscription `raw_id` with its health. `NotFound("webhook")` for an id
+    /// that is malformed, unknown, deleted, or another user's.
+    pub async fn get(
+        &self,
+        caller: &Principal,
+        raw_id: &str,
+    ) -> DomainResult<(Subscription, WebhookHealth)> {
+        let subscription = self.live(caller, raw_id).await?;
+        let attempts = self.subscriptions.attempt_summary(&subscription.id).await?;
+        let health = WebhookHealth::of(&subscription, attempts);
+        Ok((subscription, health))
+    }
+
+    /// Changes the caller's own subscription `raw_id`: the fields `change` sets, checked as
+    /// subscribe checks them (same messages). A change is audited with the fields it names; a
+    /// change that names none changes nothing. New `events` apply to events recorded after it,
+    /// a new `url` to every later attempt, retries already queued included.
+    ///
+    /// `NotFound("webhook")` as for [`get`](Self::get).
+    pub async fn update(
+        &self,
+        caller: &Principal,
+        raw_id: &str,
+        change: WebhookChange,
+    ) -> DomainResult<(Subscription, WebhookHealth)> {
+        let mut subscription = self.live(caller, raw_id).await?;
+        let mut changed: Vec<&str> = Vec::new();
+        if change.events.as_ref().is_some_and(Vec::is_empty) {
+            return Err(DomainError::invalid(
+                REQUIRED,
+                "events must be a non-empty array of event names",
+            ));
+        }
+        if let Some(url) = &change.url {
+            subscription.url = self.checked_url(url).await?;
+            changed.push("url");
+        }
+        if let Some(events) = &change.events {
+            subscription.events = parse_events(events)?;
+            changed.push("events");
+        }
+        if let Some(description) = change.description {
+            subscription.description = checked_description(description)?;
+            changed.push("description");
+        }
+        if !changed.is_empty() {
+            let now = self.clock.now();
+            subscription.updated_at = now;
+            let audit = AuditEntry {
+                workspace_id: Some(subscription.workspace_id),
+                actor_user_id: Some(caller.user_id),
+                action: "webhook.updated",
+                target_type: "webhook",
+                target_id: subscription.id.to_string(),
+                reason: Some(format!("changed {}", changed.join(", "))),
+                at: now,
+            };
+            self.subscriptions.update(&subscription, &audit).await?;
+        }
+        let attempts = self.subscriptions.attempt_summary(&subscription.id).await?;
+        let health = WebhookHealth::of(&subscription, attempts);
+        Ok((subscription, health))
     }
 
     /// Deletes the caller's own subscription at once: pending deliveries are cancelled and an
@@ -181,21 +248,15 @@ impl WebhookService {
         self.subscriptions.delete(&subscription.id, &audit).await
     }
 
-    /// The last 7 days of deliveries of a subscription of the caller's workspace, newest first.
-    /// `NotFound("webhook")` for another workspace's, an unknown or a deleted one (a disabled one
+    /// The last 7 days of deliveries of the caller's own subscription, newest first.
+    /// `NotFound("webhook")` for another user's, an unknown or a deleted one (a disabled one
     /// keeps its log: it tells why it was disabled).
     pub async fn deliveries(
         &self,
         caller: &Principal,
         raw_id: &str,
     ) -> DomainResult<Vec<DeliveryRecord>> {
-        let subscription = self
-            .find(raw_id)
-            .await?
-            .filter(|s| {
-                s.workspace_id == caller.workspace_id && s.status != SubscriptionStatus::Deleted
-            })
-            .ok_or(DomainError::NotFound("webhook"))?;
+        let subscription = self.live(caller, raw_id).await?;
         let since = self.clock.now() - Duration::days(DELIVERY_LOG_DAYS);
         self.subscriptions
             .deliveries(&subscription.id, since, DELIVERY_LOG_LIMIT)
@@ -209,10 +270,72 @@ impl WebhookService {
         }
     }
 
+    /// `raw` parsed by the webhook URL rules (the SSRF guard unless private targets are allowed).
+    fn parsed_url(&self, raw: &str) -> DomainResult<WebhookTarget> {
+        parse_webhook_url(raw, self.settings.allow_private_targets)
+            .map_err(|problem| DomainError::invalid(INVALID_URL, problem))
+    }
+
+    /// Refuses a host name that resolves to a blocked address now. One that cannot be resolved
+    /// now passes: every send checks again.
+    async fn refuse_private_resolution(&self, target: &WebhookTarget) -> DomainResult<()> {
+        if let (Some(host), false) = (target.domain(), self.settings.allow_private_targets)
+            && let Ok(addresses) = self.resolver.resolve(host, target.port()).await
+            && addresses.iter().any(|ip| blocked_reason(*ip).is_some())
+        {
+            return Err(DomainError::invalid(INVALID_URL, RESOLVES_TO_PRIVATE));
+        }
+        Ok(())
+    }
+
+    /// `raw` parsed and checked as subscribe checks a URL: the normalised URL.
+    async fn checked_url(&self, raw: &str) -> DomainResult<String> {
+        let target = self.parsed_url(raw)?;
+        self.refuse_private_resolution(&target).await?;
+        Ok(target.url)
+    }
+
+    /// The caller's own subscription, unless deleted.
+    async fn live(&self, caller: &Principal, raw_id: &str) -> DomainResult<Subscription> {
+        let subscription = self.owned(caller, raw_id).await?;
+        if subscription.status == SubscriptionStatus::Deleted {
+            return Err(DomainError::NotFound("webhook"));
+        }
+        Ok(subscription)
+    }
+
     async fn owned(&self, caller: &Principal, raw_id: &str) -> DomainResult<Subscription> {
         self.find(raw_id)
             .await?
             .filter(|s| s.workspace_id == caller.workspace_id && s.user_id == caller.user_id)
             .ok_or(DomainError::NotFound("webhook"))
     }
+}
+
+/// The event names, each a subscribable type, without duplicates (first occurrence kept).
+fn parse_events(names: &[String]) -> DomainResult<Vec<EventType>> {
+    let mut events: Vec<EventType> = Vec::with_capacity(names.len());
+    for name in names {
+        let event = EventType::parse(name)
+            .ok_or_else(|| DomainError::validation(format!("Invalid event type: {name}")))?;
+        if !events.contains(&event) {
+            events.push(event);
+        }
+    }
+    Ok(events)
+}
+
+/// A description: `None` (null) clears it; at most [`MAX_DESCRIPTION_CHARS`], no NUL.
+fn checked_description(description: Option<String>) -> DomainResult<Option<String>> {
+    description
+        .map(|d| {
+            crate::values::no_nul("description", &d)?;
+            if d.chars().count() > MAX_DESCRIPTION_CHARS {
+                return Err(DomainError::validation(format!(
+                    "description must be at most {MAX_DESCRIPTION_CHARS} characters"
+                )));
+            }
+            Ok(d)
+        })
+        .transpose()
 }

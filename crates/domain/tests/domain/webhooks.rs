@@ -49,7 +49,10 @@ fn subscribe_creates_an_active_owned_subscription_with_deduplicated_events() {
         (caller.workspace_id, caller.user_id, caller.api_key_id)
     );
     assert!(sub.id.as_str().starts_with("wh_") && sub.secret.starts_with("whsec_"));
-    assert_eq!(run_ready(world.webhooks.list(&caller)).unwrap(), vec![sub]);
+    let listed = run_ready(world.webhooks.list(&caller)).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].0, sub);
+    assert_eq!(listed[0].1.state, HealthState::Unknown, "no attempt yet");
 }
 
 #[test]
@@ -118,7 +121,7 @@ fn the_cap_counts_active_subscriptions_of_the_workspace() {
         matches!(&err, DomainError::Conflict(m) if m == "Subscription limit reached"),
         "{err:?}"
     );
-    let first = run_ready(world.webhooks.list(&caller))
+    let (first, _) = run_ready(world.webhooks.list(&caller))
         .unwrap()
         .pop()
         .unwrap();
@@ -204,4 +207,167 @@ fn delete_is_owner_only_idempotent_audited_and_cancels_pending_deliveries() {
             Err(DomainError::NotFound("webhook"))
         ));
     }
+}
+
+#[test]
+fn update_checks_like_subscribe_changes_only_what_it_names_and_is_audited() {
+    let (world, caller) = setup();
+    let sub = run_ready(world.webhooks.subscribe(
+        &caller,
+        new("https://hooks.example.com/h", &["CLIENT_CREATED"]),
+    ))
+    .unwrap();
+    let id = sub.id.to_string();
+    let change = |url: Option<&str>, events: Option<&[&str]>| WebhookChange {
+        url: url.map(str::to_owned),
+        events: events.map(|e| e.iter().map(|n| (*n).to_owned()).collect()),
+        description: None,
+    };
+    let refused = |c: WebhookChange| {
+        validation(run_ready(world.webhooks.update(&caller, &id, c)).map(|(s, _)| s))
+    };
+    assert_eq!(
+        refused(change(Some("http://hooks.example.com/h"), None)),
+        INVALID_URL
+    );
+    assert_eq!(refused(change(None, Some(&[]))), REQUIRED);
+    assert_eq!(
+        refused(change(None, Some(&["NOPE"]))),
+        "Invalid event type: NOPE"
+    );
+    assert_eq!(
+        run_ready(world.webhooks.get(&caller, &id)).unwrap().0,
+        sub,
+        "a refused change changes nothing"
+    );
+    assert!(world.store.audit().is_empty());
+
+    world.clock.advance(time::Duration::seconds(3));
+    let (changed, health) = run_ready(world.webhooks.update(
+        &caller,
+        &id,
+        WebhookChange {
+            events: Some(vec!["TIMER_STARTED".into(), "TIMER_STARTED".into()]),
+            description: Some(Some("Zap".into())),
+            ..WebhookChange::default()
+        },
+    ))
+    .unwrap();
+    assert_eq!(changed.url, sub.url, "not named, not changed");
+    assert_eq!(changed.events, [EventType::TimerStarted]);
+    assert_eq!(changed.description.as_deref(), Some("Zap"));
+    assert_eq!(changed.secret, sub.secret);
+    assert_eq!(
+        changed.updated_at,
+        sub.created_at + time::Duration::seconds(3)
+    );
+    assert_eq!(health.state, HealthState::Unknown);
+    let audit = world.store.audit();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].action, "webhook.updated");
+    assert_eq!(
+        audit[0].reason.as_deref(),
+        Some("changed events, description")
+    );
+
+    // Naming nothing changes nothing and writes no audit row.
+    run_ready(
+        world
+            .webhooks
+            .update(&caller, &id, WebhookChange::default()),
+    )
+    .unwrap();
+    assert_eq!(world.store.audit().len(), 1);
+}
+
+#[test]
+fn another_users_or_a_deleted_webhook_is_not_found_for_every_operation() {
+    let (world, caller) = setup();
+    let sub = run_ready(world.webhooks.subscribe(
+        &caller,
+        new("https://hooks.example.com/h", &["CLIENT_CREATED"]),
+    ))
+    .unwrap();
+    let colleague = run_ready(world.admin.create_user(
+        caller.workspace_id,
+        name("Bob"),
+        email("bob@example.com"),
+    ))
+    .unwrap();
+    let (key, _) = run_ready(
+        world
+            .admin
+            .create_api_key(colleague.id, caller.workspace_id, None),
+    )
+    .unwrap();
+    let bob = key.principal();
+    let not_found = |result: DomainResult<()>| {
+        assert!(
+            matches!(result, Err(DomainError::NotFound("webhook"))),
+            "{result:?}"
+        );
+    };
+    let id = sub.id.to_string();
+    not_found(run_ready(world.webhooks.get(&bob, &id)).map(drop));
+    not_found(
+        run_ready(world.webhooks.update(
+            &bob,
+            &id,
+            WebhookChange {
+                description: Some(None),
+                ..WebhookChange::default()
+            },
+        ))
+        .map(drop),
+    );
+    not_found(run_ready(world.webhooks.deliveries(&bob, &id)).map(drop));
+    assert!(run_ready(world.webhooks.list(&bob)).unwrap().is_empty());
+    for raw in ["wh_unknownunknownunknown1", "not-an-id"] {
+        not_found(run_ready(world.webhooks.get(&caller, raw)).map(drop));
+    }
+    run_ready(world.webhooks.delete(&caller, &id)).unwrap();
+    not_found(run_ready(world.webhooks.get(&caller, &id)).map(drop));
+    not_found(
+        run_ready(
+            world
+                .webhooks
+                .update(&caller, &id, WebhookChange::default()),
+        )
+        .map(drop),
+    );
+}
+
+#[test]
+fn health_is_decided_by_the_latest_attempt_and_the_status() {
+    let (world, caller) = setup();
+    let sub = run_ready(world.webhooks.subscribe(
+        &caller,
+        new("https://hooks.example.com/h", &["CLIENT_CREATED"]),
+    ))
+    .unwrap();
+    let at = sub.created_at;
+    let later = at + time::Duration::minutes(1);
+    let of = |s: &Subscription, last: Option<_>, success: Option<_>| {
+        WebhookHealth::of(
+            s,
+            AttemptSummary {
+                last_attempt_at: last,
+                last_success_at: success,
+                ..AttemptSummary::default()
+            },
+        )
+        .state
+    };
+    assert_eq!(of(&sub, None, None), HealthState::Unknown);
+    assert_eq!(of(&sub, Some(later), Some(later)), HealthState::Healthy);
+    assert_eq!(of(&sub, Some(later), Some(at)), HealthState::Failing);
+    assert_eq!(of(&sub, Some(later), None), HealthState::Failing);
+    let disabled = Subscription {
+        status: SubscriptionStatus::Disabled,
+        ..sub
+    };
+    assert_eq!(
+        of(&disabled, Some(later), Some(later)),
+        HealthState::Disabled
+    );
 }

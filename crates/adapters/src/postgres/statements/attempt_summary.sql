@@ -1,0 +1,25 @@
+-- What a subscription's attempts and deliveries say about it. A success is an attempt recorded
+-- without an error (a 2xx); every other attempt is a failure.
+WITH latest AS (
+    SELECT started_at, status_code, error FROM delivery_attempts
+    WHERE subscription_id = :id
+    ORDER BY started_at DESC, id DESC
+    LIMIT 1
+), success AS (
+    SELECT max(started_at) AS at FROM delivery_attempts
+    WHERE subscription_id = :id AND error IS NULL
+), failure AS (
+    SELECT max(started_at) AS at FROM delivery_attempts
+    WHERE subscription_id = :id AND error IS NOT NULL
+)
+SELECT (SELECT started_at FROM latest) AS last_attempt_at,
+       (SELECT at FROM success) AS last_success_at,
+       (SELECT at FROM failure) AS last_failure_at,
+       (SELECT status_code FROM latest) AS last_status_code,
+       (SELECT error FROM latest) AS last_error,
+       (SELECT count(*) FROM delivery_attempts
+        WHERE subscription_id = :id AND error IS NOT NULL
+          AND started_at > coalesce((SELECT at FROM success), '-infinity')) AS consecutive_failures,
+       (SELECT failing_since FROM webhook_subscriptions WHERE id = :id) AS failing_since,
+       (SELECT count(*) FROM deliveries
+        WHERE subscription_id = :id AND status = 'PENDING') AS pending_deliveries
