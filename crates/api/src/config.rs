@@ -153,6 +153,16 @@ pub struct ServeSettings {
         value_parser = parse_retry_schedule
     )]
     pub webhook_retry_schedule: RetrySchedule,
+    /// Disable a webhook whose deliveries have all failed for this long, e.g. `5d`, `12h`, `3s`
+    /// (units ms, s, m, h, d).
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "TIMETRACK_WEBHOOK_DISABLE_AFTER",
+        default_value = "5d",
+        value_parser = parse_positive_duration
+    )]
+    pub webhook_disable_after: time::Duration,
     /// Longest delivery attempt, in seconds (connect within 5 s of it).
     #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_TIMEOUT", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=300))]
     pub webhook_timeout: u64,
@@ -209,6 +219,10 @@ fn parse_metrics_address(text: &str) -> Result<String, String> {
         return Ok("off".to_owned());
     }
     parse_listen_address(text).map_err(|e| format!("{e}; or `off` for no metrics listener"))
+}
+
+fn parse_positive_duration(text: &str) -> Result<time::Duration, String> {
+    timetrack_domain::delivery::parse_duration(text).map_err(|e| e.to_string())
 }
 
 fn parse_retry_schedule(text: &str) -> Result<RetrySchedule, String> {

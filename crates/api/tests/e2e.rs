@@ -759,6 +759,12 @@ mod deliveries {
 
     impl Setup {
         async fn new() -> Self {
+            Self::with(&[]).await
+        }
+
+        /// A setup whose server also has the settings `env`.
+        async fn with(env: &[(&'static str, &'static str)]) -> Self {
+            let env = env.to_vec();
             let db = TestDatabase::new().await;
             let receiver = HttpsReceiver::start().await;
             let url = db.url().to_owned();
@@ -768,14 +774,16 @@ mod deliveries {
                     &url,
                     &["--name", "Deliveries", "--timezone", "Europe/Paris"],
                 );
-                let server = serve(&url)
+                let mut command = serve(&url)
                     .env("TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS", "true")
                     .env("TIMETRACK_WEBHOOK_ROOT_CERTS", ca.to_string_lossy())
                     .env("TIMETRACK_WEBHOOK_RETRY_SCHEDULE", "1s,1s,1s")
                     .env("TIMETRACK_RATE_LIMIT_PER_MINUTE", "1000000")
-                    .env("TIMETRACK_RATE_LIMIT_PER_SECOND", "1000000")
-                    .start_blocking()
-                    .unwrap();
+                    .env("TIMETRACK_RATE_LIMIT_PER_SECOND", "1000000");
+                for (name, value) in env {
+                    command = command.env(name, value);
+                }
+                let server = command.start_blocking().unwrap();
                 (key, server)
             })
             .await
@@ -1002,6 +1010,52 @@ mod deliveries {
         let gone_lines = failed(&gone_id);
         assert_eq!(gone_lines.len(), 1, "{log}");
         assert!(gone_lines[0].contains("410 Gone"), "{log}");
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_webhook_failing_for_longer_than_the_setting_is_disabled_and_shows_it() {
+        let s = Setup::with(&[
+            ("TIMETRACK_WEBHOOK_DISABLE_AFTER", "2s"),
+            (
+                "TIMETRACK_WEBHOOK_RETRY_SCHEDULE",
+                "1s,1s,1s,1s,1s,1s,1s,1s",
+            ),
+        ])
+        .await;
+        s.receiver.respond("/down", Behaviour::Respond(500, vec![]));
+        let (id, _) = s.subscribe("/down", &["CLIENT_CREATED"]).await;
+        let path = format!("/api/integrations/automation/webhooks/{id}");
+        let health = s.get(&path).await["webhook"]["health"].clone();
+        assert_eq!(health["state"], "unknown", "{health}");
+        s.post("/api/clients", json!({"name": "First"})).await;
+
+        let mut webhook = Value::Null;
+        for _ in 0..200 {
+            webhook = s.get(&path).await["webhook"].clone();
+            if webhook["status"] == "DISABLED" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(webhook["status"], "DISABLED", "{webhook}");
+        let health = &webhook["health"];
+        assert_eq!(health["state"], "disabled", "{health}");
+        assert_eq!(health["last_status_code"], 500, "{health}");
+        assert_eq!(health["last_error"], "HTTP 500", "{health}");
+        assert_eq!(health["last_success_at"], Value::Null, "{health}");
+        assert!(
+            health["consecutive_failures"].as_u64().unwrap() >= 3,
+            "{health}"
+        );
+        let attempts = on(&s.receiver.received(), "/down").len();
+        assert!(
+            (3..=5).contains(&attempts),
+            "disabled after about 2 s of failures, not before: {attempts} attempts"
+        );
+
+        // Nothing more is sent to it.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        assert_eq!(on(&s.receiver.received(), "/down").len(), attempts);
     }
 
     #[tokio::test(flavor = "multi_thread")]

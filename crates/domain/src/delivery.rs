@@ -238,16 +238,8 @@ impl RetrySchedule {
                 let invalid = || DomainError::validation(format!(
                     "invalid retry wait {part:?}: expected waits like 5s,5m,1h (units ms, s, m, h)"
                 ));
-                let split = part
-                    .find(|c: char| !c.is_ascii_digit())
-                    .ok_or_else(invalid)?;
-                let (number, unit) = part.split_at(split);
-                let n: i64 = number.parse().map_err(|_| invalid())?;
-                match unit {
-                    "ms" => Ok(Duration::milliseconds(n)),
-                    "s" => Ok(Duration::seconds(n)),
-                    "m" => Ok(Duration::minutes(n)),
-                    "h" => Ok(Duration::hours(n)),
+                match duration_with_unit(part) {
+                    Some((wait, unit)) if unit != "d" => Ok(wait),
                     _ => Err(invalid()),
                 }
             })
@@ -284,8 +276,37 @@ pub enum NextStep {
 pub const MAX_RETRY_AFTER: Duration = Duration::hours(24);
 /// Relative jitter of each wait: ±20 %.
 pub const JITTER: f64 = 0.2;
-/// A subscription whose deliveries all failed for this long is disabled.
-pub const DISABLE_AFTER: Duration = Duration::days(5);
+/// A subscription whose deliveries all failed for this long is disabled, unless the setting
+/// `TIMETRACK_WEBHOOK_DISABLE_AFTER` says otherwise.
+pub const DEFAULT_DISABLE_AFTER: Duration = Duration::days(5);
+
+/// `text` as a whole number and a unit (`ms`, `s`, `m`, `h` or `d`), with the unit; `None` for
+/// anything else.
+fn duration_with_unit(text: &str) -> Option<(Duration, &str)> {
+    let split = text.find(|c: char| !c.is_ascii_digit())?;
+    let (number, unit) = text.split_at(split);
+    let n: i64 = number.parse().ok()?;
+    let duration = match unit {
+        "ms" => Duration::milliseconds(n),
+        "s" => Duration::seconds(n),
+        "m" => Duration::minutes(n),
+        "h" => Duration::hours(n),
+        "d" => Duration::days(n),
+        _ => return None,
+    };
+    Some((duration, unit))
+}
+
+/// Parses a positive duration with a unit: `500ms`, `3s`, `10m`, `24h`, `5d`.
+pub fn parse_duration(text: &str) -> DomainResult<Duration> {
+    match duration_with_unit(text.trim()) {
+        Some((duration, _)) if duration.is_positive() => Ok(duration),
+        _ => Err(DomainError::validation(format!(
+            "invalid duration {text:?}: expected a positive whole number and a unit, like 3s, \
+             24h or 5d (units ms, s, m, h, d)"
+        ))),
+    }
+}
 
 /// Decides what follows attempt number `attempts_made` (1 for the first) that ended in
 /// `outcome` at `now`. Waits get ±20 % jitter drawn from `random`; a 429 or 503 with
@@ -317,7 +338,12 @@ pub fn next_step(
     NextStep::RetryAt(now + retry_after.map_or(jittered, |r| jittered.max(r)))
 }
 
-/// Whether a subscription failing since `failing_since` should be disabled at `now`.
-pub fn should_disable(failing_since: Option<OffsetDateTime>, now: OffsetDateTime) -> bool {
-    failing_since.is_some_and(|since| now - since >= DISABLE_AFTER)
+/// Whether a subscription failing since `failing_since` should be disabled at `now`, when
+/// subscriptions are disabled after failing for `after`.
+pub fn should_disable(
+    failing_since: Option<OffsetDateTime>,
+    now: OffsetDateTime,
+    after: Duration,
+) -> bool {
+    failing_since.is_some_and(|since| now - since >= after)
 }

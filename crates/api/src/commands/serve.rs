@@ -399,6 +399,7 @@ fn delivery_service(
             schedule,
             lease,
             max_in_flight_per_subscription: settings.webhook_max_in_flight,
+            disable_after: settings.webhook_disable_after,
         },
     ))
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use time::Duration;
 
 use crate::delivery::{
-    AttemptRecord, ClaimedDelivery, NextStep, RetrySchedule, build_request, next_step,
-    should_disable,
+    AttemptRecord, ClaimedDelivery, DEFAULT_DISABLE_AFTER, NextStep, RetrySchedule, build_request,
+    next_step, should_disable,
 };
 use crate::error::DomainResult;
 use crate::ports::{Clock, DeliveryQueue, RandomSource, WebhookSender};
@@ -21,6 +21,8 @@ pub struct DeliverySettings {
     pub lease: Duration,
     /// Most deliveries of one subscription in flight at once, across all workers.
     pub max_in_flight_per_subscription: u32,
+    /// How long a subscription's deliveries may all fail before it is disabled.
+    pub disable_after: Duration,
 }
 
 impl Default for DeliverySettings {
@@ -29,6 +31,7 @@ impl Default for DeliverySettings {
             schedule: RetrySchedule::default(),
             lease: Duration::seconds(30),
             max_in_flight_per_subscription: 10,
+            disable_after: DEFAULT_DISABLE_AFTER,
         }
     }
 }
@@ -121,8 +124,12 @@ impl DeliveryService {
             self.random.as_ref(),
         );
         let failing = !matches!(next, NextStep::Done | NextStep::Unsubscribe);
-        let disable_subscription =
-            failing && should_disable(Some(claimed.failing_since.unwrap_or(started)), finished);
+        let disable_subscription = failing
+            && should_disable(
+                Some(claimed.failing_since.unwrap_or(started)),
+                finished,
+                self.settings.disable_after,
+            );
         Ok(AttemptRecord {
             started_at: started,
             report,

@@ -207,12 +207,41 @@ fn retry_after_is_honoured_on_429_and_503_and_capped_at_a_day() {
 }
 
 #[test]
-fn subscriptions_are_disabled_after_five_days_of_failures() {
+fn subscriptions_are_disabled_after_five_days_of_failures_by_default() {
     let now = datetime!(2026-01-10 09:00 UTC);
-    assert!(!should_disable(None, now));
+    let after = DEFAULT_DISABLE_AFTER;
+    assert_eq!(after, Duration::days(5));
+    assert!(!should_disable(None, now, after));
     assert!(!should_disable(
         Some(now - Duration::days(5) + Duration::seconds(1)),
-        now
+        now,
+        after
     ));
-    assert!(should_disable(Some(now - Duration::days(5)), now));
+    assert!(should_disable(Some(now - Duration::days(5)), now, after));
+    // A shorter setting, as tests use.
+    let short = Duration::seconds(3);
+    assert!(!should_disable(
+        Some(now - Duration::seconds(2)),
+        now,
+        short
+    ));
+    assert!(should_disable(Some(now - Duration::seconds(3)), now, short));
+}
+
+#[test]
+fn durations_take_a_whole_number_and_a_unit() {
+    assert_eq!(parse_duration("5d").unwrap(), Duration::days(5));
+    assert_eq!(parse_duration("24h").unwrap(), Duration::hours(24));
+    assert_eq!(parse_duration(" 3s ").unwrap(), Duration::seconds(3));
+    assert_eq!(parse_duration("10m").unwrap(), Duration::minutes(10));
+    assert_eq!(
+        parse_duration("500ms").unwrap(),
+        Duration::milliseconds(500)
+    );
+    for bad in ["", "5", "d", "0s", "-1s", "1.5h", "5 days", "5w"] {
+        let err = parse_duration(bad).unwrap_err().to_string();
+        assert!(err.starts_with("invalid duration"), "{bad}: {err}");
+    }
+    // The retry schedule keeps its units: a day-long wait is written 24h.
+    assert!(RetrySchedule::parse("1s,1d").is_err());
 }
