@@ -474,6 +474,49 @@ impl SubscriptionRepository for InMemoryStore {
         Ok(())
     }
 
+    async fn enable(
+        &self,
+        id: &WebhookId,
+        max_active: u32,
+        audit: &AuditEntry,
+    ) -> DomainResult<()> {
+        let mut t = self.tables();
+        let Some(found) = t
+            .subscriptions
+            .iter()
+            .find(|s| &s.id == id && s.status != SubscriptionStatus::Deleted)
+            .cloned()
+        else {
+            return Err(DomainError::NotFound("webhook"));
+        };
+        if found.status == SubscriptionStatus::Active {
+            return Ok(());
+        }
+        let revoked = t
+            .keys
+            .get(&found.api_key_id)
+            .is_none_or(|(key, _)| key.revoked_at.is_some());
+        if revoked {
+            return Err(DomainError::Conflict("API key revoked".into()));
+        }
+        let active = t
+            .subscriptions
+            .iter()
+            .filter(|s| {
+                s.workspace_id == found.workspace_id && s.status == SubscriptionStatus::Active
+            })
+            .count();
+        if active >= max_active as usize {
+            return Err(DomainError::Conflict("Subscription limit reached".into()));
+        }
+        if let Some(stored) = t.subscriptions.iter_mut().find(|s| &s.id == id) {
+            stored.status = SubscriptionStatus::Active;
+            stored.updated_at = audit.at;
+        }
+        t.audit.push(audit.clone());
+        Ok(())
+    }
+
     /// The fake keeps delivery records but no attempts: it knows the pending deliveries and
     /// reports no attempt.
     async fn attempt_summary(&self, id: &WebhookId) -> DomainResult<AttemptSummary> {

@@ -37,6 +37,15 @@ struct SubscriptionRow {
     updated_at: OffsetDateTime,
 }
 
+/// What an enable found.
+enum Enabled {
+    Now,
+    Already,
+    NotFound,
+    KeyRevoked,
+    AtCap,
+}
+
 /// The row of `statements/attempt_summary.sql`.
 #[derive(QueryableByName)]
 struct SummaryRow {
@@ -291,6 +300,93 @@ impl SubscriptionRepository for PgSubscriptionRepository {
             Ok(())
         } else {
             Err(DomainError::NotFound("webhook"))
+        }
+    }
+
+    async fn enable(
+        &self,
+        id: &WebhookId,
+        max_active: u32,
+        audit: &AuditEntry,
+    ) -> DomainResult<()> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let id = id.as_str();
+        let audit_row = AuditRow::from(audit);
+        let outcome = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let found: Option<(Uuid, Uuid, String)> = webhook_subscriptions::table
+                    .find(id)
+                    .select((
+                        webhook_subscriptions::workspace_id,
+                        webhook_subscriptions::api_key_id,
+                        webhook_subscriptions::status,
+                    ))
+                    .first(conn)
+                    .await
+                    .optional()?;
+                let Some((workspace, key, _)) = found else {
+                    return Ok(Enabled::NotFound);
+                };
+                // As in `create`: the workspace row lock serialises what counts against the cap,
+                // and the key is share-locked against a revocation committing meanwhile.
+                workspaces::table
+                    .find(workspace)
+                    .select(workspaces::id)
+                    .for_update()
+                    .first::<Uuid>(conn)
+                    .await?;
+                let status: String = webhook_subscriptions::table
+                    .find(id)
+                    .select(webhook_subscriptions::status)
+                    .for_update()
+                    .first(conn)
+                    .await?;
+                match status.as_str() {
+                    "DELETED" => return Ok(Enabled::NotFound),
+                    "ACTIVE" => return Ok(Enabled::Already),
+                    _ => {}
+                }
+                let key_live = api_keys::table
+                    .find(key)
+                    .filter(api_keys::revoked_at.is_null())
+                    .select(api_keys::id)
+                    .for_share()
+                    .first::<Uuid>(conn)
+                    .await
+                    .optional()?;
+                if key_live.is_none() {
+                    return Ok(Enabled::KeyRevoked);
+                }
+                let active: i64 = webhook_subscriptions::table
+                    .filter(webhook_subscriptions::workspace_id.eq(workspace))
+                    .filter(webhook_subscriptions::status.eq("ACTIVE"))
+                    .count()
+                    .get_result(conn)
+                    .await?;
+                if active >= i64::from(max_active) {
+                    return Ok(Enabled::AtCap);
+                }
+                diesel::update(webhook_subscriptions::table.find(id))
+                    .set((
+                        webhook_subscriptions::status.eq("ACTIVE"),
+                        webhook_subscriptions::failing_since.eq(None::<OffsetDateTime>),
+                        webhook_subscriptions::updated_at.eq(audit_row.created_at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                diesel::insert_into(audit_log::table)
+                    .values(&audit_row)
+                    .execute(conn)
+                    .await?;
+                Ok(Enabled::Now)
+            })
+            .await
+            .map_err(|e| map_db_error(e, "enabling a subscription"))?;
+        match outcome {
+            Enabled::Now | Enabled::Already => Ok(()),
+            Enabled::NotFound => Err(DomainError::NotFound("webhook")),
+            Enabled::KeyRevoked => Err(DomainError::Conflict("API key revoked".into())),
+            Enabled::AtCap => Err(DomainError::Conflict("Subscription limit reached".into())),
         }
     }
 

@@ -140,6 +140,7 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         // The integration surface's paths with a subscription id.
         endpoint!(webhooks::get),
         endpoint!(webhooks::update),
+        endpoint!(webhooks::enable),
         endpoint!(webhooks::delete),
         endpoint!(webhooks::deliveries),
     ]

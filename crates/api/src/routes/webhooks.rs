@@ -398,6 +398,65 @@ pub async fn update(
     }))
 }
 
+/// Body of `POST .../webhooks/{id}/enable` (optional), for the OpenAPI document: the handler
+/// reads the body itself, to accept none at all.
+#[derive(Debug, utoipa::ToSchema)]
+#[expect(dead_code, reason = "describes the body in the OpenAPI document only")]
+pub struct EnableBody {
+    /// Replaying missed events is not available in this version: a request naming it is 400.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    replay_since: Option<Value>,
+}
+
+/// `POST .../webhooks/{id}/enable`: a `DISABLED` webhook becomes `ACTIVE`, its failure streak
+/// cleared; an `ACTIVE` one is left as it is.
+#[utoipa::path(
+    operation_id = "enableWebhook",
+    post,
+    path = "/api/integrations/automation/webhooks/{id}/enable",
+    tag = "Webhooks",
+    summary = "Enable one's disabled subscription again",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
+    request_body(content = Option<EnableBody>, description = "Optional; `replay_since` is not available in this version"),
+    responses(
+        (status = 200, description = "The webhook, active", body = WebhookResponse),
+        (status = 400, description = "Invalid request parameters", body = crate::openapi::ErrorBody),
+        (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
+        (status = 409, description = "API key revoked, or Subscription limit reached", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn enable(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+    body: web::Bytes,
+) -> Result<web::Json<WebhookResponse>, ApiError> {
+    let invalid = || ApiError::bad_request("Invalid request parameters");
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        let value: Value = serde_json::from_slice(&body)
+            .map_err(|e| invalid().with_detail(format!("the body is not JSON: {e}")))?;
+        let Value::Object(fields) = value else {
+            return Err(invalid().with_detail("the body must be a JSON object"));
+        };
+        if let Some(name) = fields.keys().next() {
+            let detail = if name == "replay_since" {
+                "replay_since: replaying missed events is not available in this version".into()
+            } else {
+                format!("unknown field {name}")
+            };
+            return Err(invalid().with_detail(detail));
+        }
+    }
+    let (subscription, health) = state.webhooks.enable(&caller.0, &id).await?;
+    tracing::info!(webhook_id = %subscription.id, user_id = %caller.0.user_id, "webhook enabled");
+    Ok(web::Json(WebhookResponse {
+        success: true,
+        webhook: WebhookObject::new(subscription, health),
+    }))
+}
+
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct DeliveryItem {
     event_id: String,

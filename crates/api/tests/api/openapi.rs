@@ -44,6 +44,7 @@ fn served() -> Vec<(&'static str, String)> {
         ("get", "/webhooks"),
         ("get", "/webhooks/{id}"),
         ("patch", "/webhooks/{id}"),
+        ("post", "/webhooks/{id}/enable"),
         ("delete", "/webhooks/{id}"),
         ("get", "/webhooks/{id}/deliveries"),
         ("get", "/triggers/time-entries/manual_entry/fallback"),

@@ -377,3 +377,138 @@ async fn patch_changes_what_it_names_with_subscribes_messages_and_is_audited() {
         1
     );
 }
+
+#[actix_web::test]
+async fn enable_makes_a_disabled_webhook_active_again_once_and_audited() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let id = subscribed(&t, &app, "https://hooks.example.com/h").await;
+    let auth = t.bearer().1;
+    let enable = |body: Option<Value>| request("POST", &auth, &format!("/{id}/enable"), body);
+
+    // Disabled after days of failures.
+    t.execute(&format!(
+        "UPDATE webhook_subscriptions SET status = 'DISABLED', \
+         failing_since = now() - interval '5 days' WHERE id = '{id}'"
+    ))
+    .await;
+    for (body, detail) in [
+        (
+            json!({"replay_since": "2026-03-01T00:00:00Z"}),
+            "replay_since",
+        ),
+        (
+            json!({"since": "2026-03-01T00:00:00Z"}),
+            "unknown field since",
+        ),
+        (json!([1]), "object"),
+    ] {
+        let (status, _, answer) = call(&app, enable(Some(body.clone()))).await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(answer["error"], "Invalid request parameters", "{body}");
+        assert!(
+            answer["detail"].as_str().unwrap().contains(detail),
+            "{answer}"
+        );
+    }
+    let (_, _, still) = call(&app, request("GET", &auth, &format!("/{id}"), None)).await;
+    assert_eq!(
+        still["webhook"]["status"], "DISABLED",
+        "a refused request changes nothing"
+    );
+
+    let (status, _, answer) = call(&app, enable(None)).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["success"], true);
+    assert_eq!(answer["webhook"]["status"], "ACTIVE");
+    assert_eq!(answer["webhook"]["health"]["failing_since"], Value::Null);
+    assert_eq!(answer["webhook"]["health"]["state"], "unknown");
+    let audited = format!(
+        "SELECT count(*) AS n FROM audit_log WHERE action = 'webhook.enabled' \
+         AND target_id = '{id}' AND actor_user_id = '{}'",
+        t.user.id
+    );
+    assert_eq!(t.scalar(&audited).await, 1);
+
+    // Already active: 200 again, nothing more written.
+    let (status, _, answer) = call(&app, enable(Some(json!({})))).await;
+    assert_eq!(status, 200);
+    assert_eq!(answer["webhook"]["status"], "ACTIVE");
+    assert_eq!(t.scalar(&audited).await, 1);
+
+    // Not the owner's: 404, untouched.
+    t.execute(&format!(
+        "UPDATE webhook_subscriptions SET status = 'DISABLED' WHERE id = '{id}'"
+    ))
+    .await;
+    let eve = colleague(&t).await;
+    let (status, _, answer) =
+        call(&app, request("POST", &eve, &format!("/{id}/enable"), None)).await;
+    assert_eq!(
+        (status, error_of(&answer)),
+        (404, json!({"error": "Webhook not found"}))
+    );
+    let (_, _, still) = call(&app, request("GET", &auth, &format!("/{id}"), None)).await;
+    assert_eq!(still["webhook"]["status"], "DISABLED");
+}
+
+#[actix_web::test]
+async fn enable_refuses_a_revoked_keys_webhook_and_one_over_the_cap() {
+    let t = TestApp::with_settings(timetrack_api::StateSettings {
+        webhooks: timetrack_domain::services::WebhookSettings {
+            max_active_per_workspace: 1,
+            ..timetrack_domain::services::WebhookSettings::default()
+        },
+        ..TestApp::relaxed()
+    })
+    .await;
+    let app = t.service().await;
+    let auth = t.bearer().1;
+    let first = subscribed(&t, &app, "https://hooks.example.com/1").await;
+    t.execute(&format!(
+        "UPDATE webhook_subscriptions SET status = 'DISABLED' WHERE id = '{first}'"
+    ))
+    .await;
+    let second = subscribed(&t, &app, "https://hooks.example.com/2").await;
+    let (status, _, answer) = call(
+        &app,
+        request("POST", &auth, &format!("/{first}/enable"), None),
+    )
+    .await;
+    assert_eq!(
+        (status, error_of(&answer)),
+        (409, json!({"error": "Subscription limit reached"}))
+    );
+
+    // With room again, a webhook disabled by its key's revocation stays disabled.
+    call(&app, request("DELETE", &auth, &format!("/{second}"), None)).await;
+    let (key, secret) = t
+        .admin
+        .create_api_key(t.user.id, t.workspace.id, None)
+        .await
+        .unwrap();
+    let other_auth = format!("Bearer {}", secret.expose());
+    let (_, _, made) = call(
+        &app,
+        request(
+            "POST",
+            &other_auth,
+            "/subscribe",
+            Some(json!({"url": "https://hooks.example.com/3", "events": ["CLIENT_CREATED"]})),
+        ),
+    )
+    .await;
+    let third = made["webhook"]["id"].as_str().unwrap().to_owned();
+    t.admin.revoke_api_key(key.id).await.unwrap();
+    let (status, _, answer) = call(
+        &app,
+        request("POST", &auth, &format!("/{third}/enable"), None),
+    )
+    .await;
+    assert_eq!(
+        (status, error_of(&answer)),
+        (409, json!({"error": "API key revoked"}))
+    );
+    let (_, _, still) = call(&app, request("GET", &auth, &format!("/{third}"), None)).await;
+    assert_eq!(still["webhook"]["status"], "DISABLED");
+}

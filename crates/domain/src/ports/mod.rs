@@ -156,6 +156,15 @@ pub trait SubscriptionRepository: Send + Sync {
     /// meanwhile included).
     async fn update(&self, subscription: &Subscription, audit: &AuditEntry) -> DomainResult<()>;
 
+    /// Makes a `DISABLED` subscription `ACTIVE` again, its failure streak cleared, with
+    /// `updated_at` = `audit.at`, and writes `audit`, in one transaction; an `ACTIVE` one is left
+    /// as it is (no audit row). MUST return, changing nothing: `NotFound("webhook")` for no
+    /// subscription or a deleted one; `Conflict("API key revoked")` if its key is revoked;
+    /// `Conflict("Subscription limit reached")` if its workspace already has `max_active`
+    /// active ones (counted atomically with the change, as [`create`](Self::create) does).
+    async fn enable(&self, id: &WebhookId, max_active: u32, audit: &AuditEntry)
+    -> DomainResult<()>;
+
     /// What the subscription's attempts and deliveries say about it (see [`AttemptSummary`]):
     /// a success is an attempt answered with a 2xx; every other attempt is a failure.
     async fn attempt_summary(&self, id: &WebhookId) -> DomainResult<AttemptSummary>;

@@ -248,6 +248,35 @@ impl WebhookService {
         self.subscriptions.delete(&subscription.id, &audit).await
     }
 
+    /// Makes the caller's own `DISABLED` subscription `ACTIVE` again, its failure streak cleared
+    /// (audited); an `ACTIVE` one is left as it is. `Conflict("API key revoked")` when it was
+    /// disabled because its key was revoked, `Conflict("Subscription limit reached")` at the
+    /// workspace's cap, `NotFound("webhook")` as for [`get`](Self::get).
+    pub async fn enable(
+        &self,
+        caller: &Principal,
+        raw_id: &str,
+    ) -> DomainResult<(Subscription, WebhookHealth)> {
+        let subscription = self.live(caller, raw_id).await?;
+        let audit = AuditEntry {
+            workspace_id: Some(subscription.workspace_id),
+            actor_user_id: Some(caller.user_id),
+            action: "webhook.enabled",
+            target_type: "webhook",
+            target_id: subscription.id.to_string(),
+            reason: Some("enabled by its owner".into()),
+            at: self.clock.now(),
+        };
+        self.subscriptions
+            .enable(
+                &subscription.id,
+                self.settings.max_active_per_workspace,
+                &audit,
+            )
+            .await?;
+        self.get(caller, raw_id).await
+    }
+
     /// The last 7 days of deliveries of the caller's own subscription, newest first.
     /// `NotFound("webhook")` for another user's, an unknown or a deleted one (a disabled one
     /// keeps its log: it tells why it was disabled).
