@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use diesel::prelude::*;
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ApiKeyId, EventId, UserId, WorkspaceId};
 use timetrack_domain::model::{
@@ -35,6 +35,55 @@ struct SubscriptionRow {
     status: String,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
+}
+
+/// Why a subscription cannot become active.
+enum Refusal {
+    KeyRevoked,
+    AtCap,
+}
+
+/// Locks `workspace`'s row: it serialises everything that counts against the cap of active
+/// subscriptions, so the cap holds under concurrent subscribes and enables.
+async fn lock_workspace(conn: &mut AsyncPgConnection, workspace: Uuid) -> QueryResult<()> {
+    workspaces::table
+        .find(workspace)
+        .select(workspaces::id)
+        .for_update()
+        .first::<Uuid>(conn)
+        .await
+        .map(drop)
+}
+
+/// Why one more active subscription of `workspace` made with `key` cannot be, if it cannot: the
+/// key is revoked, or the workspace has `max_active` active ones. Run after [`lock_workspace`].
+/// The key is checked in the caller's write and share-locked until it commits: a revocation
+/// either committed before (seen here, whatever a cache of verified keys said) or waits for the
+/// write and then disables what it made active.
+async fn refusal(
+    conn: &mut AsyncPgConnection,
+    workspace: Uuid,
+    key: Uuid,
+    max_active: u32,
+) -> QueryResult<Option<Refusal>> {
+    let key_live = api_keys::table
+        .find(key)
+        .filter(api_keys::revoked_at.is_null())
+        .select(api_keys::id)
+        .for_share()
+        .first::<Uuid>(conn)
+        .await
+        .optional()?;
+    if key_live.is_none() {
+        return Ok(Some(Refusal::KeyRevoked));
+    }
+    let active: i64 = webhook_subscriptions::table
+        .filter(webhook_subscriptions::workspace_id.eq(workspace))
+        .filter(webhook_subscriptions::status.eq("ACTIVE"))
+        .count()
+        .get_result(conn)
+        .await?;
+    Ok((active >= i64::from(max_active)).then_some(Refusal::AtCap))
 }
 
 /// What an enable found.
@@ -188,35 +237,11 @@ impl SubscriptionRepository for PgSubscriptionRepository {
         let workspace = subscription.workspace_id.0;
         let stored = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                // The workspace row lock serialises concurrent subscribes, so the cap holds.
-                workspaces::table
-                    .find(workspace)
-                    .select(workspaces::id)
-                    .for_update()
-                    .first::<Uuid>(conn)
-                    .await?;
-                // The key, checked in this write and share-locked until it commits: a
-                // revocation either committed before (seen here, whatever a cache of verified
-                // keys said) or waits for this insert and then disables what it made.
-                let key_live = api_keys::table
-                    .find(row.api_key_id)
-                    .filter(api_keys::revoked_at.is_null())
-                    .select(api_keys::id)
-                    .for_share()
-                    .first::<Uuid>(conn)
-                    .await
-                    .optional()?;
-                if key_live.is_none() {
-                    return Ok(Created::KeyRevoked);
-                }
-                let active: i64 = webhook_subscriptions::table
-                    .filter(webhook_subscriptions::workspace_id.eq(workspace))
-                    .filter(webhook_subscriptions::status.eq("ACTIVE"))
-                    .count()
-                    .get_result(conn)
-                    .await?;
-                if active >= i64::from(max_active) {
-                    return Ok(Created::AtCap);
+                lock_workspace(conn, workspace).await?;
+                match refusal(conn, workspace, row.api_key_id, max_active).await? {
+                    Some(Refusal::KeyRevoked) => return Ok(Created::KeyRevoked),
+                    Some(Refusal::AtCap) => return Ok(Created::AtCap),
+                    None => {}
                 }
                 diesel::insert_into(webhook_subscriptions::table)
                     .values(&row)
@@ -327,14 +352,7 @@ impl SubscriptionRepository for PgSubscriptionRepository {
                 let Some((workspace, key, _)) = found else {
                     return Ok(Enabled::NotFound);
                 };
-                // As in `create`: the workspace row lock serialises what counts against the cap,
-                // and the key is share-locked against a revocation committing meanwhile.
-                workspaces::table
-                    .find(workspace)
-                    .select(workspaces::id)
-                    .for_update()
-                    .first::<Uuid>(conn)
-                    .await?;
+                lock_workspace(conn, workspace).await?;
                 let status: String = webhook_subscriptions::table
                     .find(id)
                     .select(webhook_subscriptions::status)
@@ -346,25 +364,10 @@ impl SubscriptionRepository for PgSubscriptionRepository {
                     "ACTIVE" => return Ok(Enabled::Already),
                     _ => {}
                 }
-                let key_live = api_keys::table
-                    .find(key)
-                    .filter(api_keys::revoked_at.is_null())
-                    .select(api_keys::id)
-                    .for_share()
-                    .first::<Uuid>(conn)
-                    .await
-                    .optional()?;
-                if key_live.is_none() {
-                    return Ok(Enabled::KeyRevoked);
-                }
-                let active: i64 = webhook_subscriptions::table
-                    .filter(webhook_subscriptions::workspace_id.eq(workspace))
-                    .filter(webhook_subscriptions::status.eq("ACTIVE"))
-                    .count()
-                    .get_result(conn)
-                    .await?;
-                if active >= i64::from(max_active) {
-                    return Ok(Enabled::AtCap);
+                match refusal(conn, workspace, key, max_active).await? {
+                    Some(Refusal::KeyRevoked) => return Ok(Enabled::KeyRevoked),
+                    Some(Refusal::AtCap) => return Ok(Enabled::AtCap),
+                    None => {}
                 }
                 diesel::update(webhook_subscriptions::table.find(id))
                     .set((

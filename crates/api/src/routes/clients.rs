@@ -101,23 +101,27 @@ pub struct UpdateClientBody {
     currency: Option<String>,
 }
 
+/// A body's `type` and `status`, each parsed if given: the first fields an error reports.
+fn type_and_status(
+    client_type: &Option<String>,
+    status: &Option<String>,
+) -> Result<(Option<ClientType>, Option<ClientStatus>), DomainError> {
+    Ok((
+        client_type.as_deref().map(ClientType::parse).transpose()?,
+        status.as_deref().map(ClientStatus::parse).transpose()?,
+    ))
+}
+
 /// The body parsed, field by field, in the order the fields are reported: the first invalid
 /// field is the error.
 impl TryFrom<CreateClientBody> for ClientDraft {
     type Error = DomainError;
 
     fn try_from(body: CreateClientBody) -> Result<Self, DomainError> {
+        let (client_type, status) = type_and_status(&body.client_type, &body.status)?;
         Ok(Self {
-            client_type: body
-                .client_type
-                .as_deref()
-                .map(ClientType::parse)
-                .transpose()?,
-            status: body
-                .status
-                .as_deref()
-                .map(ClientStatus::parse)
-                .transpose()?,
+            client_type,
+            status,
             name: Name::parse("name", body.name.as_deref().unwrap_or_default())?,
             email: Email::parse_optional(body.email.as_deref())?,
             phone: Text::parse_optional("phone", body.phone.as_deref(), MAX_PHONE_CHARS)?,
@@ -139,17 +143,10 @@ impl TryFrom<UpdateClientBody> for ClientPatch {
                 .map(|v| Text::parse_optional(field, v.as_deref(), max))
                 .transpose()
         };
+        let (client_type, status) = type_and_status(&body.client_type, &body.status)?;
         Ok(Self {
-            client_type: body
-                .client_type
-                .as_deref()
-                .map(ClientType::parse)
-                .transpose()?,
-            status: body
-                .status
-                .as_deref()
-                .map(ClientStatus::parse)
-                .transpose()?,
+            client_type,
+            status,
             name: body
                 .name
                 .as_deref()
