@@ -748,6 +748,69 @@ mod deliveries {
         );
     }
 
+    /// The Node.js example of `docs/integration-guide.md` ("Verifying the signature"), as it is
+    /// written there.
+    fn guides_node_example() -> String {
+        let guide = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../docs/integration-guide.md"),
+        )
+        .unwrap();
+        let start = guide.find("```js\n").expect("the guide has a js example") + "```js\n".len();
+        let end = start + guide[start..].find("```").unwrap();
+        guide[start..end].to_owned()
+    }
+
+    /// Verifies a delivery with the guide's Node.js example, on the npm `standardwebhooks`
+    /// package.
+    fn assert_verified_by_the_guides_node_example(received: &Received, secret: &str) {
+        static MODULES: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+        let modules = MODULES.get_or_init(|| {
+            timetrack_testkit::npm_package(
+                std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+                "standardwebhooks@1.1.1",
+                "standardwebhooks",
+            )
+        });
+        let case = json!({
+            "secret": secret,
+            "body": String::from_utf8(received.body.clone()).unwrap(),
+            "headers": {
+                "webhook-id": received.header("webhook-id"),
+                "webhook-timestamp": received.header("webhook-timestamp"),
+                "webhook-signature": received.header("webhook-signature"),
+            },
+        });
+        let script = format!(
+            "{}\nconst c = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n\
+             verify(c.secret, c.body, c.headers);\nconsole.log('verified');\n",
+            guides_node_example()
+        );
+        let mut child = Command::new("node")
+            .arg("-e")
+            .arg(script)
+            .env("NODE_PATH", modules)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("node is needed to check the guide's Node.js example");
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(case.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "verified",
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Fields drop in order: the server stops before its database goes.
     struct Setup {
         server: ServerProcess,
@@ -884,6 +947,7 @@ mod deliveries {
                 .unwrap_or_else(|| panic!("no {event}"));
             assert_signed(r, &secret);
             assert_verified_by_standard_webhooks(r, &secret);
+            assert_verified_by_the_guides_node_example(r, &secret);
             assert_eq!(r.header("content-type"), Some("application/json"));
             serde_json::from_slice(&r.body).unwrap()
         };

@@ -339,6 +339,29 @@ pub fn python_package(target_tmp: &std::path::Path, spec: &str, module: &str) ->
     dir
 }
 
+/// The `node_modules` directory holding the npm package `spec` (`name@version`), installed under
+/// `target_tmp` on first use: for checking the service against independent implementations in
+/// JavaScript (`standardwebhooks`).
+pub fn npm_package(target_tmp: &std::path::Path, spec: &str, module: &str) -> PathBuf {
+    let dir = target_tmp.join(format!("npm-{}", spec.replace(['@', '/'], "-")));
+    let modules = dir.join("node_modules");
+    if !modules.join(module).exists() {
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+        let out = std::process::Command::new("npm")
+            .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .arg(spec)
+            .output()
+            .unwrap_or_else(|e| panic!("npm is needed to install {spec}: {e}"));
+        assert!(
+            out.status.success(),
+            "installing {spec}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    modules
+}
+
 #[cfg(test)]
 mod tests {
     use super::with_database;

@@ -19,7 +19,7 @@ mod process;
 mod receiver;
 
 #[cfg(feature = "infra")]
-pub use database::{TestDatabase, python_package, recreate_database};
+pub use database::{TestDatabase, npm_package, python_package, recreate_database};
 #[cfg(feature = "infra")]
 pub use process::{Account, Admin, Memory, ServeCommand, ServerProcess, field, free_port};
 #[cfg(feature = "infra")]
