@@ -251,7 +251,7 @@ async fn the_101st_active_subscription_of_a_workspace_is_409() {
 }
 
 #[actix_web::test]
-async fn the_list_shows_the_workspaces_live_subscriptions_newest_first_without_secrets() {
+async fn the_list_shows_ones_own_live_subscriptions_newest_first_without_secrets() {
     let t = TestApp::new().await;
     let app = t.service().await;
     let (_, other_key) = t.other_workspace().await;
@@ -405,7 +405,7 @@ async fn delete_is_immediate_idempotent_owner_only_audited_and_cancels_queued_de
 }
 
 #[actix_web::test]
-async fn the_delivery_log_lists_the_webhooks_deliveries_in_its_workspace_only() {
+async fn the_delivery_log_lists_the_webhooks_deliveries_to_its_owner_only() {
     let t = TestApp::new().await;
     let app = t.service().await;
     let (_, _, created) = call(
