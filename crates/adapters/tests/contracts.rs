@@ -18,8 +18,8 @@ use timetrack_domain::ids::{
 };
 use timetrack_domain::model::{
     ApiKey, AuditEntry, Client, ClientStatus, ClientType, Cursor, EntrySource, Event, EventType,
-    KeyHash, Page, PageRequest, Project, Subscription, SubscriptionStatus, Tag, Task, TimeEntry,
-    User, WebhookId, Workspace,
+    KeyHash, Page, PageRequest, Project, Subscription, SubscriptionChange, SubscriptionStatus, Tag,
+    Task, TimeEntry, User, WebhookId, Workspace,
 };
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, EntryFilter, SubscriptionRepository,
@@ -651,34 +651,58 @@ async fn subscriptions_are_listed_per_member_and_changed_unless_deleted(s: Subje
         reason: Some("changed url".into()),
         at: T0 + Duration::minutes(minutes),
     };
+    let change = SubscriptionChange {
+        url: Some("https://elsewhere.example.com/new".into()),
+        events: None,
+        description: Some(None),
+        updated_at: T0 + Duration::minutes(5),
+    };
+    let stored = s
+        .subscriptions
+        .update(&mine.id, &change, &audit("webhook.updated", 5))
+        .await
+        .unwrap();
     let changed = Subscription {
         url: "https://elsewhere.example.com/new".into(),
-        events: vec![EventType::TimerStarted],
         description: None,
         updated_at: T0 + Duration::minutes(5),
         ..mine.clone()
     };
-    s.subscriptions
-        .update(&changed, &audit("webhook.updated", 5))
-        .await
-        .unwrap();
+    assert_eq!(stored, changed, "url and description changed, events kept");
     assert_eq!(
         s.subscriptions.get(&mine.id).await.unwrap(),
-        Some(changed.clone()),
-        "url, events, description and updated_at changed; secret and status kept"
+        Some(changed.clone())
+    );
+    // A change of other fields keeps the first change's: only what a change sets is written.
+    let events_only = SubscriptionChange {
+        url: None,
+        events: Some(vec![EventType::TimerStarted]),
+        description: None,
+        updated_at: T0 + Duration::minutes(5),
+    };
+    let changed = Subscription {
+        events: vec![EventType::TimerStarted],
+        ..changed
+    };
+    assert_eq!(
+        s.subscriptions
+            .update(&mine.id, &events_only, &audit("webhook.updated", 5))
+            .await
+            .unwrap(),
+        changed
     );
 
     s.subscriptions
         .delete(&mine.id, &audit("webhook.deleted", 6))
         .await
         .unwrap();
-    let late = Subscription {
-        url: "https://late.example.com/".into(),
-        ..changed.clone()
+    let late = SubscriptionChange {
+        url: Some("https://late.example.com/".into()),
+        ..events_only.clone()
     };
     assert!(matches!(
         s.subscriptions
-            .update(&late, &audit("webhook.updated", 7))
+            .update(&mine.id, &late, &audit("webhook.updated", 7))
             .await,
         Err(DomainError::NotFound("webhook"))
     ));
@@ -688,13 +712,10 @@ async fn subscriptions_are_listed_per_member_and_changed_unless_deleted(s: Subje
         "a deleted subscription is not changed"
     );
     assert_eq!(kept.status, SubscriptionStatus::Deleted);
-    let unknown = Subscription {
-        id: WebhookId::parse("wh_zzzzzzzzzzzzzzzzzzzzzzzz").unwrap(),
-        ..changed
-    };
+    let unknown = WebhookId::parse("wh_zzzzzzzzzzzzzzzzzzzzzzzz").unwrap();
     assert!(matches!(
         s.subscriptions
-            .update(&unknown, &audit("webhook.updated", 8))
+            .update(&unknown, &late, &audit("webhook.updated", 8))
             .await,
         Err(DomainError::NotFound("webhook"))
     ));

@@ -117,7 +117,7 @@ pub struct AttemptRecord {
     pub report: AttemptReport,
     /// What follows.
     pub next: NextStep,
-    /// Whether the subscription is to be disabled (failing for 5 days).
+    /// Whether the subscription is to be disabled (failing for the configured time).
     pub disable_subscription: bool,
 }
 
@@ -128,7 +128,7 @@ impl AttemptRecord {
     }
 
     /// Whether recording this attempt ends its subscription: deleted after a 410, or disabled
-    /// after 5 days of failures. Such an attempt is recorded on its own, with the subscription's
+    /// after failing for the configured time. Such an attempt is recorded on its own, with the subscription's
     /// end, rather than in a batch.
     pub fn ends_subscription(&self) -> bool {
         self.next == NextStep::Unsubscribe || self.disable_subscription

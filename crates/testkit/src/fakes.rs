@@ -21,8 +21,8 @@ use timetrack_domain::ids::{
 };
 use timetrack_domain::model::{
     ApiKey, AttemptSummary, AuditEntry, Client, Cursor, DeliveryRecord, EntrySource, Event,
-    KeyHash, Page, PageRequest, Project, Subscription, SubscriptionStatus, Tag, Task, TimeEntry,
-    User, WebhookId, Workspace,
+    KeyHash, Page, PageRequest, Project, Subscription, SubscriptionChange, SubscriptionStatus, Tag,
+    Task, TimeEntry, User, WebhookId, Workspace,
 };
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, Clock, EntryFilter, HostResolver,
@@ -459,19 +459,31 @@ impl SubscriptionRepository for InMemoryStore {
         Ok(found)
     }
 
-    async fn update(&self, subscription: &Subscription, audit: &AuditEntry) -> DomainResult<()> {
+    async fn update(
+        &self,
+        id: &WebhookId,
+        change: &SubscriptionChange,
+        audit: &AuditEntry,
+    ) -> DomainResult<Subscription> {
         let mut t = self.tables();
         let stored = t
             .subscriptions
             .iter_mut()
-            .find(|s| s.id == subscription.id && s.status != SubscriptionStatus::Deleted)
+            .find(|s| &s.id == id && s.status != SubscriptionStatus::Deleted)
             .ok_or(DomainError::NotFound("webhook"))?;
-        stored.url.clone_from(&subscription.url);
-        stored.events.clone_from(&subscription.events);
-        stored.description.clone_from(&subscription.description);
-        stored.updated_at = subscription.updated_at;
+        if let Some(url) = &change.url {
+            stored.url.clone_from(url);
+        }
+        if let Some(events) = &change.events {
+            stored.events.clone_from(events);
+        }
+        if let Some(description) = &change.description {
+            stored.description.clone_from(description);
+        }
+        stored.updated_at = change.updated_at;
+        let stored = stored.clone();
         t.audit.push(audit.clone());
-        Ok(())
+        Ok(stored)
     }
 
     async fn enable(

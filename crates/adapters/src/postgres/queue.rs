@@ -14,6 +14,7 @@ use timetrack_domain::delivery::{
 use timetrack_domain::ids::{EventId, WorkspaceId};
 use timetrack_domain::model::{EventType, WebhookId};
 use timetrack_domain::ports::DeliveryQueue;
+use timetrack_domain::timefmt::rfc3339;
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
@@ -323,12 +324,13 @@ impl DeliveryQueue for PgDeliveryQueue {
                 )
                 .await?;
             } else if attempt.disable_subscription {
+                let since = claimed.failing_since.unwrap_or(attempt.started_at);
                 end_subscription(
                     conn,
                     claimed,
                     "DISABLED",
                     "webhook.disabled",
-                    "deliveries failing for 5 days",
+                    &format!("every delivery failing since {}", rfc3339(since)),
                     finished,
                 )
                 .await?;

@@ -193,6 +193,7 @@ diesel::table! {
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
         failing_since -> Nullable<Timestamptz>,
+        streak_reset_at -> Nullable<Timestamptz>,
     }
 }
 

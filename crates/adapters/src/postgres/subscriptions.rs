@@ -7,8 +7,8 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ApiKeyId, EventId, UserId, WorkspaceId};
 use timetrack_domain::model::{
-    AttemptSummary, AuditEntry, DeliveryRecord, EventType, Subscription, SubscriptionStatus,
-    WebhookId,
+    AttemptSummary, AuditEntry, DeliveryRecord, EventType, Subscription, SubscriptionChange,
+    SubscriptionStatus, WebhookId,
 };
 use timetrack_domain::ports::SubscriptionRepository;
 use timetrack_domain::{DomainError, DomainResult};
@@ -34,6 +34,16 @@ struct SubscriptionRow {
     secret: String,
     status: String,
     created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+/// The columns a [`SubscriptionChange`] sets (`None`: left as it is).
+#[derive(AsChangeset)]
+#[diesel(table_name = webhook_subscriptions)]
+struct ChangeRow<'a> {
+    url: Option<&'a str>,
+    events: Option<Vec<&'a str>>,
+    description: Option<Option<&'a str>>,
     updated_at: OffsetDateTime,
 }
 
@@ -110,6 +120,8 @@ struct SummaryRow {
     last_error: Option<String>,
     #[diesel(sql_type = BigInt)]
     consecutive_failures: i64,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    streak_reset_at: Option<OffsetDateTime>,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     failing_since: Option<OffsetDateTime>,
     #[diesel(sql_type = BigInt)]
@@ -290,42 +302,49 @@ impl SubscriptionRepository for PgSubscriptionRepository {
             .collect()
     }
 
-    async fn update(&self, subscription: &Subscription, audit: &AuditEntry) -> DomainResult<()> {
+    async fn update(
+        &self,
+        id: &WebhookId,
+        change: &SubscriptionChange,
+        audit: &AuditEntry,
+    ) -> DomainResult<Subscription> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let id = subscription.id.as_str();
-        let events: Vec<&str> = subscription.events.iter().map(|e| e.as_str()).collect();
         let audit_row = AuditRow::from(audit);
-        let found = conn
+        let row = ChangeRow {
+            url: change.url.as_deref(),
+            events: change
+                .events
+                .as_ref()
+                .map(|events| events.iter().map(|e| e.as_str()).collect()),
+            description: change.description.as_ref().map(Option::as_deref),
+            updated_at: change.updated_at,
+        };
+        let stored = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                let changed = diesel::update(
+                // Only the fields the change sets: a concurrent change of others stands.
+                let stored = diesel::update(
                     webhook_subscriptions::table
-                        .find(id)
+                        .find(id.as_str())
                         .filter(webhook_subscriptions::status.ne("DELETED")),
                 )
-                .set((
-                    webhook_subscriptions::url.eq(&subscription.url),
-                    webhook_subscriptions::events.eq(&events),
-                    webhook_subscriptions::description.eq(subscription.description.as_deref()),
-                    webhook_subscriptions::updated_at.eq(subscription.updated_at),
-                ))
-                .execute(conn)
-                .await?;
-                if changed == 0 {
-                    return Ok(false);
+                .set(&row)
+                .returning(SubscriptionRow::as_returning())
+                .get_result(conn)
+                .await
+                .optional()?;
+                if stored.is_some() {
+                    diesel::insert_into(audit_log::table)
+                        .values(&audit_row)
+                        .execute(conn)
+                        .await?;
                 }
-                diesel::insert_into(audit_log::table)
-                    .values(&audit_row)
-                    .execute(conn)
-                    .await?;
-                Ok(true)
+                Ok(stored)
             })
             .await
             .map_err(|e| map_db_error(e, "changing a subscription"))?;
-        if found {
-            Ok(())
-        } else {
-            Err(DomainError::NotFound("webhook"))
-        }
+        stored
+            .map(|row| self.subscription(row))
+            .ok_or(DomainError::NotFound("webhook"))?
     }
 
     async fn enable(
@@ -373,6 +392,7 @@ impl SubscriptionRepository for PgSubscriptionRepository {
                     .set((
                         webhook_subscriptions::status.eq("ACTIVE"),
                         webhook_subscriptions::failing_since.eq(None::<OffsetDateTime>),
+                        webhook_subscriptions::streak_reset_at.eq(Some(audit_row.created_at)),
                         webhook_subscriptions::updated_at.eq(audit_row.created_at),
                     ))
                     .execute(conn)
@@ -410,6 +430,7 @@ impl SubscriptionRepository for PgSubscriptionRepository {
             last_status_code: row.last_status_code,
             last_error: row.last_error,
             consecutive_failures: count(row.consecutive_failures),
+            streak_reset_at: row.streak_reset_at,
             failing_since: row.failing_since,
             pending_deliveries: count(row.pending_deliveries),
         })

@@ -287,7 +287,11 @@ pub async fn update(
     body: JsonBody<UpdateClientBody>,
 ) -> Result<web::Json<ClientResponse>, ApiError> {
     let id = parse_id(&id)?;
-    let patch = ClientPatch::try_from(body.into_inner())?;
+    let body = body.into_inner();
+    // As ever: type and status first, then an unknown client, then the other fields.
+    type_and_status(&body.client_type, &body.status)?;
+    state.clients.get(&caller.0, id).await?;
+    let patch = ClientPatch::try_from(body)?;
     let client = state.clients.update(&caller.0, id, &patch).await?;
     Ok(web::Json(client.into()))
 }

@@ -318,14 +318,6 @@ fn parse_change(body: Value) -> Result<WebhookChange, ApiError> {
         description: fields.get("description").cloned(),
         filters: fields.get("filters").cloned(),
     };
-    let url = match body.url {
-        None => None,
-        Some(Value::String(url)) => Some(url),
-        Some(_) => {
-            return Err(ApiError::bad_request(INVALID_URL)
-                .with_detail("url must be a string: an absolute https:// URL"));
-        }
-    };
     let events = match body.events {
         None => None,
         Some(Value::Array(items)) if !items.is_empty() => Some(
@@ -340,6 +332,18 @@ fn parse_change(body: Value) -> Result<WebhookChange, ApiError> {
                 .collect::<Result<Vec<String>, DomainError>>()?,
         ),
         Some(_) => return Err(ApiError::bad_request(REQUIRED).with_detail(EVENTS_DETAIL)),
+    };
+    // After the events, as subscribe reads them; a null URL is a missing one.
+    let url = match body.url {
+        None => None,
+        Some(Value::Null) => {
+            return Err(ApiError::bad_request(REQUIRED).with_detail("url must not be null"));
+        }
+        Some(Value::String(url)) => Some(url),
+        Some(_) => {
+            return Err(ApiError::bad_request(INVALID_URL)
+                .with_detail("url must be a string: an absolute https:// URL"));
+        }
     };
     let description = match body.description {
         None => None,

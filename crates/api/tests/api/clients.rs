@@ -412,3 +412,35 @@ async fn delete_removes_the_client_but_not_while_a_project_uses_it() {
     assert_eq!((status, body), (200, json!({"success": true})));
     assert_eq!(t.scalar("SELECT count(*) AS n FROM clients").await, 1);
 }
+
+#[actix_web::test]
+async fn a_patch_reports_type_and_status_first_then_an_unknown_client_then_the_other_fields() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let unknown = "00000000-0000-4000-8000-00000000abcd";
+    let patch = |id: &str, body: Value| {
+        test::TestRequest::patch()
+            .uri(&format!("/api/clients/{id}"))
+            .insert_header(t.bearer())
+            .set_json(body)
+            .to_request()
+    };
+    let (status, _, body) = call(&app, patch(unknown, json!({"type": "robot"}))).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        error_of(&body),
+        json!({"error": "type must be company or individual, got: robot"})
+    );
+    let (status, _, body) = call(&app, patch(unknown, json!({"email": "nope"}))).await;
+    assert_eq!(
+        (status, error_of(&body)),
+        (404, json!({"error": "Client not found"}))
+    );
+    let (_, _, made) = call(&app, post(&t, json!({"name": "Acme"}))).await;
+    let id = made["id"].as_str().unwrap();
+    let (status, _, body) = call(&app, patch(id, json!({"email": "nope"}))).await;
+    assert_eq!(
+        (status, error_of(&body)),
+        (400, json!({"error": "invalid e-mail address: nope"}))
+    );
+}

@@ -293,6 +293,16 @@ async fn patch_changes_what_it_names_with_subscribes_messages_and_is_audited() {
         ),
         (json!({"url": "https://127.0.0.1/h"}), "Invalid URL format"),
         (json!({"url": 7}), "Invalid URL format"),
+        (json!({"url": null}), "URL and events array are required"),
+        // As subscribe reads them: the events before the URL's type.
+        (
+            json!({"url": 42, "events": []}),
+            "URL and events array are required",
+        ),
+        (
+            json!({"url": "http://x.example.com", "events": ["NOPE"]}),
+            "Invalid URL format",
+        ),
         (json!({"events": []}), "URL and events array are required"),
         (
             json!({"events": "CLIENT_CREATED"}),
@@ -387,9 +397,21 @@ async fn enable_makes_a_disabled_webhook_active_again_once_and_audited() {
     let enable = |body: Option<Value>| request("POST", &auth, &format!("/{id}/enable"), body);
 
     // Disabled after days of failures.
-    t.execute(&format!(
-        "UPDATE webhook_subscriptions SET status = 'DISABLED', \
-         failing_since = now() - interval '5 days' WHERE id = '{id}'"
+    run_all(&t, &format!(
+        "INSERT INTO events (id, workspace_id, event_type, body, created_at) \
+         VALUES ('00000000-0000-0000-0000-0000000000e2', '{ws}', 'CLIENT_CREATED', '{{}}', \
+                 now() - interval '6 days'); \
+         INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, \
+                                 next_attempt_at, created_at, updated_at) \
+         VALUES ('00000000-0000-0000-0000-0000000000e2', '{id}', '{ws}', 'CANCELLED', 2, \
+                 now(), now() - interval '6 days', now()); \
+         INSERT INTO delivery_attempts (event_id, subscription_id, attempt, started_at, \
+                                        latency_ms, status_code, error) VALUES \
+         ('00000000-0000-0000-0000-0000000000e2', '{id}', 1, now() - interval '5 days', 10, 500, 'HTTP 500'), \
+         ('00000000-0000-0000-0000-0000000000e2', '{id}', 2, now() - interval '1 hour', 10, 500, 'HTTP 500'); \
+         UPDATE webhook_subscriptions SET status = 'DISABLED', \
+         failing_since = now() - interval '5 days' WHERE id = '{id}'",
+        ws = t.workspace.id
     ))
     .await;
     for (body, detail) in [
@@ -421,8 +443,12 @@ async fn enable_makes_a_disabled_webhook_active_again_once_and_audited() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["success"], true);
     assert_eq!(answer["webhook"]["status"], "ACTIVE");
-    assert_eq!(answer["webhook"]["health"]["failing_since"], Value::Null);
-    assert_eq!(answer["webhook"]["health"]["state"], "unknown");
+    // The failure streak is cleared; the facts of the last attempt stay.
+    let health = &answer["webhook"]["health"];
+    assert_eq!(health["failing_since"], Value::Null, "{health}");
+    assert_eq!(health["consecutive_failures"], 0, "{health}");
+    assert_eq!(health["state"], "unknown", "no attempt since: {health}");
+    assert_eq!(health["last_error"], "HTTP 500", "{health}");
     let audited = format!(
         "SELECT count(*) AS n FROM audit_log WHERE action = 'webhook.enabled' \
          AND target_id = '{id}' AND actor_user_id = '{}'",

@@ -56,7 +56,7 @@ pub fn generate_secret(random: &dyn RandomSource) -> String {
 pub enum SubscriptionStatus {
     /// Receives deliveries (set on creation).
     Active,
-    /// Receives nothing: its key was revoked or its deliveries failed for 5 days.
+    /// Receives nothing: its key was revoked or its deliveries failed for too long.
     Disabled,
     /// Deleted by its owner or by a `410 Gone`; receives nothing.
     Deleted,
@@ -112,6 +112,33 @@ pub struct Subscription {
     pub updated_at: OffsetDateTime,
 }
 
+/// A change to a subscription's settings, parsed: each field set is changed, the others kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionChange {
+    /// The new destination, normalised.
+    pub url: Option<String>,
+    /// The new events, without duplicates, not empty.
+    pub events: Option<Vec<EventType>>,
+    /// The new label, or `Some(None)` to clear it.
+    pub description: Option<Option<String>>,
+    /// When the change is made.
+    pub updated_at: OffsetDateTime,
+}
+
+impl SubscriptionChange {
+    /// The names of the fields it changes, in a fixed order.
+    pub fn fields(&self) -> Vec<&'static str> {
+        [
+            ("url", self.url.is_some()),
+            ("events", self.events.is_some()),
+            ("description", self.description.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect()
+    }
+}
+
 /// What storage knows of a subscription's attempts: the facts behind its [`WebhookHealth`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AttemptSummary {
@@ -125,8 +152,11 @@ pub struct AttemptSummary {
     pub last_status_code: Option<i32>,
     /// The error of the latest attempt, if it failed.
     pub last_error: Option<String>,
-    /// Attempts that failed since the latest success (all of them if none succeeded).
+    /// Attempts that failed since the latest success or the latest re-enable, whichever is
+    /// later.
     pub consecutive_failures: u64,
+    /// When the owner last enabled the webhook again, which cleared its failure streak.
+    pub streak_reset_at: Option<OffsetDateTime>,
     /// The first failure of the current streak (`None` after a success).
     pub failing_since: Option<OffsetDateTime>,
     /// Deliveries still to be sent or retried.
@@ -174,7 +204,11 @@ impl WebhookHealth {
             HealthState::Disabled
         } else {
             match attempts.last_attempt_at {
+                // No attempt yet, or none since the streak was cleared.
                 None => HealthState::Unknown,
+                Some(last) if attempts.streak_reset_at.is_some_and(|reset| last <= reset) => {
+                    HealthState::Unknown
+                }
                 Some(last) if attempts.last_success_at == Some(last) => HealthState::Healthy,
                 Some(_) => HealthState::Failing,
             }

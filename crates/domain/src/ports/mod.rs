@@ -15,7 +15,7 @@ pub mod system;
 
 use crate::model::{
     ApiKey, AttemptSummary, AuditEntry, Client, DeliveryRecord, Event, KeyHash, Page, PageRequest,
-    Project, Subscription, Tag, Task, TimeEntry, User, WebhookId, Workspace,
+    Project, Subscription, SubscriptionChange, Tag, Task, TimeEntry, User, WebhookId, Workspace,
 };
 
 /// Storage of workspaces.
@@ -150,11 +150,16 @@ pub trait SubscriptionRepository: Send + Sync {
     /// `user`'s subscriptions in `workspace` that are not deleted, newest first.
     async fn list(&self, workspace: WorkspaceId, user: UserId) -> DomainResult<Vec<Subscription>>;
 
-    /// Stores the changed `url`, `events`, `description` and `updated_at` of an existing
-    /// subscription that is not deleted, and writes `audit`, in one transaction. MUST return
-    /// `NotFound("webhook")`, and change nothing, if no such subscription exists (deleted
-    /// meanwhile included).
-    async fn update(&self, subscription: &Subscription, audit: &AuditEntry) -> DomainResult<()>;
+    /// Applies `change` to the subscription unless it is deleted — only the fields it sets, so
+    /// concurrent changes of different fields both stand — and writes `audit`, in one
+    /// transaction; returns the subscription as stored. MUST return `NotFound("webhook")`, and
+    /// change nothing, if no such subscription exists (deleted meanwhile included).
+    async fn update(
+        &self,
+        id: &WebhookId,
+        change: &SubscriptionChange,
+        audit: &AuditEntry,
+    ) -> DomainResult<Subscription>;
 
     /// Makes a `DISABLED` subscription `ACTIVE` again, its failure streak cleared, with
     /// `updated_at` = `audit.at`, and writes `audit`, in one transaction; an `ACTIVE` one is left

@@ -7,8 +7,8 @@ use time::Duration;
 use crate::error::{DomainError, DomainResult};
 use crate::model::webhook::generate_secret;
 use crate::model::{
-    AuditEntry, DeliveryRecord, EventType, Principal, Subscription, SubscriptionStatus,
-    WebhookHealth, WebhookId,
+    AuditEntry, DeliveryRecord, EventType, Principal, Subscription, SubscriptionChange,
+    SubscriptionStatus, WebhookHealth, WebhookId,
 };
 use crate::net::{RESOLVES_TO_PRIVATE, WebhookTarget, blocked_reason, parse_webhook_url};
 use crate::ports::{Clock, HostResolver, RandomSource, SubscriptionRepository};
@@ -187,40 +187,48 @@ impl WebhookService {
         raw_id: &str,
         change: WebhookChange,
     ) -> DomainResult<(Subscription, WebhookHealth)> {
-        let mut subscription = self.live(caller, raw_id).await?;
-        let mut changed: Vec<&str> = Vec::new();
+        let subscription = self.live(caller, raw_id).await?;
         if change.events.as_ref().is_some_and(Vec::is_empty) {
             return Err(DomainError::invalid(
                 REQUIRED,
                 "events must be a non-empty array of event names",
             ));
         }
-        if let Some(url) = &change.url {
-            subscription.url = self.checked_url(url).await?;
-            changed.push("url");
+        // In subscribe's order: the URL's rules, the events, the description, and only then
+        // where the URL's host resolves.
+        let target = change
+            .url
+            .as_deref()
+            .map(|u| self.parsed_url(u))
+            .transpose()?;
+        let events = change.events.as_deref().map(parse_events).transpose()?;
+        let description = change.description.map(checked_description).transpose()?;
+        if let Some(target) = &target {
+            self.refuse_private_resolution(target).await?;
         }
-        if let Some(events) = &change.events {
-            subscription.events = parse_events(events)?;
-            changed.push("events");
+        let change = SubscriptionChange {
+            url: target.map(|t| t.url),
+            events,
+            description,
+            updated_at: self.clock.now(),
+        };
+        let fields = change.fields();
+        if fields.is_empty() {
+            return self.get(caller, raw_id).await;
         }
-        if let Some(description) = change.description {
-            subscription.description = checked_description(description)?;
-            changed.push("description");
-        }
-        if !changed.is_empty() {
-            let now = self.clock.now();
-            subscription.updated_at = now;
-            let audit = AuditEntry {
-                workspace_id: Some(subscription.workspace_id),
-                actor_user_id: Some(caller.user_id),
-                action: "webhook.updated",
-                target_type: "webhook",
-                target_id: subscription.id.to_string(),
-                reason: Some(format!("changed {}", changed.join(", "))),
-                at: now,
-            };
-            self.subscriptions.update(&subscription, &audit).await?;
-        }
+        let audit = AuditEntry {
+            workspace_id: Some(subscription.workspace_id),
+            actor_user_id: Some(caller.user_id),
+            action: "webhook.updated",
+            target_type: "webhook",
+            target_id: subscription.id.to_string(),
+            reason: Some(format!("changed {}", fields.join(", "))),
+            at: change.updated_at,
+        };
+        let subscription = self
+            .subscriptions
+            .update(&subscription.id, &change, &audit)
+            .await?;
         let attempts = self.subscriptions.attempt_summary(&subscription.id).await?;
         let health = WebhookHealth::of(&subscription, attempts);
         Ok((subscription, health))
@@ -315,13 +323,6 @@ impl WebhookService {
             return Err(DomainError::invalid(INVALID_URL, RESOLVES_TO_PRIVATE));
         }
         Ok(())
-    }
-
-    /// `raw` parsed and checked as subscribe checks a URL: the normalised URL.
-    async fn checked_url(&self, raw: &str) -> DomainResult<String> {
-        let target = self.parsed_url(raw)?;
-        self.refuse_private_resolution(&target).await?;
-        Ok(target.url)
     }
 
     /// The caller's own subscription, unless deleted.

@@ -1,5 +1,6 @@
 -- What a subscription's attempts and deliveries say about it. A success is an attempt recorded
--- without an error (a 2xx); every other attempt is a failure.
+-- without an error (a 2xx); every other attempt is a failure. The failure streak counts from the
+-- latest success or the latest re-enable (`streak_reset_at`), whichever is later.
 WITH latest AS (
     SELECT started_at, status_code, error FROM delivery_attempts
     WHERE subscription_id = :id
@@ -19,7 +20,11 @@ SELECT (SELECT started_at FROM latest) AS last_attempt_at,
        (SELECT error FROM latest) AS last_error,
        (SELECT count(*) FROM delivery_attempts
         WHERE subscription_id = :id AND error IS NOT NULL
-          AND started_at > coalesce((SELECT at FROM success), '-infinity')) AS consecutive_failures,
+          AND started_at > greatest(
+                  coalesce((SELECT at FROM success), '-infinity'),
+                  coalesce((SELECT streak_reset_at FROM webhook_subscriptions WHERE id = :id),
+                           '-infinity'))) AS consecutive_failures,
+       (SELECT streak_reset_at FROM webhook_subscriptions WHERE id = :id) AS streak_reset_at,
        (SELECT failing_since FROM webhook_subscriptions WHERE id = :id) AS failing_since,
        (SELECT count(*) FROM deliveries
         WHERE subscription_id = :id AND status = 'PENDING') AS pending_deliveries
