@@ -21,8 +21,8 @@ use timetrack_domain::ids::{
 };
 use timetrack_domain::model::{
     ApiKey, AttemptSummary, AuditEntry, Client, Cursor, DeliveryRecord, EntrySource, Event,
-    KeyHash, Page, PageRequest, Project, Subscription, SubscriptionChange, SubscriptionStatus, Tag,
-    Task, TimeEntry, User, WebhookId, Workspace,
+    HourlyStats, KeyHash, Page, PageRequest, Project, Subscription, SubscriptionChange,
+    SubscriptionStatus, Tag, Task, TimeEntry, User, WebhookId, Workspace,
 };
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, Clock, EntryFilter, HostResolver,
@@ -527,6 +527,29 @@ impl SubscriptionRepository for InMemoryStore {
         }
         t.audit.push(audit.clone());
         Ok(())
+    }
+
+    /// The fake keeps no attempts: 24 empty hours.
+    async fn hourly_stats(
+        &self,
+        _id: &WebhookId,
+        now: OffsetDateTime,
+    ) -> DomainResult<Vec<HourlyStats>> {
+        let hour = now
+            .replace_minute(0)
+            .and_then(|t| t.replace_second(0))
+            .and_then(|t| t.replace_nanosecond(0))
+            .map_err(|e| DomainError::Unexpected(std::io::Error::other(e).into()))?;
+        Ok((0..24)
+            .rev()
+            .map(|back| HourlyStats {
+                start: hour - Duration::hours(back),
+                delivered: 0,
+                failed: 0,
+                p50_ms: None,
+                p95_ms: None,
+            })
+            .collect())
     }
 
     /// The fake keeps delivery records but no attempts: it knows the pending deliveries and

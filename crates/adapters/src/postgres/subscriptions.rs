@@ -7,8 +7,8 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ApiKeyId, EventId, UserId, WorkspaceId};
 use timetrack_domain::model::{
-    AttemptSummary, AuditEntry, DeliveryRecord, EventType, Subscription, SubscriptionChange,
-    SubscriptionStatus, WebhookId,
+    AttemptSummary, AuditEntry, DeliveryRecord, EventType, HourlyStats, Subscription,
+    SubscriptionChange, SubscriptionStatus, WebhookId,
 };
 use timetrack_domain::ports::SubscriptionRepository;
 use timetrack_domain::{DomainError, DomainResult};
@@ -103,6 +103,21 @@ enum Enabled {
     NotFound,
     KeyRevoked,
     AtCap,
+}
+
+/// A row of `statements/hourly_stats.sql`.
+#[derive(QueryableByName)]
+struct HourRow {
+    #[diesel(sql_type = Timestamptz)]
+    start: OffsetDateTime,
+    #[diesel(sql_type = BigInt)]
+    delivered: i64,
+    #[diesel(sql_type = BigInt)]
+    failed: i64,
+    #[diesel(sql_type = Nullable<Integer>)]
+    p50_ms: Option<i32>,
+    #[diesel(sql_type = Nullable<Integer>)]
+    p95_ms: Option<i32>,
 }
 
 /// The row of `statements/attempt_summary.sql`.
@@ -411,6 +426,34 @@ impl SubscriptionRepository for PgSubscriptionRepository {
             Enabled::KeyRevoked => Err(DomainError::Conflict("API key revoked".into())),
             Enabled::AtCap => Err(DomainError::Conflict("Subscription limit reached".into())),
         }
+    }
+
+    async fn hourly_stats(
+        &self,
+        id: &WebhookId,
+        now: OffsetDateTime,
+    ) -> DomainResult<Vec<HourlyStats>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let rows: Vec<HourRow> = named_query!(
+            include_str!("statements/hourly_stats.sql");
+            now: Timestamptz = now,
+            id: Text = id.as_str(),
+        )
+        .load(&mut conn)
+        .await
+        .map_err(|e| map_db_error(e, "reading a subscription's hourly statistics"))?;
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        let ms = |n: Option<i32>| n.and_then(|n| u32::try_from(n).ok());
+        Ok(rows
+            .into_iter()
+            .map(|row| HourlyStats {
+                start: row.start,
+                delivered: count(row.delivered),
+                failed: count(row.failed),
+                p50_ms: ms(row.p50_ms),
+                p95_ms: ms(row.p95_ms),
+            })
+            .collect())
     }
 
     async fn attempt_summary(&self, id: &WebhookId) -> DomainResult<AttemptSummary> {

@@ -143,6 +143,7 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         endpoint!(webhooks::enable),
         endpoint!(webhooks::delete),
         endpoint!(webhooks::deliveries),
+        endpoint!(webhooks::stats),
     ]
 });
 

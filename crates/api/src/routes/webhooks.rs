@@ -461,6 +461,63 @@ pub async fn enable(
     }))
 }
 
+/// One hour of a webhook's attempts.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct StatsBucket {
+    /// The hour's start (UTC).
+    start: String,
+    /// Attempts answered with a 2xx.
+    delivered: u64,
+    /// Other attempts.
+    failed: u64,
+    /// Median duration in milliseconds; null for an hour without attempts.
+    p50_ms: Option<u32>,
+    /// 95th-percentile duration in milliseconds; null for an hour without attempts.
+    p95_ms: Option<u32>,
+}
+
+/// 24 hourly buckets, oldest first, ending with the current hour.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct StatsResponse {
+    buckets: Vec<StatsBucket>,
+}
+
+/// `GET .../webhooks/{id}/stats`: one's webhook's attempts over the last 24 hours, by hour.
+#[utoipa::path(
+    operation_id = "getWebhookStats",
+    get,
+    path = "/api/integrations/automation/webhooks/{id}/stats",
+    tag = "Webhooks",
+    summary = "One's subscription's attempts over the last 24 hours, by hour",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
+    responses(
+        (status = 200, description = "24 hourly buckets, oldest first", body = StatsResponse),
+        (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn stats(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<web::Json<StatsResponse>, ApiError> {
+    let buckets = state
+        .webhooks
+        .stats(&caller.0, &id)
+        .await?
+        .into_iter()
+        .map(|hour| StatsBucket {
+            start: rfc3339(hour.start),
+            delivered: hour.delivered,
+            failed: hour.failed,
+            p50_ms: hour.p50_ms,
+            p95_ms: hour.p95_ms,
+        })
+        .collect();
+    Ok(web::Json(StatsResponse { buckets }))
+}
+
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct DeliveryItem {
     event_id: String,

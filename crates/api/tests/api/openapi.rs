@@ -47,6 +47,7 @@ fn served() -> Vec<(&'static str, String)> {
         ("post", "/webhooks/{id}/enable"),
         ("delete", "/webhooks/{id}"),
         ("get", "/webhooks/{id}/deliveries"),
+        ("get", "/webhooks/{id}/stats"),
         ("get", "/triggers/time-entries/manual_entry/fallback"),
         ("get", "/triggers/time-entries/stop/fallback"),
         ("get", "/triggers/time-entries/start/fallback"),

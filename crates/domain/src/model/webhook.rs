@@ -163,6 +163,21 @@ pub struct AttemptSummary {
     pub pending_deliveries: u64,
 }
 
+/// One hour of a webhook's attempts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HourlyStats {
+    /// The hour's start (UTC).
+    pub start: OffsetDateTime,
+    /// Attempts answered with a 2xx.
+    pub delivered: u64,
+    /// Other attempts.
+    pub failed: u64,
+    /// Median duration, in milliseconds; `None` without attempts.
+    pub p50_ms: Option<u32>,
+    /// 95th-percentile duration, in milliseconds; `None` without attempts.
+    pub p95_ms: Option<u32>,
+}
+
 /// How a webhook is doing, in one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HealthState {

@@ -14,8 +14,9 @@ pub use system::{Clock, IdGenerator, RandomSource};
 pub mod system;
 
 use crate::model::{
-    ApiKey, AttemptSummary, AuditEntry, Client, DeliveryRecord, Event, KeyHash, Page, PageRequest,
-    Project, Subscription, SubscriptionChange, Tag, Task, TimeEntry, User, WebhookId, Workspace,
+    ApiKey, AttemptSummary, AuditEntry, Client, DeliveryRecord, Event, HourlyStats, KeyHash, Page,
+    PageRequest, Project, Subscription, SubscriptionChange, Tag, Task, TimeEntry, User, WebhookId,
+    Workspace,
 };
 
 /// Storage of workspaces.
@@ -169,6 +170,14 @@ pub trait SubscriptionRepository: Send + Sync {
     /// active ones (counted atomically with the change, as [`create`](Self::create) does).
     async fn enable(&self, id: &WebhookId, max_active: u32, audit: &AuditEntry)
     -> DomainResult<()>;
+
+    /// The subscription's attempts in 24 hourly buckets (UTC), oldest first, the last one the
+    /// hour of `now`; an hour without attempts has zero counts and no durations.
+    async fn hourly_stats(
+        &self,
+        id: &WebhookId,
+        now: OffsetDateTime,
+    ) -> DomainResult<Vec<HourlyStats>>;
 
     /// What the subscription's attempts and deliveries say about it (see [`AttemptSummary`]):
     /// a success is an attempt answered with a 2xx; every other attempt is a failure.

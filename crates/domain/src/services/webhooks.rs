@@ -7,8 +7,8 @@ use time::Duration;
 use crate::error::{DomainError, DomainResult};
 use crate::model::webhook::generate_secret;
 use crate::model::{
-    AuditEntry, DeliveryRecord, EventType, Principal, Subscription, SubscriptionChange,
-    SubscriptionStatus, WebhookHealth, WebhookId,
+    AuditEntry, DeliveryRecord, EventType, HourlyStats, Principal, Subscription,
+    SubscriptionChange, SubscriptionStatus, WebhookHealth, WebhookId,
 };
 use crate::net::{RESOLVES_TO_PRIVATE, WebhookTarget, blocked_reason, parse_webhook_url};
 use crate::ports::{Clock, HostResolver, RandomSource, SubscriptionRepository};
@@ -283,6 +283,15 @@ impl WebhookService {
             )
             .await?;
         self.get(caller, raw_id).await
+    }
+
+    /// The caller's own subscription's attempts over the last 24 hours, by hour, oldest first.
+    /// `NotFound("webhook")` as for [`get`](Self::get).
+    pub async fn stats(&self, caller: &Principal, raw_id: &str) -> DomainResult<Vec<HourlyStats>> {
+        let subscription = self.live(caller, raw_id).await?;
+        self.subscriptions
+            .hourly_stats(&subscription.id, self.clock.now())
+            .await
     }
 
     /// The last 7 days of deliveries of the caller's own subscription, newest first.
