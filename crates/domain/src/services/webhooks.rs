@@ -214,7 +214,9 @@ impl WebhookService {
         };
         let fields = change.fields();
         if fields.is_empty() {
-            return self.get(caller, raw_id).await;
+            let attempts = self.subscriptions.attempt_summary(&subscription.id).await?;
+            let health = WebhookHealth::of(&subscription, attempts);
+            return Ok((subscription, health));
         }
         let audit = AuditEntry {
             workspace_id: Some(subscription.workspace_id),

@@ -1,7 +1,9 @@
 -- What a subscription's attempts and deliveries say about it. A success is an attempt recorded
 -- without an error (a 2xx); every other attempt is a failure. The failure streak counts from the
 -- latest success or the latest re-enable (`streak_reset_at`), whichever is later.
-WITH latest AS (
+WITH sub AS (
+    SELECT failing_since, streak_reset_at FROM webhook_subscriptions WHERE id = :id
+), latest AS (
     SELECT started_at, status_code, error FROM delivery_attempts
     WHERE subscription_id = :id
     ORDER BY started_at DESC, id DESC
@@ -22,9 +24,8 @@ SELECT (SELECT started_at FROM latest) AS last_attempt_at,
         WHERE subscription_id = :id AND error IS NOT NULL
           AND started_at > greatest(
                   coalesce((SELECT at FROM success), '-infinity'),
-                  coalesce((SELECT streak_reset_at FROM webhook_subscriptions WHERE id = :id),
-                           '-infinity'))) AS consecutive_failures,
-       (SELECT streak_reset_at FROM webhook_subscriptions WHERE id = :id) AS streak_reset_at,
-       (SELECT failing_since FROM webhook_subscriptions WHERE id = :id) AS failing_since,
+                  coalesce((SELECT streak_reset_at FROM sub), '-infinity'))) AS consecutive_failures,
+       (SELECT streak_reset_at FROM sub) AS streak_reset_at,
+       (SELECT failing_since FROM sub) AS failing_since,
        (SELECT count(*) FROM deliveries
         WHERE subscription_id = :id AND status = 'PENDING') AS pending_deliveries
