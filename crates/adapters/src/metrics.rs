@@ -44,6 +44,12 @@ struct ResultLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NoticeLabels {
+    /// `WEBHOOK_FAILING`, `WEBHOOK_DISABLED` or `WEBHOOK_RECOVERED`.
+    event_type: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabels {
     /// `due`, `scheduled` or `in_flight`.
     state: &'static str,
@@ -67,6 +73,7 @@ pub struct Metrics {
     attempt_seconds: Histogram,
     deliveries: Family<ResultLabels, Counter>,
     record_errors: Counter,
+    notices: Family<NoticeLabels, Counter>,
     queue: Family<StateLabels, Gauge>,
     oldest_due_seconds: Gauge<f64, AtomicU64>,
     queue_readable: Gauge,
@@ -127,6 +134,13 @@ impl Metrics {
              lease expires)",
             record_errors.clone(),
         );
+        let notices = Family::<NoticeLabels, Counter>::default();
+        registry.register(
+            "webhook_notices",
+            "Notices to webhook owners written, by type (WEBHOOK_FAILING, WEBHOOK_DISABLED, \
+             WEBHOOK_RECOVERED)",
+            notices.clone(),
+        );
         let queue = Family::<StateLabels, Gauge>::default();
         registry.register(
             "webhook_queue_depth",
@@ -153,6 +167,7 @@ impl Metrics {
             attempt_seconds,
             deliveries,
             record_errors,
+            notices,
             queue,
             oldest_due_seconds,
             queue_readable,
@@ -212,6 +227,15 @@ impl Metrics {
         };
         self.deliveries
             .get_or_create(&ResultLabels { result })
+            .inc();
+    }
+
+    /// Counts a notice to a webhook's owner.
+    pub fn observe_notice(&self, event_type: timetrack_domain::model::EventType) {
+        self.notices
+            .get_or_create(&NoticeLabels {
+                event_type: event_type.as_str(),
+            })
             .inc();
     }
 
@@ -277,6 +301,7 @@ mod tests {
             },
             next,
             disable_subscription: false,
+            notice: None,
         }
     }
 

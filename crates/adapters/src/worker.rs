@@ -282,11 +282,22 @@ async fn attempt(
     let started_at = Instant::now();
     let outcome = tokio::time::timeout(deadline, async {
         let record = service.attempt(&delivery).await?;
-        if record.ends_subscription() {
-            service.record(&delivery, &record).await?;
+        if record.recorded_alone() {
+            let noticed = service.record(&delivery, &record).await?;
             metrics.observe_attempt(&record);
-            // Rare, and the end of a subscription: always logged.
-            FailureLog::warn(&delivery, &record, 0);
+            if record.ends_subscription() {
+                // Rare, and the end of a subscription: always logged.
+                FailureLog::warn(&delivery, &record, 0);
+            }
+            if let (true, Some(notice)) = (noticed, &record.notice) {
+                metrics.observe_notice(notice.event.event_type);
+                tracing::warn!(
+                    webhook_id = %delivery.subscription_id,
+                    notice = notice.event.event_type.as_str(),
+                    event_id = %notice.event.id,
+                    "webhook owner notified"
+                );
+            }
             return Ok(None);
         }
         Ok(Some(record))
@@ -419,15 +430,20 @@ mod tests {
 
     fn delivery(webhook: &str) -> ClaimedDelivery {
         ClaimedDelivery {
+            delivery_id: timetrack_domain::model::DeliveryId(1),
+            kind: timetrack_domain::model::DeliveryKind::Event,
             event_id: EventId(uuid::Uuid::nil()),
             subscription_id: WebhookId::parse(webhook).unwrap(),
             workspace_id: WorkspaceId(uuid::Uuid::nil()),
             event_type: EventType::ClientCreated,
             body: "{}".into(),
             url: "https://example.com/hook".into(),
+            description: None,
             secret: "whsec_x".into(),
+            previous_secret: None,
             attempts: 0,
             failing_since: None,
+            failing_notified: false,
         }
     }
 
@@ -441,6 +457,7 @@ mod tests {
             },
             next: NextStep::RetryAt(time::OffsetDateTime::UNIX_EPOCH),
             disable_subscription: false,
+            notice: None,
         }
     }
 

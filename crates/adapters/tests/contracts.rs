@@ -617,6 +617,7 @@ fn subscription(n: usize, key: &ApiKey, minutes: i64) -> Subscription {
         status: SubscriptionStatus::Active,
         created_at: at,
         updated_at: at,
+        previous_secret_expires_at: None,
     }
 }
 

@@ -20,7 +20,10 @@ fn sender(receiver: &HttpsReceiver, total: Duration) -> HyperWebhookSender {
 fn request(url: &str) -> WebhookRequest {
     build_request(
         url,
-        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        timetrack_domain::delivery::Secrets {
+            current: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            previous: None,
+        },
         "0196d6d8-0000-7000-8000-000000000001",
         "CLIENT_CREATED",
         r#"{"id":"c1","name":"Acme"}"#,

@@ -14,6 +14,8 @@
 //! | `serve --auth-cache-seconds` | `TIMETRACK_AUTH_CACHE_SECONDS` | `5` (0 to 30) |
 //! | `serve --webhook-allow-private-targets` (a switch) | `TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS` | off |
 //! | `serve --webhook-retry-schedule` | `TIMETRACK_WEBHOOK_RETRY_SCHEDULE` | `5s,5m,30m,2h,5h,10h,14h,20h,24h` |
+//! | `serve --webhook-disable-after` | `TIMETRACK_WEBHOOK_DISABLE_AFTER` | `5d` |
+//! | `serve --webhook-failing-after` | `TIMETRACK_WEBHOOK_FAILING_AFTER` | `24h` |
 //! | `serve --webhook-timeout` | `TIMETRACK_WEBHOOK_TIMEOUT` | `15` (seconds, whole attempt) |
 //! | `serve --webhook-root-certs` | `TIMETRACK_WEBHOOK_ROOT_CERTS` | unset (system roots only) |
 //! | `serve --webhook-concurrency` | `TIMETRACK_WEBHOOK_CONCURRENCY` | `64` |
@@ -163,6 +165,16 @@ pub struct ServeSettings {
         value_parser = parse_positive_duration
     )]
     pub webhook_disable_after: time::Duration,
+    /// Tell the webhook's owner (`WEBHOOK_FAILING`) once its deliveries have all failed for this
+    /// long, e.g. `24h`, `3s` (units ms, s, m, h, d).
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "TIMETRACK_WEBHOOK_FAILING_AFTER",
+        default_value = "24h",
+        value_parser = parse_positive_duration
+    )]
+    pub webhook_failing_after: time::Duration,
     /// Longest delivery attempt, in seconds (connect within 5 s of it).
     #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_TIMEOUT", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=300))]
     pub webhook_timeout: u64,

@@ -292,11 +292,21 @@ impl<T: DeserializeOwned + 'static, R: BodyRejection + 'static> FromRequest for 
 }
 
 /// A JSON body of type `T`, or `T::default()` when the body is empty (for `POST`s whose every field
-/// is optional). A non-empty body that does not parse is still 400 `Invalid JSON body`.
+/// is optional). A non-empty body that does not parse is rejected with `R`'s error (400 `Invalid
+/// JSON body` by default).
 #[derive(Debug)]
-pub struct JsonOrEmpty<T>(pub T);
+pub struct JsonOrEmpty<T, R = InvalidJson>(pub T, PhantomData<R>);
 
-impl<T: DeserializeOwned + Default + 'static> FromRequest for JsonOrEmpty<T> {
+impl<T, R> JsonOrEmpty<T, R> {
+    /// The parsed body.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T: DeserializeOwned + Default + 'static, R: BodyRejection + 'static> FromRequest
+    for JsonOrEmpty<T, R>
+{
     type Error = actix_web::Error;
     type Future = Pin<Box<dyn Future<Output = Result<Self, actix_web::Error>>>>;
 
@@ -305,11 +315,11 @@ impl<T: DeserializeOwned + Default + 'static> FromRequest for JsonOrEmpty<T> {
         Box::pin(async move {
             let bytes = body_within_timeout(bytes).await?;
             if bytes.iter().all(u8::is_ascii_whitespace) {
-                return Ok(JsonOrEmpty(T::default()));
+                return Ok(JsonOrEmpty(T::default(), PhantomData));
             }
             parse_json::<T>(&bytes)
-                .map(JsonOrEmpty)
-                .map_err(|detail| InvalidJson::rejection(detail).into())
+                .map(|value| JsonOrEmpty(value, PhantomData))
+                .map_err(|detail| R::rejection(detail).into())
         })
     }
 }

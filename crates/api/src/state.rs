@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use timetrack_adapters::postgres::{
-    DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgHealthProbe,
-    PgIdempotencyStore, PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository,
-    PgWorkspaceRepository,
+    DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgDeliveryLog,
+    PgHealthProbe, PgIdempotencyStore, PgSubscriptionRepository, PgTimeEntryRepository,
+    PgUserRepository, PgWorkspaceRepository,
 };
 use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore, SearchSlots, SlottedSearches};
 use timetrack_adapters::{Metrics, PgPool};
@@ -229,6 +229,7 @@ impl AppState {
                     pool.clone(),
                     settings.secrets.clone(),
                 )),
+                Arc::new(PgDeliveryLog::new(pool.clone(), announcer.clone())),
                 Arc::new(SystemResolver::default()),
                 clock.clone(),
                 Arc::new(OsRandom),

@@ -1011,14 +1011,14 @@ mod deliveries {
                     "/api/integrations/automation/webhooks/{flaky_id}/deliveries"
                 ))
                 .await;
-            if log["deliveries"][0]["status"] == "DELIVERED" {
+            if log["data"][0]["status"] == "DELIVERED" {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        assert_eq!(log["deliveries"][0]["status"], "DELIVERED", "{log}");
-        assert_eq!(log["deliveries"][0]["attempts"], 3);
-        assert_eq!(log["deliveries"][0]["last_status_code"], 200);
+        assert_eq!(log["data"][0]["status"], "DELIVERED", "{log}");
+        assert_eq!(log["data"][0]["attempts"], 3);
+        assert_eq!(log["data"][0]["last_status_code"], 200);
 
         // The 410 subscription is gone: not listed, and a new event does not reach it.
         let list = s.get("/api/integrations/automation/webhooks").await;

@@ -78,7 +78,10 @@ async fn https_rate(env: &Environment, sizes: Sizes, concurrency: usize) -> Resu
     let url = env.receiver.url("/limits/https");
     let request = build_request(
         &url,
-        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        timetrack_domain::delivery::Secrets {
+            current: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            previous: None,
+        },
         &uuid::Uuid::new_v4().to_string(),
         "CLIENT_CREATED",
         &body,

@@ -706,7 +706,7 @@ async fn snapshot(server: &ServerProcess, b: &Victim) -> Result<Vec<(String, Val
         let (status, mut body) = server.get(&b.key, &path).await?;
         if path.ends_with("/deliveries") {
             // Which events were queued for B must not change; their attempts move on their own.
-            let queued = body["deliveries"].as_array().cloned().unwrap_or_default();
+            let queued = body["data"].as_array().cloned().unwrap_or_default();
             let queued = queued
                 .iter()
                 .map(|d| json!([d["event_id"], d["event_type"], d["created_at"]]));

@@ -60,7 +60,7 @@ impl Case {
         if status != 200 {
             bail!("delivery log of {}: {status} {body}", self.path);
         }
-        Ok(body["deliveries"][0].clone())
+        Ok(body["data"][0].clone())
     }
 
     /// Waits until the newest delivery is `DELIVERED` or `FAILED`; that entry.

@@ -47,16 +47,23 @@ pub struct WebhookRequest {
 /// The request delivering an event: the body as stored, the Standard Webhooks headers
 /// (`webhook-id` is the event id, the same on every retry; `webhook-timestamp` is the attempt's
 /// Unix time), `X-Webhook-Event`, `Content-Type` and `User-Agent`.
+///
+/// With a `previous_secret` (inside a rotation's window), `webhook-signature` carries both
+/// signatures separated by a space, the new one first: `v1,<new> v1,<old>`.
 pub fn build_request(
     url: &str,
-    secret: &str,
+    secrets: Secrets<'_>,
     event_id: &str,
     event_type: &str,
     body: &str,
     at: OffsetDateTime,
 ) -> DomainResult<WebhookRequest> {
     let timestamp = at.unix_timestamp();
-    let signature = sign(secret, event_id, timestamp, body.as_bytes())?;
+    let mut signature = sign(secrets.current, event_id, timestamp, body.as_bytes())?;
+    if let Some(previous) = secrets.previous {
+        signature.push(' ');
+        signature.push_str(&sign(previous, event_id, timestamp, body.as_bytes())?);
+    }
     Ok(WebhookRequest {
         url: url.to_owned(),
         headers: vec![
@@ -74,6 +81,15 @@ pub fn build_request(
     })
 }
 
+/// The secrets a delivery is signed with.
+#[derive(Debug, Clone, Copy)]
+pub struct Secrets<'a> {
+    /// The subscription's secret.
+    pub current: &'a str,
+    /// The secret it replaced, while a rotation's window lasts.
+    pub previous: Option<&'a str>,
+}
+
 /// What an attempt produced, for the delivery log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptReport {
@@ -88,6 +104,10 @@ pub struct AttemptReport {
 /// A delivery claimed by a worker, with everything needed to send it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimedDelivery {
+    /// The delivery.
+    pub delivery_id: crate::model::DeliveryId,
+    /// Why it is made: a test gets one attempt and leaves the webhook's health alone.
+    pub kind: crate::model::DeliveryKind,
     /// The event (and the `webhook-id`).
     pub event_id: crate::ids::EventId,
     /// The subscription.
@@ -100,12 +120,29 @@ pub struct ClaimedDelivery {
     pub body: String,
     /// The destination.
     pub url: String,
+    /// The subscription's description (for the notices about it).
+    pub description: Option<String>,
     /// The signing secret.
     pub secret: String,
+    /// The previous signing secret, while a rotation's window lasts.
+    pub previous_secret: Option<String>,
     /// Attempts made before this one.
     pub attempts: u32,
     /// Since when the subscription's deliveries have been failing, if they are.
     pub failing_since: Option<OffsetDateTime>,
+    /// Whether the owner was told that the current failure streak has lasted
+    /// (`WEBHOOK_FAILING`), so that a success is worth a `WEBHOOK_RECOVERED`.
+    pub failing_notified: bool,
+}
+
+/// A notice to a webhook's owner, delivered to the other webhooks of its workspace that list
+/// its type: `WEBHOOK_FAILING`, `WEBHOOK_DISABLED` or `WEBHOOK_RECOVERED`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// The event, its body built.
+    pub event: crate::model::Event,
+    /// The webhook it is about (which never receives it).
+    pub about: crate::model::WebhookId,
 }
 
 /// What a worker records after an attempt.
@@ -119,6 +156,10 @@ pub struct AttemptRecord {
     pub next: NextStep,
     /// Whether the subscription is to be disabled (failing for the configured time).
     pub disable_subscription: bool,
+    /// The notice this attempt gives the owner, if any. `WEBHOOK_FAILING` and
+    /// `WEBHOOK_RECOVERED` are sent once per streak: storage writes them only if no other
+    /// attempt did first.
+    pub notice: Option<Notice>,
 }
 
 impl AttemptRecord {
@@ -132,6 +173,25 @@ impl AttemptRecord {
     /// end, rather than in a batch.
     pub fn ends_subscription(&self) -> bool {
         self.next == NextStep::Unsubscribe || self.disable_subscription
+    }
+
+    /// The status code and error text this attempt leaves on its delivery.
+    pub fn last_result(&self) -> (Option<i32>, Option<String>) {
+        match &self.report.outcome {
+            AttemptOutcome::Delivered { status } => (Some(i32::from(*status)), None),
+            AttemptOutcome::Rejected { status, .. } => {
+                (Some(i32::from(*status)), Some(format!("HTTP {status}")))
+            }
+            AttemptOutcome::Failed { reason, detail } => {
+                (None, Some(format!("{}: {detail}", reason.as_str())))
+            }
+        }
+    }
+
+    /// Whether this attempt is recorded on its own rather than in a batch: it ends its
+    /// subscription, or it gives a notice.
+    pub fn recorded_alone(&self) -> bool {
+        self.ends_subscription() || self.notice.is_some()
     }
 }
 
@@ -279,6 +339,9 @@ pub const JITTER: f64 = 0.2;
 /// A subscription whose deliveries all failed for this long is disabled, unless the setting
 /// `TIMETRACK_WEBHOOK_DISABLE_AFTER` says otherwise.
 pub const DEFAULT_DISABLE_AFTER: Duration = Duration::days(5);
+/// The owner is told (`WEBHOOK_FAILING`) when a subscription's deliveries have all failed for
+/// this long, unless the setting `TIMETRACK_WEBHOOK_FAILING_AFTER` says otherwise.
+pub const DEFAULT_FAILING_AFTER: Duration = Duration::hours(24);
 
 /// `text` as a whole number and a unit (`ms`, `s`, `m`, `h` or `d`), with the unit; `None` for
 /// anything else.

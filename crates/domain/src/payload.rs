@@ -211,6 +211,54 @@ pub(crate) fn local_date(at: time::OffsetDateTime, timezone: &str) -> DomainResu
 }
 
 /// Serializes a payload to the exact text stored in the outbox and delivered.
+/// The `WEBHOOK_TEST` payload: `{event, webhook_id, workspace_id, timestamp}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WebhookTestPayload {
+    /// `WEBHOOK_TEST`.
+    pub event: &'static str,
+    /// The webhook tested.
+    pub webhook_id: String,
+    /// Its workspace.
+    pub workspace_id: String,
+    /// When the test was asked for.
+    pub timestamp: String,
+}
+
+/// The webhook a notice is about, as the notice shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NoticeWebhook {
+    /// Its id.
+    pub id: String,
+    /// Its URL.
+    pub url: String,
+    /// Its description, null when unset.
+    pub description: Option<String>,
+    /// `ACTIVE`, `DISABLED`, or `DELETED` (after a `410 Gone`).
+    pub status: &'static str,
+}
+
+/// The payload of `WEBHOOK_FAILING`, `WEBHOOK_DISABLED` and `WEBHOOK_RECOVERED`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WebhookNoticePayload {
+    /// The event type.
+    pub event: &'static str,
+    /// The webhook it is about.
+    pub webhook: NoticeWebhook,
+    /// `failing` or `gone` for `WEBHOOK_DISABLED`; null otherwise.
+    pub reason: Option<&'static str>,
+    /// The first failure of the streak (null for `gone` after a success).
+    pub failing_since: Option<String>,
+    /// The status code of the attempt that led to the notice, if it got a response.
+    pub last_status_code: Option<i32>,
+    /// The error of that attempt, null after a success.
+    pub last_error: Option<String>,
+    /// When the notice was made.
+    pub timestamp: String,
+}
+
 pub(crate) fn to_body(payload: &impl Serialize) -> DomainResult<String> {
     serde_json::to_string(payload).map_err(|e| DomainError::Unexpected(e.into()))
 }

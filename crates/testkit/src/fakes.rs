@@ -20,14 +20,15 @@ use timetrack_domain::ids::{
     ApiKeyId, ClientId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId,
 };
 use timetrack_domain::model::{
-    ApiKey, AttemptSummary, AuditEntry, Client, Cursor, DeliveryRecord, EntrySource, Event,
-    HourlyStats, KeyHash, Page, PageRequest, Project, Subscription, SubscriptionChange,
+    ApiKey, AttemptSummary, AuditEntry, Client, Cursor, DeliveryDetail, DeliveryId, DeliveryKind,
+    DeliveryQuery, DeliveryRecord, DeliveryStatus, EntrySource, Event, HourlyStats, KeyHash, Page,
+    PageRequest, Project, ReplayOutcome, ReplayWindow, Subscription, SubscriptionChange,
     SubscriptionStatus, Tag, Task, TimeEntry, User, WebhookId, Workspace,
 };
 use timetrack_domain::ports::{
-    ApiKeyRepository, CatalogRepository, ClientRepository, Clock, EntryFilter, HostResolver,
-    IdGenerator, RandomSource, SubscriptionRepository, TimeEntryRepository, TimerStop, TimerWrite,
-    UserRepository, WorkspaceRepository,
+    ApiKeyRepository, CatalogRepository, ClientRepository, Clock, DeliveryLog, EntryFilter,
+    HostResolver, IdGenerator, RandomSource, SubscriptionRepository, TimeEntryRepository,
+    TimerStop, TimerWrite, UserRepository, WorkspaceRepository,
 };
 use timetrack_domain::services::{
     AdminService, CatalogService, ClientService, NewWorkspace, TimeEntryService, WebhookService,
@@ -144,13 +145,36 @@ impl InMemoryStore {
     }
 
     /// The status of every delivery of `subscription`, in the order they were added.
-    pub fn delivery_statuses(&self, subscription: &WebhookId) -> Vec<String> {
+    pub fn delivery_statuses(&self, subscription: &WebhookId) -> Vec<DeliveryStatus> {
         self.tables()
             .deliveries
             .iter()
             .filter(|(s, _)| s == subscription)
-            .map(|(_, record)| record.status.clone())
+            .map(|(_, record)| record.status)
             .collect()
+    }
+
+    /// Every delivery of `subscription`, in the order they were added.
+    pub fn deliveries_of(&self, subscription: &WebhookId) -> Vec<DeliveryRecord> {
+        self.tables()
+            .deliveries
+            .iter()
+            .filter(|(s, _)| s == subscription)
+            .map(|(_, record)| record.clone())
+            .collect()
+    }
+
+    /// Records `event` as the outbox would, without deliveries.
+    pub fn add_event(&self, event: Event) {
+        self.tables().events.push(event);
+    }
+
+    /// Marks `subscription` disabled, as the delivery worker would after failing for too long.
+    pub fn disable(&self, subscription: &WebhookId) {
+        let mut t = self.tables();
+        if let Some(s) = t.subscriptions.iter_mut().find(|s| &s.id == subscription) {
+            s.status = SubscriptionStatus::Disabled;
+        }
     }
 
     /// The recorded last use of a key.
@@ -281,8 +305,8 @@ impl ApiKeyRepository for InMemoryStore {
             disabled.push(subscription.id.clone());
         }
         for (subscription, record) in &mut t.deliveries {
-            if disabled.contains(subscription) && record.status == "PENDING" {
-                record.status = "CANCELLED".into();
+            if disabled.contains(subscription) && record.status == DeliveryStatus::Pending {
+                record.status = DeliveryStatus::Cancelled;
             }
         }
         Ok(key)
@@ -559,7 +583,7 @@ impl SubscriptionRepository for InMemoryStore {
             .tables()
             .deliveries
             .iter()
-            .filter(|(sub, record)| sub == id && record.status == "PENDING")
+            .filter(|(sub, record)| sub == id && record.status == DeliveryStatus::Pending)
             .count();
         Ok(AttemptSummary {
             pending_deliveries: pending as u64,
@@ -580,30 +604,216 @@ impl SubscriptionRepository for InMemoryStore {
         subscription.status = SubscriptionStatus::Deleted;
         subscription.updated_at = audit.at;
         for (sub, record) in &mut t.deliveries {
-            if sub == id && record.status == "PENDING" {
-                record.status = "CANCELLED".into();
+            if sub == id && record.status == DeliveryStatus::Pending {
+                record.status = DeliveryStatus::Cancelled;
             }
         }
         t.audit.push(audit.clone());
         Ok(())
     }
 
+    async fn rotate_secret(
+        &self,
+        id: &WebhookId,
+        secret: &str,
+        previous_expires_at: OffsetDateTime,
+        audit: &AuditEntry,
+    ) -> DomainResult<()> {
+        let mut t = self.tables();
+        let stored = t
+            .subscriptions
+            .iter_mut()
+            .find(|s| &s.id == id && s.status != SubscriptionStatus::Deleted)
+            .ok_or(DomainError::NotFound("webhook"))?;
+        stored.secret = secret.to_owned();
+        stored.previous_secret_expires_at =
+            (previous_expires_at > audit.at).then_some(previous_expires_at);
+        stored.updated_at = audit.at;
+        t.audit.push(audit.clone());
+        Ok(())
+    }
+}
+
+impl Tables {
+    fn next_delivery_id(&self) -> DeliveryId {
+        DeliveryId(
+            self.deliveries
+                .iter()
+                .map(|(_, d)| d.id.0)
+                .max()
+                .unwrap_or(0)
+                + 1,
+        )
+    }
+
+    /// A new pending delivery of `event` to `subscription`.
+    fn queue(
+        &mut self,
+        subscription: &WebhookId,
+        event: &Event,
+        kind: DeliveryKind,
+        at: OffsetDateTime,
+    ) -> DeliveryRecord {
+        let record = DeliveryRecord {
+            id: self.next_delivery_id(),
+            event_id: event.id,
+            event_type: event.event_type,
+            kind,
+            status: DeliveryStatus::Pending,
+            attempts: 0,
+            next_attempt_at: Some(at),
+            last_attempt_at: None,
+            last_status_code: None,
+            last_error: None,
+            created_at: at,
+            updated_at: at,
+        };
+        self.deliveries.push((subscription.clone(), record.clone()));
+        record
+    }
+
+    fn live_subscription(&self, id: &WebhookId) -> Option<&Subscription> {
+        self.subscriptions
+            .iter()
+            .find(|s| &s.id == id && s.status != SubscriptionStatus::Deleted)
+    }
+}
+
+/// The fake keeps no attempts: a delivery's detail lists none.
+#[async_trait]
+impl DeliveryLog for InMemoryStore {
     async fn deliveries(
         &self,
         id: &WebhookId,
-        since: OffsetDateTime,
-        limit: u32,
+        query: &DeliveryQuery,
     ) -> DomainResult<Vec<DeliveryRecord>> {
         let mut found: Vec<DeliveryRecord> = self
             .tables()
             .deliveries
             .iter()
-            .filter(|(sub, r)| sub == id && r.created_at >= since)
+            .filter(|(sub, r)| {
+                sub == id
+                    && r.created_at >= query.since
+                    && query.status.is_none_or(|s| r.status == s)
+                    && query.event_type.is_none_or(|t| r.event_type == t)
+                    && query.before.is_none_or(|b| r.id < b)
+            })
             .map(|(_, r)| r.clone())
             .collect();
-        found.sort_by_key(|r| std::cmp::Reverse(r.created_at));
-        found.truncate(limit as usize);
+        found.sort_by_key(|r| std::cmp::Reverse(r.id));
+        found.truncate(query.limit as usize);
         Ok(found)
+    }
+
+    async fn delivery(
+        &self,
+        id: &WebhookId,
+        delivery: DeliveryId,
+    ) -> DomainResult<Option<DeliveryDetail>> {
+        let t = self.tables();
+        Ok(t.deliveries
+            .iter()
+            .find(|(sub, r)| sub == id && r.id == delivery)
+            .map(|(_, r)| DeliveryDetail {
+                record: r.clone(),
+                payload: t
+                    .events
+                    .iter()
+                    .find(|e| e.id == r.event_id)
+                    .map(|e| e.body.clone())
+                    .unwrap_or_default(),
+                attempts: Vec::new(),
+            }))
+    }
+
+    async fn queue_test(&self, id: &WebhookId, event: &Event) -> DomainResult<DeliveryRecord> {
+        let mut t = self.tables();
+        let subscription = t
+            .live_subscription(id)
+            .ok_or(DomainError::NotFound("webhook"))?;
+        let revoked = t
+            .keys
+            .get(&subscription.api_key_id)
+            .is_none_or(|(key, _)| key.revoked_at.is_some());
+        if revoked {
+            return Err(DomainError::Conflict("API key revoked".into()));
+        }
+        t.events.push(event.clone());
+        Ok(t.queue(id, event, DeliveryKind::Test, event.created_at))
+    }
+
+    async fn resend(
+        &self,
+        id: &WebhookId,
+        delivery: DeliveryId,
+        at: OffsetDateTime,
+    ) -> DomainResult<DeliveryRecord> {
+        let mut t = self.tables();
+        let subscription = t
+            .live_subscription(id)
+            .ok_or(DomainError::NotFound("webhook"))?;
+        let active = subscription.status == SubscriptionStatus::Active;
+        let event = t
+            .deliveries
+            .iter()
+            .find(|(sub, r)| sub == id && r.id == delivery)
+            .and_then(|(_, r)| t.events.iter().find(|e| e.id == r.event_id))
+            .cloned()
+            .ok_or(DomainError::NotFound("delivery"))?;
+        if !active {
+            return Err(DomainError::Conflict("Webhook is disabled".into()));
+        }
+        Ok(t.queue(id, &event, DeliveryKind::Resend, at))
+    }
+
+    async fn replay(&self, id: &WebhookId, window: &ReplayWindow) -> DomainResult<ReplayOutcome> {
+        let mut t = self.tables();
+        let subscription = t
+            .live_subscription(id)
+            .cloned()
+            .ok_or(DomainError::NotFound("webhook"))?;
+        if subscription.status != SubscriptionStatus::Active {
+            return Err(DomainError::Conflict("Webhook is disabled".into()));
+        }
+        let received = |t: &Tables, event: &Event| {
+            t.deliveries.iter().any(|(sub, r)| {
+                sub == id
+                    && r.event_id == event.id
+                    && matches!(
+                        r.status,
+                        DeliveryStatus::Delivered | DeliveryStatus::Pending
+                    )
+            })
+        };
+        let mut candidates: Vec<Event> = t
+            .events
+            .iter()
+            .filter(|e| {
+                e.workspace_id == subscription.workspace_id
+                    && e.created_at >= window.since
+                    && e.created_at < window.until
+                    && subscription.events.contains(&e.event_type)
+                    && !(window.only_failed && received(&t, e))
+            })
+            .cloned()
+            .collect();
+        candidates.sort_by_key(|e| (e.created_at, e.id));
+        let limit = window.limit as usize;
+        let next_since = (candidates.len() > limit).then(|| candidates[limit].created_at);
+        if let Some(next) = next_since {
+            candidates.truncate(limit);
+            if candidates.iter().any(|e| e.created_at < next) {
+                candidates.retain(|e| e.created_at < next);
+            }
+        }
+        for event in &candidates {
+            t.queue(id, event, DeliveryKind::Replay, window.at);
+        }
+        Ok(ReplayOutcome {
+            queued: candidates.len() as u64,
+            truncated: next_since.is_some(),
+            next_since,
+        })
     }
 }
 
@@ -1062,6 +1272,7 @@ impl TestWorld {
         let clients = ClientService::new(store.clone(), store.clone(), clock.clone(), ids.clone());
         let resolver = Arc::new(StaticResolver::default());
         let webhooks = WebhookService::new(
+            store.clone(),
             store.clone(),
             resolver.clone(),
             clock.clone(),

@@ -16,21 +16,21 @@ struct Function {
     sql: &'static str,
 }
 
-/// Every function the service calls. To change one, edit its file; to change a signature, add
-/// the new one and remove the old (it is then dropped).
+/// Every function the service calls. To change one, edit its file (it is dropped and created
+/// again); to change a signature, add the new one and remove the old (it is then dropped).
 const FUNCTIONS: &[Function] = &[
     Function {
         signature: "timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint)",
         sql: include_str!("functions/claim_deliveries.sql"),
     },
     Function {
-        signature: "timetrack_record_attempts(uuid[], text[], int[], timestamptz[], int[], int[], \
-                    text[], text[], text[], timestamptz[], timestamptz[], bool[])",
+        signature: "timetrack_record_attempts(bigint[], text[], int[], timestamptz[], int[], \
+                    int[], text[], text[], text[], timestamptz[], timestamptz[], bool[], bool[])",
         sql: include_str!("functions/record_attempts.sql"),
     },
     Function {
-        signature: "timetrack_record_and_claim(uuid[], text[], int[], timestamptz[], int[], \
-                    int[], text[], text[], text[], timestamptz[], timestamptz[], bool[], \
+        signature: "timetrack_record_and_claim(bigint[], text[], int[], timestamptz[], int[], \
+                    int[], text[], text[], text[], timestamptz[], timestamptz[], bool[], bool[], \
                     timestamptz, timestamptz, bigint, bigint)",
         sql: include_str!("functions/record_and_claim.sql"),
     },
@@ -82,6 +82,9 @@ where
             if current {
                 continue;
             }
+            // Dropped first: `CREATE OR REPLACE` cannot change what a function returns.
+            conn.batch_execute(&format!("DROP FUNCTION IF EXISTS {}", function.signature))
+                .with_context(|| format!("dropping {}", function.signature))?;
             conn.batch_execute(function.sql)
                 .with_context(|| format!("creating {}", function.signature))?;
             named_query!(

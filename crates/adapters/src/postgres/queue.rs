@@ -8,16 +8,15 @@ use diesel::sql_types::{
 };
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
-use timetrack_domain::delivery::{
-    AttemptOutcome, AttemptRecord, ClaimedDelivery, NextStep, QueueStats,
-};
+use timetrack_domain::delivery::{AttemptRecord, ClaimedDelivery, NextStep, Notice, QueueStats};
 use timetrack_domain::ids::{EventId, WorkspaceId};
-use timetrack_domain::model::{EventType, WebhookId};
+use timetrack_domain::model::{DeliveryId, DeliveryKind, EventType, WebhookId};
 use timetrack_domain::ports::DeliveryQueue;
 use timetrack_domain::timefmt::rfc3339;
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
+use super::outbox::Queued;
 use super::prepared::Prepared;
 use super::schema::{audit_log, deliveries, webhook_subscriptions};
 use super::sql::named_query;
@@ -26,6 +25,10 @@ use crate::secrets::{Purpose, SecretBox};
 
 #[derive(Debug, QueryableByName)]
 struct ClaimRow {
+    #[diesel(sql_type = BigInt)]
+    delivery_id: i64,
+    #[diesel(sql_type = Text)]
+    kind: String,
     #[diesel(sql_type = SqlUuid)]
     event_id: Uuid,
     #[diesel(sql_type = Text)]
@@ -38,12 +41,18 @@ struct ClaimRow {
     body: String,
     #[diesel(sql_type = Text)]
     url: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    description: Option<String>,
     #[diesel(sql_type = Text)]
     secret: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    previous_secret: Option<String>,
     #[diesel(sql_type = Integer)]
     attempts: i32,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     failing_since: Option<OffsetDateTime>,
+    #[diesel(sql_type = Bool)]
+    failing_notified: bool,
 }
 
 #[derive(Debug, QueryableByName)]
@@ -59,12 +68,12 @@ struct StatsRow {
 }
 
 /// [`named_query!`] of a statement taking the arrays of the [`RecordBatch`] `$batch` (as
-/// `event_ids`, `subscription_ids`, ... `done`), then the parameters that follow the `;`.
+/// `delivery_ids`, `subscription_ids`, ... `tests`), then the parameters that follow the `;`.
 macro_rules! batch_query {
     ($sql:expr, $batch:expr; $($rest:tt)*) => {
         named_query!(
             $sql;
-            event_ids: Array<SqlUuid> = &$batch.event_ids,
+            delivery_ids: Array<BigInt> = &$batch.delivery_ids,
             subscription_ids: Array<Text> = &$batch.subscription_ids,
             attempts: Array<Integer> = &$batch.attempts,
             started: Array<Timestamptz> = &$batch.started,
@@ -76,6 +85,7 @@ macro_rules! batch_query {
             next_at: Array<Timestamptz> = &$batch.next_at,
             finished: Array<Timestamptz> = &$batch.finished,
             done: Array<Bool> = &$batch.done,
+            tests: Array<Bool> = &$batch.tests,
             $($rest)*
         )
     };
@@ -103,7 +113,7 @@ fn record_and_claim_query(
 /// `statements/record_and_claim.sql` take them.
 #[derive(Default)]
 struct RecordBatch {
-    event_ids: Vec<Uuid>,
+    delivery_ids: Vec<i64>,
     subscription_ids: Vec<String>,
     attempts: Vec<i32>,
     started: Vec<OffsetDateTime>,
@@ -115,19 +125,20 @@ struct RecordBatch {
     next_at: Vec<OffsetDateTime>,
     finished: Vec<OffsetDateTime>,
     done: Vec<bool>,
+    tests: Vec<bool>,
 }
 
 impl RecordBatch {
     /// Adds the columns of `attempt`, the next attempt of `claimed`.
     fn push(&mut self, claimed: &ClaimedDelivery, attempt: &AttemptRecord) {
         let finished = attempt.finished_at();
-        let (code, error) = last_result(&attempt.report.outcome);
+        let (code, error) = attempt.last_result();
         let (status, next_at) = match attempt.next {
             NextStep::Done => ("DELIVERED", finished),
             NextStep::RetryAt(at) => ("PENDING", at),
             NextStep::GiveUp | NextStep::Unsubscribe => ("FAILED", finished),
         };
-        self.event_ids.push(claimed.event_id.0);
+        self.delivery_ids.push(claimed.delivery_id.0);
         self.subscription_ids
             .push(claimed.subscription_id.as_str().to_owned());
         self.attempts
@@ -142,6 +153,7 @@ impl RecordBatch {
         self.next_at.push(next_at);
         self.finished.push(finished);
         self.done.push(attempt.next == NextStep::Done);
+        self.tests.push(claimed.kind == DeliveryKind::Test);
     }
 
     /// Writes the batch on `conn`: attempts that neither end nor disable their subscription,
@@ -176,7 +188,14 @@ fn claimed(row: ClaimRow, secrets: &SecretBox) -> DomainResult<ClaimedDelivery> 
     let bad = |what: &str| {
         DomainError::Unexpected(anyhow::anyhow!("claimed delivery has an invalid {what}"))
     };
+    let secret = |sealed: &str| {
+        secrets
+            .open(Purpose::WebhookSecret, sealed)
+            .map_err(DomainError::Unexpected)
+    };
     Ok(ClaimedDelivery {
+        delivery_id: DeliveryId(row.delivery_id),
+        kind: DeliveryKind::parse(&row.kind).ok_or_else(|| bad("kind"))?,
         event_id: EventId(row.event_id),
         subscription_id: WebhookId::parse(&row.subscription_id)
             .ok_or_else(|| bad("subscription id"))?,
@@ -184,27 +203,60 @@ fn claimed(row: ClaimRow, secrets: &SecretBox) -> DomainResult<ClaimedDelivery> 
         event_type: EventType::parse(&row.event_type).ok_or_else(|| bad("event type"))?,
         body: row.body,
         url: row.url,
-        secret: secrets
-            .open(Purpose::WebhookSecret, &row.secret)
-            .map_err(DomainError::Unexpected)?,
+        description: row.description,
+        secret: secret(&row.secret)?,
+        previous_secret: row.previous_secret.as_deref().map(secret).transpose()?,
         attempts: u32::try_from(row.attempts).unwrap_or(0),
         failing_since: row.failing_since,
+        failing_notified: row.failing_notified,
     })
 }
 
-/// The status code and error text an outcome leaves on the delivery.
-fn last_result(outcome: &AttemptOutcome) -> (Option<i32>, Option<String>) {
-    match outcome {
-        AttemptOutcome::Delivered { status } => (Some(i32::from(*status)), None),
-        AttemptOutcome::Rejected { status, .. } => {
-            (Some(i32::from(*status)), Some(format!("HTTP {status}")))
-        }
-        AttemptOutcome::Failed { reason, detail } => {
-            (None, Some(format!("{}: {detail}", reason.as_str())))
-        }
-    }
+/// Writes `notice` (`statements/notice.sql`) on `conn`; returns the deliveries it queued.
+async fn write_notice(conn: &mut AsyncPgConnection, notice: &Notice) -> QueryResult<i64> {
+    let event = &notice.event;
+    named_query!(
+        include_str!("statements/notice.sql");
+        id: SqlUuid = event.id.0,
+        workspace_id: SqlUuid = event.workspace_id.0,
+        event_type: Text = event.event_type.as_str(),
+        body: Text = &event.body,
+        at: Timestamptz = event.created_at,
+        about: Text = notice.about.as_str(),
+    )
+    .get_result::<Queued>(conn)
+    .await
+    .map(|row| row.queued)
 }
 
+/// Marks the owner of `claimed`'s subscription told of its failure streak (`told`) or not, if
+/// it was not already: whether this call changed it, so a notice is written once per streak.
+async fn mark_told(
+    conn: &mut AsyncPgConnection,
+    claimed: &ClaimedDelivery,
+    told: Option<OffsetDateTime>,
+) -> QueryResult<bool> {
+    let target = webhook_subscriptions::table
+        .filter(webhook_subscriptions::id.eq(claimed.subscription_id.as_str()))
+        .filter(webhook_subscriptions::status.eq("ACTIVE"));
+    let changed = match told {
+        Some(at) => {
+            diesel::update(target.filter(webhook_subscriptions::failing_notified_at.is_null()))
+                .set(webhook_subscriptions::failing_notified_at.eq(at))
+                .execute(conn)
+                .await?
+        }
+        None => {
+            diesel::update(target.filter(webhook_subscriptions::failing_notified_at.is_not_null()))
+                .set(webhook_subscriptions::failing_notified_at.eq(None::<OffsetDateTime>))
+                .execute(conn)
+                .await?
+        }
+    };
+    Ok(changed == 1)
+}
+
+/// Ends `claimed`'s subscription if it is still active; whether it did.
 async fn end_subscription(
     conn: &mut AsyncPgConnection,
     claimed: &ClaimedDelivery,
@@ -212,7 +264,7 @@ async fn end_subscription(
     action: &str,
     reason: &str,
     at: OffsetDateTime,
-) -> QueryResult<()> {
+) -> QueryResult<bool> {
     let ended = diesel::update(
         webhook_subscriptions::table
             .filter(webhook_subscriptions::id.eq(claimed.subscription_id.as_str()))
@@ -225,7 +277,7 @@ async fn end_subscription(
     .execute(conn)
     .await?;
     if ended == 0 {
-        return Ok(());
+        return Ok(false);
     }
     diesel::update(
         deliveries::table
@@ -251,7 +303,7 @@ async fn end_subscription(
         ))
         .execute(conn)
         .await?;
-    Ok(())
+    Ok(true)
 }
 
 #[async_trait]
@@ -264,9 +316,9 @@ impl DeliveryQueue for PgDeliveryQueue {
         limit: u32,
         per_subscription: u32,
     ) -> DomainResult<Vec<ClaimedDelivery>> {
-        if let Some((claimed, _)) = attempts.iter().find(|(_, a)| a.ends_subscription()) {
+        if let Some((claimed, _)) = attempts.iter().find(|(_, a)| a.recorded_alone()) {
             return Err(DomainError::Unexpected(anyhow::anyhow!(
-                "the attempt on {} ends its subscription and must be recorded on its own",
+                "the attempt on {} must be recorded on its own",
                 claimed.subscription_id.as_str()
             )));
         }
@@ -305,15 +357,20 @@ impl DeliveryQueue for PgDeliveryQueue {
         })
     }
 
-    async fn record(&self, claimed: &ClaimedDelivery, attempt: &AttemptRecord) -> DomainResult<()> {
+    async fn record(
+        &self,
+        claimed: &ClaimedDelivery,
+        attempt: &AttemptRecord,
+    ) -> DomainResult<bool> {
         let finished = attempt.finished_at();
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        // The batch statement's writes, then the subscription's end, in one transaction.
+        // The batch statement's writes, then the subscription's end and the notice, in one
+        // transaction.
         let mut batch = RecordBatch::default();
         batch.push(claimed, attempt);
         conn.transaction::<_, diesel::result::Error, _>(async |conn| {
             batch.write(conn).await?;
-            if attempt.next == NextStep::Unsubscribe {
+            let changed = if attempt.next == NextStep::Unsubscribe {
                 end_subscription(
                     conn,
                     claimed,
@@ -322,7 +379,7 @@ impl DeliveryQueue for PgDeliveryQueue {
                     "410 Gone from the receiver",
                     finished,
                 )
-                .await?;
+                .await?
             } else if attempt.disable_subscription {
                 let since = claimed.failing_since.unwrap_or(attempt.started_at);
                 end_subscription(
@@ -333,9 +390,23 @@ impl DeliveryQueue for PgDeliveryQueue {
                     &format!("every delivery failing since {}", rfc3339(since)),
                     finished,
                 )
-                .await?;
+                .await?
+            } else {
+                match attempt.notice.as_ref().map(|n| n.event.event_type) {
+                    Some(EventType::WebhookFailing) => {
+                        mark_told(conn, claimed, Some(finished)).await?
+                    }
+                    Some(EventType::WebhookRecovered) => mark_told(conn, claimed, None).await?,
+                    _ => false,
+                }
+            };
+            match &attempt.notice {
+                Some(notice) if changed => {
+                    write_notice(conn, notice).await?;
+                    Ok(true)
+                }
+                _ => Ok(false),
             }
-            Ok(())
         })
         .await
         .map_err(|e| map_db_error(e, "recording a delivery attempt"))

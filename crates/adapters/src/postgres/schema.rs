@@ -47,7 +47,7 @@ diesel::table! {
 }
 
 diesel::table! {
-    deliveries (event_id, subscription_id) {
+    deliveries (id) {
         event_id -> Uuid,
         subscription_id -> Text,
         workspace_id -> Uuid,
@@ -59,13 +59,14 @@ diesel::table! {
         last_error -> Nullable<Text>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        id -> Int8,
+        kind -> Text,
     }
 }
 
 diesel::table! {
     delivery_attempts (id) {
         id -> Int8,
-        event_id -> Uuid,
         subscription_id -> Text,
         attempt -> Int4,
         started_at -> Timestamptz,
@@ -73,6 +74,8 @@ diesel::table! {
         status_code -> Nullable<Int4>,
         error -> Nullable<Text>,
         response_excerpt -> Nullable<Text>,
+        delivery_id -> Int8,
+        is_test -> Bool,
     }
 }
 
@@ -83,6 +86,7 @@ diesel::table! {
         event_type -> Text,
         body -> Text,
         created_at -> Timestamptz,
+        about_webhook_id -> Nullable<Text>,
     }
 }
 
@@ -194,6 +198,9 @@ diesel::table! {
         updated_at -> Timestamptz,
         failing_since -> Nullable<Timestamptz>,
         streak_reset_at -> Nullable<Timestamptz>,
+        previous_secret -> Nullable<Text>,
+        previous_secret_expires_at -> Nullable<Timestamptz>,
+        failing_notified_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -210,6 +217,7 @@ diesel::table! {
 diesel::joinable!(clients -> workspaces (workspace_id));
 diesel::joinable!(deliveries -> events (event_id));
 diesel::joinable!(deliveries -> webhook_subscriptions (subscription_id));
+diesel::joinable!(delivery_attempts -> deliveries (delivery_id));
 diesel::joinable!(events -> workspaces (workspace_id));
 diesel::joinable!(idempotency_keys -> api_keys (api_key_id));
 diesel::joinable!(memberships -> users (user_id));

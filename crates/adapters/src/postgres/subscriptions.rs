@@ -5,10 +5,10 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
-use timetrack_domain::ids::{ApiKeyId, EventId, UserId, WorkspaceId};
+use timetrack_domain::ids::{ApiKeyId, UserId, WorkspaceId};
 use timetrack_domain::model::{
-    AttemptSummary, AuditEntry, DeliveryRecord, EventType, HourlyStats, Subscription,
-    SubscriptionChange, SubscriptionStatus, WebhookId,
+    AttemptSummary, AuditEntry, EventType, HourlyStats, Subscription, SubscriptionChange,
+    SubscriptionStatus, WebhookId,
 };
 use timetrack_domain::ports::SubscriptionRepository;
 use timetrack_domain::{DomainError, DomainResult};
@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamptz};
 
-use super::schema::{api_keys, audit_log, deliveries, events, webhook_subscriptions, workspaces};
+use super::schema::{api_keys, audit_log, deliveries, webhook_subscriptions, workspaces};
 use super::sql::named_query;
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 use crate::secrets::{Purpose, SecretBox};
@@ -35,6 +35,7 @@ struct SubscriptionRow {
     status: String,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
+    previous_secret_expires_at: Option<OffsetDateTime>,
 }
 
 /// The columns a [`SubscriptionChange`] sets (`None`: left as it is).
@@ -171,6 +172,7 @@ impl TryFrom<SubscriptionRow> for Subscription {
             status: SubscriptionStatus::parse(&row.status)?,
             created_at: row.created_at,
             updated_at: row.updated_at,
+            previous_secret_expires_at: row.previous_secret_expires_at,
         })
     }
 }
@@ -193,6 +195,7 @@ impl From<&Subscription> for SubscriptionRow {
             status: s.status.as_str().to_owned(),
             created_at: s.created_at,
             updated_at: s.updated_at,
+            previous_secret_expires_at: s.previous_secret_expires_at,
         }
     }
 }
@@ -407,6 +410,7 @@ impl SubscriptionRepository for PgSubscriptionRepository {
                     .set((
                         webhook_subscriptions::status.eq("ACTIVE"),
                         webhook_subscriptions::failing_since.eq(None::<OffsetDateTime>),
+                        webhook_subscriptions::failing_notified_at.eq(None::<OffsetDateTime>),
                         webhook_subscriptions::streak_reset_at.eq(Some(audit_row.created_at)),
                         webhook_subscriptions::updated_at.eq(audit_row.created_at),
                     ))
@@ -531,60 +535,41 @@ impl SubscriptionRepository for PgSubscriptionRepository {
         }
     }
 
-    async fn deliveries(
+    async fn rotate_secret(
         &self,
         id: &WebhookId,
-        since: OffsetDateTime,
-        limit: u32,
-    ) -> DomainResult<Vec<DeliveryRecord>> {
+        secret: &str,
+        previous_expires_at: OffsetDateTime,
+        audit: &AuditEntry,
+    ) -> DomainResult<()> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        type Row = (
-            Uuid,
-            String,
-            String,
-            i32,
-            Option<i32>,
-            Option<String>,
-            OffsetDateTime,
-            OffsetDateTime,
-            OffsetDateTime,
-        );
-        let rows: Vec<Row> = deliveries::table
-            .inner_join(events::table)
-            .filter(deliveries::subscription_id.eq(id.as_str()))
-            .filter(deliveries::created_at.ge(since))
-            .order((deliveries::created_at.desc(), deliveries::event_id.desc()))
-            .limit(i64::from(limit))
-            .select((
-                deliveries::event_id,
-                events::event_type,
-                deliveries::status,
-                deliveries::attempts,
-                deliveries::last_status_code,
-                deliveries::last_error,
-                deliveries::next_attempt_at,
-                deliveries::created_at,
-                deliveries::updated_at,
-            ))
-            .load(&mut conn)
+        let sealed = self.secrets.seal(Purpose::WebhookSecret, secret);
+        let audit_row = AuditRow::from(audit);
+        let rotated = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let rotated = named_query!(
+                    include_str!("statements/rotate_secret.sql");
+                    previous_expires_at: Timestamptz = previous_expires_at,
+                    at: Timestamptz = audit_row.created_at,
+                    secret: Text = &sealed,
+                    id: Text = id.as_str(),
+                )
+                .execute(conn)
+                .await?;
+                if rotated == 1 {
+                    diesel::insert_into(audit_log::table)
+                        .values(&audit_row)
+                        .execute(conn)
+                        .await?;
+                }
+                Ok(rotated)
+            })
             .await
-            .map_err(|e| map_db_error(e, "reading the delivery log"))?;
-        rows.into_iter()
-            .map(
-                |(event_id, event_type, status, attempts, code, error, next, created, updated)| {
-                    Ok(DeliveryRecord {
-                        event_id: EventId(event_id),
-                        event_type: EventType::parse(&event_type).ok_or_else(|| stored("event"))?,
-                        status,
-                        attempts,
-                        last_status_code: code,
-                        last_error: error,
-                        next_attempt_at: next,
-                        created_at: created,
-                        updated_at: updated,
-                    })
-                },
-            )
-            .collect()
+            .map_err(|e| map_db_error(e, "rotating a subscription's secret"))?;
+        if rotated == 1 {
+            Ok(())
+        } else {
+            Err(DomainError::NotFound("webhook"))
+        }
     }
 }

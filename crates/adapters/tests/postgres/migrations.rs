@@ -46,10 +46,12 @@ async fn a_function_whose_text_changed_is_recreated_and_one_no_longer_defined_is
             "timetrack_record_attempts"
         ]
     );
-    // An older text of the claim (a body that claims nothing), and a function since removed.
+    // An older text of the claim (a body that claims nothing, returning what an older version
+    // returned), and a function since removed.
     client
         .batch_execute(
-            "CREATE OR REPLACE FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, \
+            "DROP FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint); \
+             CREATE FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, \
              bigint, bigint) RETURNS TABLE (event_id uuid, subscription_id text, \
              workspace_id uuid, event_type text, body text, url text, secret text, \
              attempts integer, failing_since timestamptz) LANGUAGE sql AS \

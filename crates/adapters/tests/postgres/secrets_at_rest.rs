@@ -45,6 +45,7 @@ async fn subscribed(f: &Fixture, secrets: &SecretBox) -> Subscription {
         status: SubscriptionStatus::Active,
         created_at: at,
         updated_at: at,
+        previous_secret_expires_at: None,
     };
     PgSubscriptionRepository::new(f.db.pool(), secrets.clone())
         .create(&subscription, 100)

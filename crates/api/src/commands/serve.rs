@@ -158,6 +158,7 @@ async fn run_server(
             auth_cache_ttl: time::Duration::seconds(i64::from(settings.auth_cache_seconds)),
             webhooks: WebhookSettings {
                 allow_private_targets: settings.webhook_allow_private_targets,
+                retention: time::Duration::days(i64::from(settings.delivery_retention_days)),
                 ..WebhookSettings::default()
             },
             rate_limits: RateLimits {
@@ -400,6 +401,7 @@ fn delivery_service(
             lease,
             max_in_flight_per_subscription: settings.webhook_max_in_flight,
             disable_after: settings.webhook_disable_after,
+            failing_after: settings.webhook_failing_after,
         },
     ))
 }

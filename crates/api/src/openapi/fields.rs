@@ -266,6 +266,27 @@ fn date_time(description: &str) -> Object {
         .build()
 }
 
+/// The start of a replay's window.
+pub fn replay_since() -> Object {
+    date_time(
+        "Replay the events recorded at or after this time (RFC 3339); older than the retained \
+         events: 400",
+    )
+}
+
+/// The end of a replay's window.
+pub fn replay_until() -> Object {
+    date_time("...and before this time (RFC 3339); now when absent; must be after `since`")
+}
+
+/// The `replay_since` of an enable.
+pub fn enable_replay_since() -> Object {
+    date_time(
+        "Also replay what the webhook missed (failed, cancelled or never queued) since this time \
+         (RFC 3339)",
+    )
+}
+
 /// The `from` filter of the entry list.
 pub fn range_from() -> Object {
     date_time("Entries starting at or after this time (RFC 3339)")
@@ -395,12 +416,13 @@ pub fn events() -> Array {
         .items(
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .enum_values(Some(EventType::ALL.iter().map(|e| e.as_str()))),
+                .enum_values(Some(EventType::subscribable().map(EventType::as_str))),
         )
         .description(Some(
-            "At least one of TIMER_STARTED, TIMER_STOPPED, TIME_ENTRY_CREATED, CLIENT_CREATED; \
-             duplicates collapse. Missing, not an array, or empty: 400 `URL and events array are \
-             required`",
+            "At least one of TIMER_STARTED, TIMER_STOPPED, TIME_ENTRY_CREATED, CLIENT_CREATED, \
+             WEBHOOK_FAILING, WEBHOOK_DISABLED, WEBHOOK_RECOVERED (WEBHOOK_TEST is not \
+             subscribable); duplicates collapse. Missing, not an array, or empty: 400 `URL and \
+             events array are required`",
         ))
         .build()
 }

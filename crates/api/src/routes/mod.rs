@@ -8,6 +8,7 @@ pub(crate) mod find_client;
 pub(crate) mod health;
 pub(crate) mod me;
 pub(crate) mod time_entries;
+pub(crate) mod webhook_deliveries;
 pub(crate) mod webhooks;
 
 use std::sync::LazyLock;
@@ -141,9 +142,14 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         endpoint!(webhooks::get),
         endpoint!(webhooks::update),
         endpoint!(webhooks::enable),
+        endpoint!(webhooks::rotate_secret),
         endpoint!(webhooks::delete),
-        endpoint!(webhooks::deliveries),
         endpoint!(webhooks::stats),
+        endpoint!(webhook_deliveries::test),
+        endpoint!(webhook_deliveries::replay),
+        endpoint!(webhook_deliveries::deliveries),
+        endpoint!(webhook_deliveries::delivery),
+        endpoint!(webhook_deliveries::resend),
     ]
 });
 

@@ -1,19 +1,20 @@
-//! The integration surface's webhooks: subscribe, read, change, delete, list, and the delivery
-//! log.
+//! The integration surface's webhooks: subscribe, read, change, enable, rotate the secret,
+//! delete, list, and the hourly statistics.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use timetrack_domain::DomainError;
-use timetrack_domain::model::{DeliveryRecord, Subscription, WebhookHealth};
+use timetrack_domain::model::{ReplayOutcome, Subscription, WebhookHealth};
 use timetrack_domain::services::webhooks::{INVALID_URL, REQUIRED};
 use timetrack_domain::services::{NewSubscription, WebhookChange};
 use timetrack_domain::timefmt::rfc3339;
 
 use crate::error::ApiError;
-use crate::extract::{BodyRejection, Caller, InvalidParams, JsonBody};
+use crate::extract::{BodyRejection, Caller, InvalidParams, JsonBody, JsonOrEmpty, WholeNumber};
 use crate::openapi::fields;
+use crate::routes::webhook_deliveries::{InvalidRequestParameters, body_time};
 use crate::state::AppState;
 
 /// A subscribe body that is not a JSON object cannot carry a URL and events.
@@ -203,7 +204,11 @@ impl WebhookObject {
             filters: json!({}),
             created_at: rfc3339(subscription.created_at),
             updated_at: rfc3339(subscription.updated_at),
-            secret_rotation: None,
+            secret_rotation: subscription
+                .previous_secret_expires_at
+                .map(|at| SecretRotation {
+                    previous_expires_at: rfc3339(at),
+                }),
             health: HealthObject {
                 state: health.state.as_str(),
                 consecutive_failures: facts.consecutive_failures,
@@ -402,30 +407,44 @@ pub async fn update(
     }))
 }
 
-/// Body of `POST .../webhooks/{id}/enable` (optional), for the OpenAPI document: the handler
-/// reads the body itself, to accept none at all.
-#[derive(Debug, utoipa::ToSchema)]
-#[expect(dead_code, reason = "describes the body in the OpenAPI document only")]
+/// Body of `POST .../webhooks/{id}/enable` (optional).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct EnableBody {
-    /// Replaying missed events is not available in this version: a request naming it is 400.
-    #[schema(value_type = Option<String>, format = DateTime)]
-    replay_since: Option<Value>,
+    #[schema(schema_with = fields::enable_replay_since)]
+    #[serde(default)]
+    replay_since: Option<String>,
+}
+
+/// `{success: true, webhook: W, replayed, truncated, next_since}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct EnableResponse {
+    success: bool,
+    webhook: WebhookObject,
+    /// Deliveries queued by `replay_since` (0 without it).
+    replayed: u64,
+    /// More missed events remain than one call replays (10,000): continue with
+    /// `POST .../replay` from `next_since`.
+    truncated: bool,
+    /// Where to continue when truncated; null otherwise.
+    next_since: Option<String>,
 }
 
 /// `POST .../webhooks/{id}/enable`: a `DISABLED` webhook becomes `ACTIVE`, its failure streak
-/// cleared; an `ACTIVE` one is left as it is.
+/// cleared; an `ACTIVE` one is left as it is. With `replay_since`, what it missed since then is
+/// queued again.
 #[utoipa::path(
     operation_id = "enableWebhook",
     post,
     path = "/api/integrations/automation/webhooks/{id}/enable",
     tag = "Webhooks",
-    summary = "Enable one's disabled subscription again",
+    summary = "Enable one's disabled subscription again, optionally replaying what it missed",
     security(("bearer_auth" = [])),
     params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
-    request_body(content = Option<EnableBody>, description = "Optional; `replay_since` is not available in this version"),
+    request_body(content = Option<EnableBody>, description = "Optional"),
     responses(
-        (status = 200, description = "The webhook, active", body = WebhookResponse),
-        (status = 400, description = "Invalid request parameters", body = crate::openapi::ErrorBody),
+        (status = 200, description = "The webhook, active", body = EnableResponse),
+        (status = 400, description = "Invalid request parameters, or replay_since is older than the retained events", body = crate::openapi::ErrorBody),
         (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
         (status = 409, description = "API key revoked, or Subscription limit reached", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
@@ -435,29 +454,89 @@ pub async fn enable(
     state: web::Data<AppState>,
     caller: Caller,
     id: web::Path<String>,
-    body: web::Bytes,
-) -> Result<web::Json<WebhookResponse>, ApiError> {
-    let invalid = || ApiError::bad_request("Invalid request parameters");
-    if !body.iter().all(u8::is_ascii_whitespace) {
-        let value: Value = serde_json::from_slice(&body)
-            .map_err(|e| invalid().with_detail(format!("the body is not JSON: {e}")))?;
-        let Value::Object(fields) = value else {
-            return Err(invalid().with_detail("the body must be a JSON object"));
-        };
-        if let Some(name) = fields.keys().next() {
-            let detail = if name == "replay_since" {
-                "replay_since: replaying missed events is not available in this version".into()
-            } else {
-                format!("unknown field {name}")
-            };
-            return Err(invalid().with_detail(detail));
-        }
-    }
-    let (subscription, health) = state.webhooks.enable(&caller.0, &id).await?;
-    tracing::info!(webhook_id = %subscription.id, user_id = %caller.0.user_id, "webhook enabled");
-    Ok(web::Json(WebhookResponse {
+    body: JsonOrEmpty<EnableBody, InvalidRequestParameters>,
+) -> Result<web::Json<EnableResponse>, ApiError> {
+    let replay_since = body
+        .into_inner()
+        .replay_since
+        .as_deref()
+        .map(|t| body_time("replay_since", t))
+        .transpose()?;
+    let (subscription, health, replayed) =
+        state.webhooks.enable(&caller.0, &id, replay_since).await?;
+    let replayed = replayed.unwrap_or(ReplayOutcome {
+        queued: 0,
+        truncated: false,
+        next_since: None,
+    });
+    tracing::info!(webhook_id = %subscription.id, user_id = %caller.0.user_id, replayed = replayed.queued, "webhook enabled");
+    Ok(web::Json(EnableResponse {
         success: true,
         webhook: WebhookObject::new(subscription, health),
+        replayed: replayed.queued,
+        truncated: replayed.truncated,
+        next_since: replayed.next_since.map(rfc3339),
+    }))
+}
+
+/// Body of `POST .../webhooks/{id}/rotate-secret` (optional).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RotateBody {
+    /// How long the previous secret keeps signing beside the new one, in seconds: 0 (it stops
+    /// at once) to 604800 (seven days); 86400 when absent.
+    #[schema(value_type = Option<u32>, minimum = 0, maximum = 604800)]
+    #[serde(default)]
+    previous_valid_for_seconds: Option<WholeNumber>,
+}
+
+/// The new secret, shown only here.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RotateResponse {
+    success: bool,
+    /// The new signing secret (`whsec_...`).
+    secret: String,
+    /// Until when the previous secret still signs beside it (now, with 0).
+    previous_expires_at: String,
+}
+
+/// `POST .../webhooks/{id}/rotate-secret`: a new secret at once; the previous one signs beside it
+/// for the window asked for.
+#[utoipa::path(
+    operation_id = "rotateWebhookSecret",
+    post,
+    path = "/api/integrations/automation/webhooks/{id}/rotate-secret",
+    tag = "Webhooks",
+    summary = "Rotate one's subscription's signing secret, with a window where both sign",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
+    request_body(content = Option<RotateBody>, description = "Optional"),
+    responses(
+        (status = 200, description = "The new secret, shown only here", body = RotateResponse),
+        (status = 400, description = "Invalid request parameters", body = crate::openapi::ErrorBody),
+        (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn rotate_secret(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+    body: JsonOrEmpty<RotateBody, InvalidRequestParameters>,
+) -> Result<web::Json<RotateResponse>, ApiError> {
+    let valid_for = body
+        .into_inner()
+        .previous_valid_for_seconds
+        .map(|WholeNumber(n)| time::Duration::seconds(i64::from(n)));
+    let rotated = state
+        .webhooks
+        .rotate_secret(&caller.0, &id, valid_for)
+        .await?;
+    tracing::info!(webhook_id = %id, user_id = %caller.0.user_id, "webhook secret rotated");
+    Ok(web::Json(RotateResponse {
+        success: true,
+        secret: rotated.secret,
+        previous_expires_at: rfc3339(rotated.previous_expires_at),
     }))
 }
 
@@ -518,68 +597,6 @@ pub async fn stats(
     Ok(web::Json(StatsResponse { buckets }))
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct DeliveryItem {
-    event_id: String,
-    event_type: &'static str,
-    status: String,
-    attempts: i32,
-    last_status_code: Option<i32>,
-    last_error: Option<String>,
-    next_attempt_at: String,
-    created_at: String,
-    updated_at: String,
-}
-
-impl From<DeliveryRecord> for DeliveryItem {
-    fn from(d: DeliveryRecord) -> Self {
-        Self {
-            event_id: d.event_id.to_string(),
-            event_type: d.event_type.as_str(),
-            status: d.status,
-            attempts: d.attempts,
-            last_status_code: d.last_status_code,
-            last_error: d.last_error,
-            next_attempt_at: rfc3339(d.next_attempt_at),
-            created_at: rfc3339(d.created_at),
-            updated_at: rfc3339(d.updated_at),
-        }
-    }
-}
-
-/// `GET .../webhooks/{id}/deliveries`: the last 7 days, newest first.
-#[utoipa::path(
-    operation_id = "listWebhookDeliveries",
-    get,
-    path = "/api/integrations/automation/webhooks/{id}/deliveries",
-    tag = "Webhooks",
-    summary = "The last 7 days of a subscription's deliveries",
-    security(("bearer_auth" = [])),
-    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
-    responses(
-        (status = 200, description = "Deliveries, newest first", body = DeliveryList),
-        (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
-        crate::openapi::AuthErrors
-    )
-)]
-pub async fn deliveries(
-    state: web::Data<AppState>,
-    caller: Caller,
-    id: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
-    let items: Vec<DeliveryItem> = state
-        .webhooks
-        .deliveries(&caller.0, &id)
-        .await?
-        .into_iter()
-        .map(DeliveryItem::from)
-        .collect();
-    Ok(HttpResponse::Ok().json(DeliveryList {
-        success: true,
-        deliveries: items,
-    }))
-}
-
 /// The caller's own subscriptions.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct WebhookList {
@@ -587,15 +604,6 @@ pub struct WebhookList {
     pub success: bool,
     /// Newest first.
     pub webhooks: Vec<WebhookObject>,
-}
-
-/// A subscription's recent deliveries.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct DeliveryList {
-    /// True.
-    pub success: bool,
-    /// Newest first.
-    pub deliveries: Vec<DeliveryItem>,
 }
 
 #[cfg(test)]

@@ -15,3 +15,4 @@ mod support;
 mod time_entries;
 mod webhooks;
 mod webhooks_operate;
+mod webhooks_recover;

@@ -45,9 +45,14 @@ fn served() -> Vec<(&'static str, String)> {
         ("get", "/webhooks/{id}"),
         ("patch", "/webhooks/{id}"),
         ("post", "/webhooks/{id}/enable"),
+        ("post", "/webhooks/{id}/rotate-secret"),
         ("delete", "/webhooks/{id}"),
-        ("get", "/webhooks/{id}/deliveries"),
         ("get", "/webhooks/{id}/stats"),
+        ("post", "/webhooks/{id}/test"),
+        ("post", "/webhooks/{id}/replay"),
+        ("get", "/webhooks/{id}/deliveries"),
+        ("get", "/webhooks/{id}/deliveries/{delivery_id}"),
+        ("post", "/webhooks/{id}/deliveries/{delivery_id}/resend"),
         ("get", "/triggers/time-entries/manual_entry/fallback"),
         ("get", "/triggers/time-entries/stop/fallback"),
         ("get", "/triggers/time-entries/start/fallback"),
@@ -280,6 +285,8 @@ async fn list_limits_are_documented_with_the_bounds_the_service_enforces() {
     )
     .await;
     assert_eq!(status, 201, "{project}");
+    let webhook =
+        crate::webhooks_operate::subscribed(&t, &app, "https://hooks.example.com/paged").await;
     let mut lists = 0;
     for (method, path, op) in operations(&doc) {
         let params = op["parameters"].as_array().cloned().unwrap_or_default();
@@ -300,7 +307,12 @@ async fn list_limits_are_documented_with_the_bounds_the_service_enforces() {
         );
 
         // The documented bounds are the enforced ones: in range is a page, out of range 400.
-        let uri = path.replace("{id}", project["id"].as_str().unwrap());
+        let id = if path.contains("/webhooks/") {
+            webhook.as_str()
+        } else {
+            project["id"].as_str().unwrap()
+        };
+        let uri = path.replace("{id}", id);
         for (value, expected) in [(1, 200), (200, 200), (0, 400), (201, 400), (-1, 400)] {
             let req = test::TestRequest::get()
                 .uri(&format!("{uri}?limit={value}"))
@@ -310,7 +322,7 @@ async fn list_limits_are_documented_with_the_bounds_the_service_enforces() {
             assert_eq!(status, expected, "{method} {uri}?limit={value}: {body}");
         }
     }
-    assert_eq!(lists, 5, "the paginated lists");
+    assert_eq!(lists, 6, "the paginated lists");
 }
 
 #[actix_web::test]
@@ -415,7 +427,10 @@ async fn required_fields_and_enums_match_the_validation() {
             "TIMER_STARTED",
             "TIMER_STOPPED",
             "TIME_ENTRY_CREATED",
-            "CLIENT_CREATED"
+            "CLIENT_CREATED",
+            "WEBHOOK_FAILING",
+            "WEBHOOK_DISABLED",
+            "WEBHOOK_RECOVERED"
         ])
     );
 }

@@ -430,7 +430,9 @@ async fn the_delivery_log_lists_the_webhooks_deliveries_to_its_owner_only() {
         .to_request();
     let (status, _, body) = call(&app, req).await;
     assert_eq!(status, 200);
-    let items = body["deliveries"].as_array().unwrap();
+    let items = body["data"].as_array().unwrap();
+    assert_eq!(body["next_cursor"], Value::Null);
+    assert_eq!(items[0]["kind"], "event");
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["event_type"], "CLIENT_CREATED");
     assert_eq!(items[0]["status"], "PENDING");

@@ -7,9 +7,14 @@ use serde_json::{Value, json};
 use crate::support::{TestApp, call, error_of};
 use timetrack_testkit::fakes::{email, name};
 
-const BASE: &str = "/api/integrations/automation/webhooks";
+pub(crate) const BASE: &str = "/api/integrations/automation/webhooks";
 
-fn request(method: &str, auth: &str, path: &str, body: Option<Value>) -> actix_http::Request {
+pub(crate) fn request(
+    method: &str,
+    auth: &str,
+    path: &str,
+    body: Option<Value>,
+) -> actix_http::Request {
     let req = match method {
         "GET" => test::TestRequest::get(),
         "PATCH" => test::TestRequest::patch(),
@@ -26,7 +31,7 @@ fn request(method: &str, auth: &str, path: &str, body: Option<Value>) -> actix_h
 }
 
 /// Subscribes as the test's user: the webhook's id.
-async fn subscribed<S, B>(t: &TestApp, app: &S, url: &str) -> String
+pub(crate) async fn subscribed<S, B>(t: &TestApp, app: &S, url: &str) -> String
 where
     S: actix_web::dev::Service<
             actix_http::Request,
@@ -50,14 +55,14 @@ where
 }
 
 /// Runs each `;`-separated statement of `sql` (a prepared statement holds one).
-async fn run_all(t: &TestApp, sql: &str) {
+pub(crate) async fn run_all(t: &TestApp, sql: &str) {
     for statement in sql.split("; ") {
         t.execute(statement).await;
     }
 }
 
 /// A second member of the test's workspace: their bearer header value.
-async fn colleague(t: &TestApp) -> String {
+pub(crate) async fn colleague(t: &TestApp) -> String {
     let eve = t
         .admin
         .create_user(t.workspace.id, name("Eve"), email("eve@example.com"))
@@ -116,12 +121,14 @@ async fn the_webhook_object_reports_health_from_the_attempts_and_never_the_secre
                                  next_attempt_at, created_at, updated_at) \
          VALUES ('00000000-0000-0000-0000-0000000000e1', '{id}', '{ws}', 'PENDING', 4, \
                  '2026-03-01T10:00:00Z', '2026-03-01T09:00:00Z', '2026-03-01T09:04:00Z'); \
-         INSERT INTO delivery_attempts (event_id, subscription_id, attempt, started_at, \
-                                        latency_ms, status_code, error) VALUES \
+         INSERT INTO delivery_attempts (delivery_id, subscription_id, attempt, started_at, \
+                                        latency_ms, status_code, error) \
+         SELECT d.id, d.subscription_id, v.a, v.t::timestamptz, v.l, v.c, v.e FROM deliveries d JOIN (VALUES \
          ('00000000-0000-0000-0000-0000000000e1', '{id}', 1, '2026-03-01T09:01:00Z', 10, 500, 'HTTP 500'), \
          ('00000000-0000-0000-0000-0000000000e1', '{id}', 2, '2026-03-01T09:02:00Z', 10, 200, NULL), \
          ('00000000-0000-0000-0000-0000000000e1', '{id}', 3, '2026-03-01T09:03:00Z', 10, NULL, 'timeout: no answer within 10 s'), \
-         ('00000000-0000-0000-0000-0000000000e1', '{id}', 4, '2026-03-01T09:04:00Z', 10, 503, 'HTTP 503'); \
+         ('00000000-0000-0000-0000-0000000000e1', '{id}', 4, '2026-03-01T09:04:00Z', 10, 503, 'HTTP 503')) AS v(ev, s, a, t, l, c, e) \
+         ON d.event_id = v.ev::uuid AND d.subscription_id = v.s; \
          UPDATE webhook_subscriptions SET failing_since = '2026-03-01T09:03:00Z' WHERE id = '{id}'",
         ws = t.workspace.id
     ))
@@ -144,9 +151,10 @@ async fn the_webhook_object_reports_health_from_the_attempts_and_never_the_secre
 
     // A success clears the streak; the listing shows the same object.
     run_all(&t, &format!(
-        "INSERT INTO delivery_attempts (event_id, subscription_id, attempt, started_at, \
+        "INSERT INTO delivery_attempts (delivery_id, subscription_id, attempt, started_at, \
                                         latency_ms, status_code, error) \
-         VALUES ('00000000-0000-0000-0000-0000000000e1', '{id}', 5, '2026-03-01T09:05:00Z', 10, 204, NULL); \
+         SELECT d.id, d.subscription_id, v.a, v.t::timestamptz, v.l, v.c, v.e FROM deliveries d JOIN (VALUES ('00000000-0000-0000-0000-0000000000e1', '{id}', 5, '2026-03-01T09:05:00Z', 10, 204, NULL)) AS v(ev, s, a, t, l, c, e) \
+         ON d.event_id = v.ev::uuid AND d.subscription_id = v.s; \
          UPDATE deliveries SET status = 'DELIVERED' WHERE subscription_id = '{id}'; \
          UPDATE webhook_subscriptions SET failing_since = NULL WHERE id = '{id}'"
     ))
@@ -405,23 +413,22 @@ async fn enable_makes_a_disabled_webhook_active_again_once_and_audited() {
                                  next_attempt_at, created_at, updated_at) \
          VALUES ('00000000-0000-0000-0000-0000000000e2', '{id}', '{ws}', 'CANCELLED', 2, \
                  now(), now() - interval '6 days', now()); \
-         INSERT INTO delivery_attempts (event_id, subscription_id, attempt, started_at, \
-                                        latency_ms, status_code, error) VALUES \
+         INSERT INTO delivery_attempts (delivery_id, subscription_id, attempt, started_at, \
+                                        latency_ms, status_code, error) \
+         SELECT d.id, d.subscription_id, v.a, v.t::timestamptz, v.l, v.c, v.e FROM deliveries d JOIN (VALUES \
          ('00000000-0000-0000-0000-0000000000e2', '{id}', 1, now() - interval '5 days', 10, 500, 'HTTP 500'), \
-         ('00000000-0000-0000-0000-0000000000e2', '{id}', 2, now() - interval '1 hour', 10, 500, 'HTTP 500'); \
+         ('00000000-0000-0000-0000-0000000000e2', '{id}', 2, now() - interval '1 hour', 10, 500, 'HTTP 500')) AS v(ev, s, a, t, l, c, e) \
+         ON d.event_id = v.ev::uuid AND d.subscription_id = v.s; \
          UPDATE webhook_subscriptions SET status = 'DISABLED', \
          failing_since = now() - interval '5 days' WHERE id = '{id}'",
         ws = t.workspace.id
     ))
     .await;
     for (body, detail) in [
-        (
-            json!({"replay_since": "2026-03-01T00:00:00Z"}),
-            "replay_since",
-        ),
+        (json!({"replay_since": "last week"}), "replay_since"),
         (
             json!({"since": "2026-03-01T00:00:00Z"}),
-            "unknown field since",
+            "unknown field `since`",
         ),
         (json!([1]), "object"),
     ] {
@@ -433,6 +440,19 @@ async fn enable_makes_a_disabled_webhook_active_again_once_and_audited() {
             "{answer}"
         );
     }
+    // Older than the retained events: refused before anything changes.
+    let (status, _, answer) = call(
+        &app,
+        enable(Some(json!({"replay_since": "2026-03-01T00:00:00Z"}))),
+    )
+    .await;
+    assert_eq!(
+        (status, error_of(&answer)),
+        (
+            400,
+            json!({"error": "since is older than the retained events (7 days)"})
+        )
+    );
     let (_, _, still) = call(&app, request("GET", &auth, &format!("/{id}"), None)).await;
     assert_eq!(
         still["webhook"]["status"], "DISABLED",
@@ -442,6 +462,7 @@ async fn enable_makes_a_disabled_webhook_active_again_once_and_audited() {
     let (status, _, answer) = call(&app, enable(None)).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["success"], true);
+    assert_eq!(answer["replayed"], 0, "no replay asked for");
     assert_eq!(answer["webhook"]["status"], "ACTIVE");
     // The failure streak is cleared; the facts of the last attempt stay.
     let health = &answer["webhook"]["health"];
@@ -588,13 +609,15 @@ async fn stats_count_the_last_24_hours_of_attempts_by_hour_for_the_owner_only() 
                                  next_attempt_at, created_at, updated_at) \
          VALUES ('00000000-0000-0000-0000-0000000000e3', '{id}', '{ws}', 'DELIVERED', 5, \
                  now(), now(), now()); \
-         INSERT INTO delivery_attempts (event_id, subscription_id, attempt, started_at, \
-                                        latency_ms, status_code, error) VALUES \
+         INSERT INTO delivery_attempts (delivery_id, subscription_id, attempt, started_at, \
+                                        latency_ms, status_code, error) \
+         SELECT d.id, d.subscription_id, v.a, v.t::timestamptz, v.l, v.c, v.e FROM deliveries d JOIN (VALUES \
          ('00000000-0000-0000-0000-0000000000e3', '{id}', 1, {a1}, 100, 500, 'HTTP 500'), \
          ('00000000-0000-0000-0000-0000000000e3', '{id}', 2, {a2}, 300, 200, NULL), \
          ('00000000-0000-0000-0000-0000000000e3', '{id}', 3, {a3}, 40, 204, NULL), \
          ('00000000-0000-0000-0000-0000000000e3', '{id}', 4, {a4}, 20, 200, NULL), \
-         ('00000000-0000-0000-0000-0000000000e3', '{id}', 5, {a5}, 10, NULL, 'timeout')",
+         ('00000000-0000-0000-0000-0000000000e3', '{id}', 5, {a5}, 10, NULL, 'timeout')) AS v(ev, s, a, t, l, c, e) \
+         ON d.event_id = v.ev::uuid AND d.subscription_id = v.s",
             ws = t.workspace.id,
             a1 = at("1 second"),
             a2 = at("2 seconds"),

@@ -17,15 +17,29 @@ pub enum EventType {
     TimeEntryCreated,
     /// A client was created.
     ClientCreated,
+    /// A webhook's deliveries have failed without a success for the configured time (once per
+    /// failing streak); sent to the other webhooks of its workspace that list it.
+    WebhookFailing,
+    /// A webhook was disabled after failing for the configured time, or deleted because it
+    /// answered `410 Gone`.
+    WebhookDisabled,
+    /// A failing webhook (one its owner was told about) received a delivery with a 2xx again.
+    WebhookRecovered,
+    /// A test delivery to one webhook, sent on its owner's request; not subscribable.
+    WebhookTest,
 }
 
 impl EventType {
     /// Every event type, in the order they are documented.
-    pub const ALL: [EventType; 4] = [
+    pub const ALL: [EventType; 8] = [
         Self::TimerStarted,
         Self::TimerStopped,
         Self::TimeEntryCreated,
         Self::ClientCreated,
+        Self::WebhookFailing,
+        Self::WebhookDisabled,
+        Self::WebhookRecovered,
+        Self::WebhookTest,
     ];
 
     /// The published name, e.g. `TIMER_STARTED`.
@@ -35,7 +49,21 @@ impl EventType {
             Self::TimerStopped => "TIMER_STOPPED",
             Self::TimeEntryCreated => "TIME_ENTRY_CREATED",
             Self::ClientCreated => "CLIENT_CREATED",
+            Self::WebhookFailing => "WEBHOOK_FAILING",
+            Self::WebhookDisabled => "WEBHOOK_DISABLED",
+            Self::WebhookRecovered => "WEBHOOK_RECOVERED",
+            Self::WebhookTest => "WEBHOOK_TEST",
         }
+    }
+
+    /// Whether a subscription may list it (every type but `WEBHOOK_TEST`).
+    pub fn is_subscribable(self) -> bool {
+        self != Self::WebhookTest
+    }
+
+    /// The types a subscription may list, in the order they are documented.
+    pub fn subscribable() -> impl Iterator<Item = EventType> {
+        Self::ALL.into_iter().filter(|t| t.is_subscribable())
     }
 
     /// Parses a published name; exact spelling only.

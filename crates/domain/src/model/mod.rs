@@ -19,7 +19,8 @@ pub use page::{Cursor, Page, PageRequest};
 pub use time_entry::{EntrySource, TimeEntry};
 pub use user::User;
 pub use webhook::{
-    AttemptSummary, AuditEntry, DeliveryRecord, HealthState, HourlyStats, Subscription,
-    SubscriptionChange, SubscriptionStatus, WebhookHealth, WebhookId,
+    AttemptSummary, AuditEntry, DeliveryAttempt, DeliveryDetail, DeliveryId, DeliveryKind,
+    DeliveryQuery, DeliveryRecord, DeliveryStatus, HealthState, HourlyStats, ReplayOutcome,
+    ReplayWindow, Subscription, SubscriptionChange, SubscriptionStatus, WebhookHealth, WebhookId,
 };
 pub use workspace::Workspace;

@@ -44,6 +44,119 @@ impl std::fmt::Display for WebhookId {
     }
 }
 
+/// A delivery's id: a positive integer, shown as its decimal text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeliveryId(pub i64);
+
+impl DeliveryId {
+    /// Accepts the decimal text of a positive integer (no sign, no leading zero); anything else
+    /// is `None`.
+    pub fn parse(text: &str) -> Option<Self> {
+        if text.is_empty() || text.len() > 19 || text.starts_with('0') {
+            return None;
+        }
+        if !text.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        text.parse().ok().map(Self)
+    }
+}
+
+impl DeliveryId {
+    /// The opaque cursor of a log page that ends with this delivery: URL-safe base64 of
+    /// `d:<id>`.
+    pub fn cursor(self) -> String {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("d:{}", self.0))
+    }
+
+    /// Parses [`cursor`](Self::cursor)'s form; anything else is `Validation("invalid cursor")`.
+    pub fn from_cursor(text: &str) -> DomainResult<Self> {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .and_then(|text| text.strip_prefix("d:").and_then(Self::parse))
+            .ok_or_else(|| DomainError::validation("invalid cursor"))
+    }
+}
+
+impl std::fmt::Display for DeliveryId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Why a delivery was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeliveryKind {
+    /// The fan-out of an event to the subscriptions that listed its type.
+    Event,
+    /// Queued again by a replay (or an enable with `replay_since`).
+    Replay,
+    /// Queued again by a resend of one delivery.
+    Resend,
+    /// A `WEBHOOK_TEST` sent on the owner's request: one attempt, no retry, no effect on health.
+    Test,
+}
+
+impl DeliveryKind {
+    /// Every kind.
+    pub const ALL: [DeliveryKind; 4] = [Self::Event, Self::Replay, Self::Resend, Self::Test];
+
+    /// The published spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Event => "event",
+            Self::Replay => "replay",
+            Self::Resend => "resend",
+            Self::Test => "test",
+        }
+    }
+
+    /// Parses the published spelling.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+}
+
+/// Where a delivery stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeliveryStatus {
+    /// To be sent or retried.
+    Pending,
+    /// Answered with a 2xx.
+    Delivered,
+    /// Failed for good.
+    Failed,
+    /// Not sent: its subscription was deleted or disabled, or its key revoked.
+    Cancelled,
+}
+
+impl DeliveryStatus {
+    /// Every status.
+    pub const ALL: [DeliveryStatus; 4] = [
+        Self::Pending,
+        Self::Delivered,
+        Self::Failed,
+        Self::Cancelled,
+    ];
+
+    /// The published spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "PENDING",
+            Self::Delivered => "DELIVERED",
+            Self::Failed => "FAILED",
+            Self::Cancelled => "CANCELLED",
+        }
+    }
+
+    /// Parses the published spelling.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+}
+
 /// A new signing secret: `whsec_` + base64 of 32 random bytes (the Standard Webhooks form).
 pub fn generate_secret(random: &dyn RandomSource) -> String {
     let mut bytes = [0u8; 32];
@@ -110,6 +223,9 @@ pub struct Subscription {
     pub created_at: OffsetDateTime,
     /// Last change.
     pub updated_at: OffsetDateTime,
+    /// Until when the secret this one replaced still signs beside it (`None` when it does not,
+    /// or no more: the time may be past).
+    pub previous_secret_expires_at: Option<OffsetDateTime>,
 }
 
 /// A change to a subscription's settings, parsed: each field set is changed, the others kept.
@@ -235,24 +351,100 @@ impl WebhookHealth {
 /// One delivery of one event to one subscription, as the delivery log shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryRecord {
+    /// The delivery.
+    pub id: DeliveryId,
     /// The event (also the `webhook-id` header).
     pub event_id: EventId,
     /// The event's type.
     pub event_type: EventType,
-    /// `PENDING`, `DELIVERED`, `FAILED` or `CANCELLED`.
-    pub status: String,
+    /// Why it was made.
+    pub kind: DeliveryKind,
+    /// Where it stands.
+    pub status: DeliveryStatus,
     /// Attempts made so far.
     pub attempts: i32,
+    /// When the next attempt is due, while pending.
+    pub next_attempt_at: Option<OffsetDateTime>,
+    /// When the latest attempt started.
+    pub last_attempt_at: Option<OffsetDateTime>,
     /// Status code of the last attempt, if it got a response.
     pub last_status_code: Option<i32>,
     /// Error of the last attempt, if it failed without a response or with a non-2xx one.
     pub last_error: Option<String>,
-    /// When the next attempt is due (meaningful while pending).
-    pub next_attempt_at: OffsetDateTime,
-    /// When the delivery was created (with its event).
+    /// When the delivery was created.
     pub created_at: OffsetDateTime,
     /// Last change.
     pub updated_at: OffsetDateTime,
+}
+
+/// One HTTP attempt of a delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryAttempt {
+    /// 1 for the first.
+    pub number: i32,
+    /// When it started.
+    pub started_at: OffsetDateTime,
+    /// How long it took, in milliseconds.
+    pub duration_ms: i32,
+    /// The response's status code, if there was a response.
+    pub status_code: Option<i32>,
+    /// What went wrong, if it failed.
+    pub error: Option<String>,
+    /// The first kilobyte of the response body, if there was one.
+    pub response_body: Option<String>,
+}
+
+/// A delivery with the exact body it sends and every attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryDetail {
+    /// The delivery.
+    pub record: DeliveryRecord,
+    /// The exact body sent.
+    pub payload: String,
+    /// Its attempts, first first.
+    pub attempts: Vec<DeliveryAttempt>,
+}
+
+/// Which deliveries of a subscription a log page holds: newest first, created at or after
+/// `since`, before `before` (a delivery id, the previous page's last), at most `limit`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryQuery {
+    /// The oldest creation time shown (the retention period).
+    pub since: OffsetDateTime,
+    /// Only this status.
+    pub status: Option<DeliveryStatus>,
+    /// Only this event type.
+    pub event_type: Option<EventType>,
+    /// Only deliveries with a smaller id (older).
+    pub before: Option<DeliveryId>,
+    /// Most deliveries returned.
+    pub limit: u32,
+}
+
+/// A replay's window and rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayWindow {
+    /// Events recorded at or after this time...
+    pub since: OffsetDateTime,
+    /// ...and before this one.
+    pub until: OffsetDateTime,
+    /// Only events the webhook has not received with a 2xx (and has none pending for).
+    pub only_failed: bool,
+    /// Most events queued.
+    pub limit: u32,
+    /// When the replay is made (the new deliveries' creation and first attempt time).
+    pub at: OffsetDateTime,
+}
+
+/// What a replay queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayOutcome {
+    /// Deliveries queued.
+    pub queued: u64,
+    /// Whether more events of the window remain.
+    pub truncated: bool,
+    /// Where to continue when truncated: the creation time of the first event not queued.
+    pub next_since: Option<OffsetDateTime>,
 }
 
 /// An audit-log row: who did what to what, and why.

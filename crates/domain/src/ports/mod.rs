@@ -14,8 +14,9 @@ pub use system::{Clock, IdGenerator, RandomSource};
 pub mod system;
 
 use crate::model::{
-    ApiKey, AttemptSummary, AuditEntry, Client, DeliveryRecord, Event, HourlyStats, KeyHash, Page,
-    PageRequest, Project, Subscription, SubscriptionChange, Tag, Task, TimeEntry, User, WebhookId,
+    ApiKey, AttemptSummary, AuditEntry, Client, DeliveryDetail, DeliveryId, DeliveryQuery,
+    DeliveryRecord, Event, HourlyStats, KeyHash, Page, PageRequest, Project, ReplayOutcome,
+    ReplayWindow, Subscription, SubscriptionChange, Tag, Task, TimeEntry, User, WebhookId,
     Workspace,
 };
 
@@ -188,13 +189,63 @@ pub trait SubscriptionRepository: Send + Sync {
     /// row). MUST return `NotFound("webhook")` if no subscription has this id.
     async fn delete(&self, id: &WebhookId, audit: &AuditEntry) -> DomainResult<()>;
 
-    /// The subscription's deliveries created at or after `since`, newest first, at most `limit`.
+    /// Stores a new signing secret; the current one becomes the previous secret, signing
+    /// beside it until `previous_expires_at` (the secret it replaced, if any, is dropped), and
+    /// writes `audit`, in one transaction. MUST return `NotFound("webhook")`, changing nothing,
+    /// if no subscription has this id or it is deleted.
+    async fn rotate_secret(
+        &self,
+        id: &WebhookId,
+        secret: &str,
+        previous_expires_at: OffsetDateTime,
+        audit: &AuditEntry,
+    ) -> DomainResult<()>;
+}
+
+/// A subscription's deliveries: the log, and the deliveries its owner asks for (a test, a
+/// resend, a replay).
+#[async_trait]
+pub trait DeliveryLog: Send + Sync {
+    /// The subscription's deliveries that `query` selects, newest (highest id) first.
     async fn deliveries(
         &self,
         id: &WebhookId,
-        since: OffsetDateTime,
-        limit: u32,
+        query: &DeliveryQuery,
     ) -> DomainResult<Vec<DeliveryRecord>>;
+
+    /// The subscription's delivery `delivery` with its body and attempts, or `None` if it has
+    /// none with this id.
+    async fn delivery(
+        &self,
+        id: &WebhookId,
+        delivery: DeliveryId,
+    ) -> DomainResult<Option<DeliveryDetail>>;
+
+    /// Stores `event` (a `WEBHOOK_TEST`) and one pending test delivery of it to the
+    /// subscription, due at once, in one transaction; returns the delivery. MUST return
+    /// `NotFound("webhook")` for no subscription or a deleted one and `Conflict("API key
+    /// revoked")` if its key is revoked, storing nothing.
+    async fn queue_test(&self, id: &WebhookId, event: &Event) -> DomainResult<DeliveryRecord>;
+
+    /// Queues a new delivery (`resend`) of the event of the subscription's delivery `delivery`,
+    /// due at `at`, whatever that delivery's status; returns it. MUST return
+    /// `NotFound("delivery")` if the subscription has no such delivery (its event purged
+    /// included) and `Conflict("Webhook is disabled")` unless the subscription is active.
+    async fn resend(
+        &self,
+        id: &WebhookId,
+        delivery: DeliveryId,
+        at: OffsetDateTime,
+    ) -> DomainResult<DeliveryRecord>;
+
+    /// Queues, oldest first, a `replay` delivery due at `window.at` of each event of the
+    /// subscription's workspace recorded in `[since, until)` that the subscription would
+    /// receive now (its event types); with `only_failed`, only those it has no delivery of that
+    /// was delivered or is pending. At most `window.limit`; when more remain, `truncated` and
+    /// `next_since`, the creation time of the first left out (the events of that instant are
+    /// left out too when some are, so that a replay from there repeats none). MUST return `Conflict("Webhook is
+    /// disabled")` unless the subscription is active, queueing nothing.
+    async fn replay(&self, id: &WebhookId, window: &ReplayWindow) -> DomainResult<ReplayOutcome>;
 }
 
 /// Name resolution for the SSRF guard.
@@ -422,17 +473,26 @@ pub trait DeliveryQueue: Send + Sync {
     /// (delivered, pending again at the retry time, or failed), the subscription's failure clock,
     /// and, for `Unsubscribe` (410) or `disable_subscription`, the subscription's end with its
     /// pending deliveries cancelled (and an audit row for a 410). A delivery that is no longer
-    /// pending (cancelled meanwhile) keeps its state; the attempt row is still written.
+    /// pending (cancelled meanwhile) keeps its state; the attempt row is still written. A test
+    /// delivery's attempt leaves the failure clock alone.
+    ///
+    /// The attempt's notice, if any, is written in the same transaction: its event, and one
+    /// pending delivery for each active subscription of the workspace listing its type except
+    /// the one it is about. `WEBHOOK_FAILING` is written only if the owner was not told of the
+    /// current streak yet (and marks it told); `WEBHOOK_RECOVERED` only if they were (and clears
+    /// it); `WEBHOOK_DISABLED` only if the attempt did end the subscription. Returns whether
+    /// the notice was written.
     async fn record(
         &self,
         claimed: &crate::delivery::ClaimedDelivery,
         attempt: &crate::delivery::AttemptRecord,
-    ) -> DomainResult<()>;
+    ) -> DomainResult<bool>;
 
-    /// Records `attempts`, none of which may end or disable its subscription
-    /// ([`AttemptRecord::ends_subscription`](crate::delivery::AttemptRecord::ends_subscription)
-    /// false: those go through [`record`](Self::record)), each as `record` would; then claims up
-    /// to `limit` due deliveries of active subscriptions (pending, next attempt at or before
+    /// Records `attempts`, none of which may be recorded alone
+    /// ([`AttemptRecord::recorded_alone`](crate::delivery::AttemptRecord::recorded_alone) false:
+    /// those go through [`record`](Self::record)), each as `record` would; then claims up
+    /// to `limit` due deliveries of active subscriptions, and test deliveries of disabled ones
+    /// (pending, next attempt at or before
     /// `now`, no live lease), leasing them until `lease_until`. Both in one transaction,
     /// committed before returning: the in-flight slots the recorded deliveries held are free for
     /// the claim, and a claimed delivery is invisible to other workers until its lease expires

@@ -6,11 +6,15 @@ use std::sync::Arc;
 use time::Duration;
 
 use crate::delivery::{
-    AttemptRecord, ClaimedDelivery, DEFAULT_DISABLE_AFTER, NextStep, RetrySchedule, build_request,
-    next_step, should_disable,
+    AttemptOutcome, AttemptRecord, ClaimedDelivery, DEFAULT_DISABLE_AFTER, DEFAULT_FAILING_AFTER,
+    NextStep, Notice, RetrySchedule, Secrets, build_request, next_step, should_disable,
 };
 use crate::error::DomainResult;
+use crate::ids::EventId;
+use crate::model::{DeliveryKind, Event, EventType};
+use crate::payload::{NoticeWebhook, WebhookNoticePayload, to_body};
 use crate::ports::{Clock, DeliveryQueue, RandomSource, WebhookSender};
+use crate::timefmt::rfc3339;
 
 /// How deliveries are claimed and retried.
 #[derive(Debug, Clone)]
@@ -23,6 +27,9 @@ pub struct DeliverySettings {
     pub max_in_flight_per_subscription: u32,
     /// How long a subscription's deliveries may all fail before it is disabled.
     pub disable_after: Duration,
+    /// How long a subscription's deliveries may all fail before its owner is told
+    /// (`WEBHOOK_FAILING`).
+    pub failing_after: Duration,
 }
 
 impl Default for DeliverySettings {
@@ -32,6 +39,7 @@ impl Default for DeliverySettings {
             lease: Duration::seconds(30),
             max_in_flight_per_subscription: 10,
             disable_after: DEFAULT_DISABLE_AFTER,
+            failing_after: DEFAULT_FAILING_AFTER,
         }
     }
 }
@@ -73,7 +81,7 @@ impl DeliveryService {
     }
 
     /// Records `done` (attempts that do not end their subscription, see
-    /// [`AttemptRecord::ends_subscription`]) and claims up to `limit` due deliveries, leased for
+    /// [`AttemptRecord::recorded_alone`]) and claims up to `limit` due deliveries, leased for
     /// the configured time, in one transaction: the slots `done` held are free for the claim.
     pub async fn record_and_claim(
         &self,
@@ -92,23 +100,31 @@ impl DeliveryService {
             .await
     }
 
-    /// Records one attempt on its own, with the subscription's end if it ends it.
+    /// Records one attempt on its own, with the subscription's end if it ends it and its notice
+    /// if it gives one. Returns whether the notice was written (a notice sent once per streak is
+    /// not written twice).
     pub async fn record(
         &self,
         claimed: &ClaimedDelivery,
         record: &AttemptRecord,
-    ) -> DomainResult<()> {
+    ) -> DomainResult<bool> {
         self.queue.record(claimed, record).await
     }
 
     /// Sends one claimed delivery and decides what follows; the caller records the result
-    /// ([`record_and_claim`](Self::record_and_claim), or [`record`](Self::record) when it ends
-    /// the subscription).
+    /// ([`record_and_claim`](Self::record_and_claim), or [`record`](Self::record) when it is
+    /// recorded alone).
+    ///
+    /// A test delivery gets one attempt: delivered or failed for good (a `410` included: it does
+    /// not end the subscription), and it neither disables the subscription nor gives a notice.
     pub async fn attempt(&self, claimed: &ClaimedDelivery) -> DomainResult<AttemptRecord> {
         let started = self.clock.now();
         let request = build_request(
             &claimed.url,
-            &claimed.secret,
+            Secrets {
+                current: &claimed.secret,
+                previous: claimed.previous_secret.as_deref(),
+            },
             &claimed.event_id.to_string(),
             claimed.event_type.as_str(),
             &claimed.body,
@@ -116,6 +132,19 @@ impl DeliveryService {
         )?;
         let report = self.sender.send(&request).await;
         let finished = started + report.latency;
+        if claimed.kind == DeliveryKind::Test {
+            let next = match report.outcome {
+                AttemptOutcome::Delivered { .. } => NextStep::Done,
+                _ => NextStep::GiveUp,
+            };
+            return Ok(AttemptRecord {
+                started_at: started,
+                report,
+                next,
+                disable_subscription: false,
+                notice: None,
+            });
+        }
         let next = next_step(
             &report.outcome,
             claimed.attempts + 1,
@@ -124,17 +153,77 @@ impl DeliveryService {
             self.random.as_ref(),
         );
         let failing = !matches!(next, NextStep::Done | NextStep::Unsubscribe);
-        let disable_subscription = failing
-            && should_disable(
-                Some(claimed.failing_since.unwrap_or(started)),
-                finished,
-                self.settings.disable_after,
-            );
-        Ok(AttemptRecord {
+        let failing_since = claimed.failing_since.unwrap_or(started);
+        let disable_subscription =
+            failing && should_disable(Some(failing_since), finished, self.settings.disable_after);
+        let mut record = AttemptRecord {
             started_at: started,
             report,
             next,
             disable_subscription,
+            notice: None,
+        };
+        let notice = if next == NextStep::Unsubscribe {
+            Some((EventType::WebhookDisabled, Some("gone"), "DELETED"))
+        } else if disable_subscription {
+            Some((EventType::WebhookDisabled, Some("failing"), "DISABLED"))
+        } else if failing
+            && !claimed.failing_notified
+            && should_disable(Some(failing_since), finished, self.settings.failing_after)
+        {
+            Some((EventType::WebhookFailing, None, "ACTIVE"))
+        } else if next == NextStep::Done && claimed.failing_notified {
+            Some((EventType::WebhookRecovered, None, "ACTIVE"))
+        } else {
+            None
+        };
+        if let Some((event_type, reason, status)) = notice {
+            record.notice = Some(self.notice(claimed, &record, event_type, reason, status)?);
+        }
+        Ok(record)
+    }
+
+    /// The notice of type `event_type` about `claimed`'s subscription after `record`.
+    fn notice(
+        &self,
+        claimed: &ClaimedDelivery,
+        record: &AttemptRecord,
+        event_type: EventType,
+        reason: Option<&'static str>,
+        status: &'static str,
+    ) -> DomainResult<Notice> {
+        let (last_status_code, last_error) = record.last_result();
+        let at = record.finished_at();
+        // The streak a notice speaks of: none after a success that ended it.
+        let failing_since = match record.next {
+            NextStep::Done => claimed.failing_since,
+            _ => Some(claimed.failing_since.unwrap_or(record.started_at)),
+        };
+        let body = to_body(&WebhookNoticePayload {
+            event: event_type.as_str(),
+            webhook: NoticeWebhook {
+                id: claimed.subscription_id.to_string(),
+                url: claimed.url.clone(),
+                description: claimed.description.clone(),
+                status,
+            },
+            reason,
+            failing_since: failing_since.map(rfc3339),
+            last_status_code,
+            last_error,
+            timestamp: rfc3339(at),
+        })?;
+        let mut bytes = [0u8; 16];
+        self.random.fill(&mut bytes);
+        Ok(Notice {
+            event: Event {
+                id: EventId(uuid::Builder::from_random_bytes(bytes).into_uuid()),
+                workspace_id: claimed.workspace_id,
+                event_type,
+                body,
+                created_at: at,
+            },
+            about: claimed.subscription_id.clone(),
         })
     }
 }

@@ -18,4 +18,7 @@ pub use catalog::CatalogService;
 pub use clients::ClientService;
 pub use delivery::{DeliveryService, DeliverySettings};
 pub use time_entries::{EntryDraft, EntryPatch, TimeEntryService};
-pub use webhooks::{NewSubscription, WebhookChange, WebhookService, WebhookSettings};
+pub use webhooks::{
+    DeliveryFilter, NewSubscription, ReplayRequest, RotatedSecret, WebhookChange, WebhookService,
+    WebhookSettings,
+};

@@ -1,17 +1,22 @@
-//! Webhook subscriptions: subscribe, list, delete, and the delivery log.
+//! Webhook subscriptions: subscribe, read, change, enable, delete, test, rotate the secret,
+//! replay and resend, and the delivery log.
 
 use std::sync::Arc;
 
 use time::Duration;
 
 use crate::error::{DomainError, DomainResult};
+use crate::ids::EventId;
 use crate::model::webhook::generate_secret;
 use crate::model::{
-    AuditEntry, DeliveryRecord, EventType, HourlyStats, Principal, Subscription,
+    AuditEntry, DeliveryDetail, DeliveryId, DeliveryQuery, DeliveryRecord, DeliveryStatus, Event,
+    EventType, HourlyStats, PageRequest, Principal, ReplayOutcome, ReplayWindow, Subscription,
     SubscriptionChange, SubscriptionStatus, WebhookHealth, WebhookId,
 };
 use crate::net::{RESOLVES_TO_PRIVATE, WebhookTarget, blocked_reason, parse_webhook_url};
-use crate::ports::{Clock, HostResolver, RandomSource, SubscriptionRepository};
+use crate::payload::{WebhookTestPayload, to_body};
+use crate::ports::{Clock, DeliveryLog, HostResolver, RandomSource, SubscriptionRepository};
+use crate::timefmt::rfc3339;
 
 /// The published message for a URL that breaks a rule.
 pub const INVALID_URL: &str = "Invalid URL format";
@@ -19,10 +24,14 @@ pub const INVALID_URL: &str = "Invalid URL format";
 pub const REQUIRED: &str = "URL and events array are required";
 /// Longest description, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 255;
-/// How far back the delivery log reaches.
-pub const DELIVERY_LOG_DAYS: i64 = 7;
-/// Most deliveries one log request returns.
-pub const DELIVERY_LOG_LIMIT: u32 = 1000;
+/// The published message for parameters that break a rule (replay and enable bodies).
+pub const INVALID_PARAMETERS: &str = "Invalid request parameters";
+/// Most events one replay queues.
+pub const REPLAY_LIMIT: u32 = 10_000;
+/// How long a rotated-out secret keeps signing unless the owner says otherwise: one day.
+pub const DEFAULT_PREVIOUS_VALID_FOR: Duration = Duration::days(1);
+/// The longest a rotated-out secret may keep signing: seven days.
+pub const MAX_PREVIOUS_VALID_FOR: Duration = Duration::days(7);
 
 /// Settings of the webhook rules.
 #[derive(Debug, Clone, Copy)]
@@ -31,6 +40,9 @@ pub struct WebhookSettings {
     pub allow_private_targets: bool,
     /// Most active subscriptions per workspace.
     pub max_active_per_workspace: u32,
+    /// How long deliveries and their events are kept: the reach of the delivery log and of a
+    /// replay.
+    pub retention: Duration,
 }
 
 impl Default for WebhookSettings {
@@ -38,8 +50,43 @@ impl Default for WebhookSettings {
         Self {
             allow_private_targets: false,
             max_active_per_workspace: 100,
+            retention: Duration::days(7),
         }
     }
+}
+
+/// Which deliveries of the log to show, as received (`?status=`, `?event_type=`, `?limit=`,
+/// `?cursor=`).
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryFilter {
+    /// `PENDING`, `DELIVERED`, `FAILED` or `CANCELLED`.
+    pub status: Option<String>,
+    /// An event type name.
+    pub event_type: Option<String>,
+    /// Page size, 1 to 200 (default 50).
+    pub limit: Option<u32>,
+    /// The previous page's `next_cursor`.
+    pub cursor: Option<String>,
+}
+
+/// A replay as asked for: events recorded in `[since, until)`, `until` now when `None`.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayRequest {
+    /// The window's start.
+    pub since: time::OffsetDateTime,
+    /// The window's end (now when `None`).
+    pub until: Option<time::OffsetDateTime>,
+    /// Only the events the webhook has not received (default true).
+    pub only_failed: bool,
+}
+
+/// A new secret and until when the previous one still signs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RotatedSecret {
+    /// The new signing secret (`whsec_...`), shown only here.
+    pub secret: String,
+    /// Until when the previous secret signs beside it (now, with no window).
+    pub previous_expires_at: time::OffsetDateTime,
 }
 
 /// A subscribe request as received.
@@ -69,6 +116,7 @@ pub struct WebhookChange {
 #[derive(Clone)]
 pub struct WebhookService {
     subscriptions: Arc<dyn SubscriptionRepository>,
+    log: Arc<dyn DeliveryLog>,
     resolver: Arc<dyn HostResolver>,
     clock: Arc<dyn Clock>,
     random: Arc<dyn RandomSource>,
@@ -87,6 +135,7 @@ impl WebhookService {
     /// Builds the service on its ports.
     pub fn new(
         subscriptions: Arc<dyn SubscriptionRepository>,
+        log: Arc<dyn DeliveryLog>,
         resolver: Arc<dyn HostResolver>,
         clock: Arc<dyn Clock>,
         random: Arc<dyn RandomSource>,
@@ -94,6 +143,7 @@ impl WebhookService {
     ) -> Self {
         Self {
             subscriptions,
+            log,
             resolver,
             clock,
             random,
@@ -135,6 +185,7 @@ impl WebhookService {
             status: SubscriptionStatus::Active,
             created_at: now,
             updated_at: now,
+            previous_secret_expires_at: None,
         };
         self.subscriptions
             .create(&subscription, self.settings.max_active_per_workspace)
@@ -155,9 +206,7 @@ impl WebhookService {
             .await?;
         let mut listed = Vec::with_capacity(subscriptions.len());
         for subscription in subscriptions {
-            let attempts = self.subscriptions.attempt_summary(&subscription.id).await?;
-            let health = WebhookHealth::of(&subscription, attempts);
-            listed.push((subscription, health));
+            listed.push(self.with_health(subscription).await?);
         }
         Ok(listed)
     }
@@ -170,6 +219,18 @@ impl WebhookService {
         raw_id: &str,
     ) -> DomainResult<(Subscription, WebhookHealth)> {
         let subscription = self.live(caller, raw_id).await?;
+        self.with_health(subscription).await
+    }
+
+    /// `subscription` with its health, its rotation window dropped once past.
+    async fn with_health(
+        &self,
+        mut subscription: Subscription,
+    ) -> DomainResult<(Subscription, WebhookHealth)> {
+        let now = self.clock.now();
+        subscription.previous_secret_expires_at = subscription
+            .previous_secret_expires_at
+            .filter(|at| *at > now);
         let attempts = self.subscriptions.attempt_summary(&subscription.id).await?;
         let health = WebhookHealth::of(&subscription, attempts);
         Ok((subscription, health))
@@ -214,9 +275,7 @@ impl WebhookService {
         };
         let fields = change.fields();
         if fields.is_empty() {
-            let attempts = self.subscriptions.attempt_summary(&subscription.id).await?;
-            let health = WebhookHealth::of(&subscription, attempts);
-            return Ok((subscription, health));
+            return self.with_health(subscription).await;
         }
         let audit = AuditEntry {
             workspace_id: Some(subscription.workspace_id),
@@ -231,9 +290,7 @@ impl WebhookService {
             .subscriptions
             .update(&subscription.id, &change, &audit)
             .await?;
-        let attempts = self.subscriptions.attempt_summary(&subscription.id).await?;
-        let health = WebhookHealth::of(&subscription, attempts);
-        Ok((subscription, health))
+        self.with_health(subscription).await
     }
 
     /// Deletes the caller's own subscription at once: pending deliveries are cancelled and an
@@ -262,12 +319,21 @@ impl WebhookService {
     /// (audited); an `ACTIVE` one is left as it is. `Conflict("API key revoked")` when it was
     /// disabled because its key was revoked, `Conflict("Subscription limit reached")` at the
     /// workspace's cap, `NotFound("webhook")` as for [`get`](Self::get).
+    ///
+    /// With `replay_since`, then replays what the webhook missed since then (as
+    /// [`replay`](Self::replay) with `only_failed`); a `replay_since` older than the retained
+    /// events is refused before anything changes.
     pub async fn enable(
         &self,
         caller: &Principal,
         raw_id: &str,
-    ) -> DomainResult<(Subscription, WebhookHealth)> {
+        replay_since: Option<time::OffsetDateTime>,
+    ) -> DomainResult<(Subscription, WebhookHealth, Option<ReplayOutcome>)> {
         let subscription = self.live(caller, raw_id).await?;
+        let now = self.clock.now();
+        if let Some(since) = replay_since {
+            self.check_retained(since, now)?;
+        }
         let audit = AuditEntry {
             workspace_id: Some(subscription.workspace_id),
             actor_user_id: Some(caller.user_id),
@@ -275,7 +341,7 @@ impl WebhookService {
             target_type: "webhook",
             target_id: subscription.id.to_string(),
             reason: Some("enabled by its owner".into()),
-            at: self.clock.now(),
+            at: now,
         };
         self.subscriptions
             .enable(
@@ -284,7 +350,186 @@ impl WebhookService {
                 &audit,
             )
             .await?;
-        self.get(caller, raw_id).await
+        let replayed = match replay_since {
+            Some(since) => Some(
+                self.log
+                    .replay(
+                        &subscription.id,
+                        &ReplayWindow {
+                            since,
+                            until: now,
+                            only_failed: true,
+                            limit: REPLAY_LIMIT,
+                            at: now,
+                        },
+                    )
+                    .await?,
+            ),
+            None => None,
+        };
+        let (subscription, health) = self.get(caller, raw_id).await?;
+        Ok((subscription, health, replayed))
+    }
+
+    /// Sends one signed `WEBHOOK_TEST` delivery to the caller's own webhook, whatever its events
+    /// and also when it is `DISABLED`: one attempt, no retry, no effect on its health. Returns
+    /// the queued delivery. `Conflict("API key revoked")` if the webhook's key was revoked,
+    /// `NotFound("webhook")` as for [`get`](Self::get).
+    pub async fn test(&self, caller: &Principal, raw_id: &str) -> DomainResult<DeliveryRecord> {
+        let subscription = self.live(caller, raw_id).await?;
+        let now = self.clock.now();
+        let body = to_body(&WebhookTestPayload {
+            event: EventType::WebhookTest.as_str(),
+            webhook_id: subscription.id.to_string(),
+            workspace_id: subscription.workspace_id.to_string(),
+            timestamp: rfc3339(now),
+        })?;
+        let mut bytes = [0u8; 16];
+        self.random.fill(&mut bytes);
+        let event = Event {
+            id: EventId(uuid::Builder::from_random_bytes(bytes).into_uuid()),
+            workspace_id: subscription.workspace_id,
+            event_type: EventType::WebhookTest,
+            body,
+            created_at: now,
+        };
+        self.log.queue_test(&subscription.id, &event).await
+    }
+
+    /// A new signing secret for the caller's own webhook, used at once; the previous one keeps
+    /// signing beside it for `previous_valid_for` (default one day, 0 to 7 days; 0 stops it at
+    /// once). Rotating again inside the window drops the oldest. Audited.
+    /// `NotFound("webhook")` as for [`get`](Self::get).
+    pub async fn rotate_secret(
+        &self,
+        caller: &Principal,
+        raw_id: &str,
+        previous_valid_for: Option<Duration>,
+    ) -> DomainResult<RotatedSecret> {
+        let subscription = self.live(caller, raw_id).await?;
+        let valid_for = previous_valid_for.unwrap_or(DEFAULT_PREVIOUS_VALID_FOR);
+        if valid_for.is_negative() || valid_for > MAX_PREVIOUS_VALID_FOR {
+            return Err(DomainError::invalid(
+                INVALID_PARAMETERS,
+                format!(
+                    "previous_valid_for_seconds must be between 0 and {}",
+                    MAX_PREVIOUS_VALID_FOR.whole_seconds()
+                ),
+            ));
+        }
+        let now = self.clock.now();
+        let secret = generate_secret(self.random.as_ref());
+        let previous_expires_at = now + valid_for;
+        let audit = AuditEntry {
+            workspace_id: Some(subscription.workspace_id),
+            actor_user_id: Some(caller.user_id),
+            action: "webhook.secret_rotated",
+            target_type: "webhook",
+            target_id: subscription.id.to_string(),
+            reason: Some(format!(
+                "previous secret signs until {}",
+                rfc3339(previous_expires_at)
+            )),
+            at: now,
+        };
+        self.subscriptions
+            .rotate_secret(&subscription.id, &secret, previous_expires_at, &audit)
+            .await?;
+        Ok(RotatedSecret {
+            secret,
+            previous_expires_at,
+        })
+    }
+
+    /// Queues again, oldest first, the events of the caller's own webhook's workspace recorded
+    /// in the window that it would receive now; with `only_failed`, only those it has not
+    /// received (and has none pending for). At most [`REPLAY_LIMIT`] a call.
+    ///
+    /// `Invalid` ([`INVALID_PARAMETERS`]) for `until <= since`, a `Validation` naming the
+    /// retention for a `since` older than the retained events, `Conflict("Webhook is
+    /// disabled")` for a `DISABLED` webhook, `NotFound("webhook")` as for [`get`](Self::get).
+    pub async fn replay(
+        &self,
+        caller: &Principal,
+        raw_id: &str,
+        request: ReplayRequest,
+    ) -> DomainResult<ReplayOutcome> {
+        let subscription = self.live(caller, raw_id).await?;
+        let now = self.clock.now();
+        let until = request.until.unwrap_or(now);
+        if until <= request.since {
+            return Err(DomainError::invalid(
+                INVALID_PARAMETERS,
+                "until must be later than since",
+            ));
+        }
+        self.check_retained(request.since, now)?;
+        if subscription.status != SubscriptionStatus::Active {
+            return Err(DomainError::Conflict("Webhook is disabled".into()));
+        }
+        self.log
+            .replay(
+                &subscription.id,
+                &ReplayWindow {
+                    since: request.since,
+                    until,
+                    only_failed: request.only_failed,
+                    limit: REPLAY_LIMIT,
+                    at: now,
+                },
+            )
+            .await
+    }
+
+    /// A new delivery (`resend`) of the event of the caller's own webhook's delivery
+    /// `raw_delivery`, with fresh retries, whatever that delivery's status.
+    /// `NotFound("delivery")` for a delivery id that is malformed, unknown or another
+    /// webhook's; `Conflict("Webhook is disabled")` for a `DISABLED` webhook;
+    /// `NotFound("webhook")` as for [`get`](Self::get).
+    pub async fn resend(
+        &self,
+        caller: &Principal,
+        raw_id: &str,
+        raw_delivery: &str,
+    ) -> DomainResult<DeliveryRecord> {
+        let subscription = self.live(caller, raw_id).await?;
+        let delivery = DeliveryId::parse(raw_delivery).ok_or(DomainError::NotFound("delivery"))?;
+        self.log
+            .resend(&subscription.id, delivery, self.clock.now())
+            .await
+    }
+
+    /// The caller's own webhook's delivery `raw_delivery` with its exact body and every attempt.
+    /// `NotFound("delivery")` as for [`resend`](Self::resend), `NotFound("webhook")` as for
+    /// [`get`](Self::get).
+    pub async fn delivery(
+        &self,
+        caller: &Principal,
+        raw_id: &str,
+        raw_delivery: &str,
+    ) -> DomainResult<DeliveryDetail> {
+        let subscription = self.live(caller, raw_id).await?;
+        let delivery = DeliveryId::parse(raw_delivery).ok_or(DomainError::NotFound("delivery"))?;
+        self.log
+            .delivery(&subscription.id, delivery)
+            .await?
+            .filter(|d| d.record.created_at >= self.clock.now() - self.settings.retention)
+            .ok_or(DomainError::NotFound("delivery"))
+    }
+
+    /// Refuses a `since` older than the retained events.
+    fn check_retained(
+        &self,
+        since: time::OffsetDateTime,
+        now: time::OffsetDateTime,
+    ) -> DomainResult<()> {
+        if since < now - self.settings.retention {
+            return Err(DomainError::validation(format!(
+                "since is older than the retained events ({} days)",
+                self.settings.retention.whole_days()
+            )));
+        }
+        Ok(())
     }
 
     /// The caller's own subscription's attempts over the last 24 hours, by hour, oldest first.
@@ -296,19 +541,63 @@ impl WebhookService {
             .await
     }
 
-    /// The last 7 days of deliveries of the caller's own subscription, newest first.
+    /// One page of the deliveries of the caller's own subscription over the retention period,
+    /// newest first, with the cursor of the next page (`None` on the last).
     /// `NotFound("webhook")` for another user's, an unknown or a deleted one (a disabled one
-    /// keeps its log: it tells why it was disabled).
+    /// keeps its log: it tells why it was disabled); a `Validation` for a bad filter, size or
+    /// cursor.
     pub async fn deliveries(
         &self,
         caller: &Principal,
         raw_id: &str,
-    ) -> DomainResult<Vec<DeliveryRecord>> {
+        filter: DeliveryFilter,
+    ) -> DomainResult<(Vec<DeliveryRecord>, Option<String>)> {
         let subscription = self.live(caller, raw_id).await?;
-        let since = self.clock.now() - Duration::days(DELIVERY_LOG_DAYS);
-        self.subscriptions
-            .deliveries(&subscription.id, since, DELIVERY_LOG_LIMIT)
-            .await
+        let status = filter
+            .status
+            .map(|s| {
+                DeliveryStatus::parse(&s).ok_or_else(|| {
+                    DomainError::validation(
+                        "status must be one of PENDING, DELIVERED, FAILED, CANCELLED",
+                    )
+                })
+            })
+            .transpose()?;
+        let event_type = filter
+            .event_type
+            .map(|name| {
+                EventType::parse(&name)
+                    .ok_or_else(|| DomainError::validation(format!("Invalid event type: {name}")))
+            })
+            .transpose()?;
+        // The core API's page size rule; the cursor is the log's own.
+        let limit = PageRequest::new(filter.limit, None)?.limit;
+        let before = filter
+            .cursor
+            .as_deref()
+            .filter(|c| !c.is_empty())
+            .map(DeliveryId::from_cursor)
+            .transpose()?;
+        let mut page = self
+            .log
+            .deliveries(
+                &subscription.id,
+                &DeliveryQuery {
+                    since: self.clock.now() - self.settings.retention,
+                    status,
+                    event_type,
+                    before,
+                    limit: limit + 1,
+                },
+            )
+            .await?;
+        let next = if page.len() > limit as usize {
+            page.truncate(limit as usize);
+            page.last().map(|d| d.id.cursor())
+        } else {
+            None
+        };
+        Ok((page, next))
     }
 
     async fn find(&self, raw_id: &str) -> DomainResult<Option<Subscription>> {
@@ -358,6 +647,7 @@ fn parse_events(names: &[String]) -> DomainResult<Vec<EventType>> {
     let mut events: Vec<EventType> = Vec::with_capacity(names.len());
     for name in names {
         let event = EventType::parse(name)
+            .filter(|t| t.is_subscribable())
             .ok_or_else(|| DomainError::validation(format!("Invalid event type: {name}")))?;
         if !events.contains(&event) {
             events.push(event);

@@ -16,6 +16,7 @@ fn only_a_410_or_a_disabling_failure_ends_the_subscription() {
         },
         next,
         disable_subscription,
+        notice: None,
     };
     assert!(attempt(NextStep::Unsubscribe, false).ends_subscription());
     assert!(attempt(NextStep::RetryAt(at), true).ends_subscription());
@@ -41,7 +42,10 @@ fn requests_carry_the_signed_headers_and_the_exact_body() {
     let at = datetime!(2021-02-25 15:02:10 UTC);
     let req = build_request(
         "https://hooks.example.com/h",
-        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        Secrets {
+            current: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            previous: None,
+        },
         "msg_p5jXN8AQM9LWM0D4loKWxJek",
         "CLIENT_CREATED",
         r#"{"test": 2432232314}"#,
@@ -244,4 +248,40 @@ fn durations_take_a_whole_number_and_a_unit() {
     }
     // The retry schedule keeps its units: a day-long wait is written 24h.
     assert!(RetrySchedule::parse("1s,1d").is_err());
+}
+
+#[test]
+fn inside_a_rotation_window_the_signature_header_carries_the_new_then_the_old_signature() {
+    let at = datetime!(2021-02-25 15:02:10 UTC);
+    let old = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let new = "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    let req = build_request(
+        "https://hooks.example.com/h",
+        Secrets {
+            current: new,
+            previous: Some(old),
+        },
+        "msg_p5jXN8AQM9LWM0D4loKWxJek",
+        "CLIENT_CREATED",
+        r#"{"test": 2432232314}"#,
+        at,
+    )
+    .unwrap();
+    let signature = req
+        .headers
+        .iter()
+        .find(|(n, _)| *n == "webhook-signature")
+        .map(|(_, v)| v.clone())
+        .unwrap();
+    let expected_new = sign(
+        new,
+        "msg_p5jXN8AQM9LWM0D4loKWxJek",
+        1_614_265_330,
+        br#"{"test": 2432232314}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        signature,
+        format!("{expected_new} v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+    );
 }

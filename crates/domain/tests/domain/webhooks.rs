@@ -146,13 +146,16 @@ fn delete_is_owner_only_idempotent_audited_and_cancels_pending_deliveries() {
     world.store.add_delivery(
         &sub.id,
         DeliveryRecord {
+            id: DeliveryId(1),
             event_id: EventId(uuid::Uuid::from_u128(1)),
             event_type: EventType::ClientCreated,
-            status: "PENDING".into(),
+            kind: DeliveryKind::Event,
+            status: DeliveryStatus::Pending,
             attempts: 0,
+            last_attempt_at: None,
             last_status_code: None,
             last_error: None,
-            next_attempt_at: world.clock.now(),
+            next_attempt_at: Some(world.clock.now()),
             created_at: world.clock.now(),
             updated_at: world.clock.now(),
         },
@@ -182,9 +185,17 @@ fn delete_is_owner_only_idempotent_audited_and_cancels_pending_deliveries() {
 
     run_ready(world.webhooks.delete(&caller, sub.id.as_str())).unwrap();
     assert!(run_ready(world.webhooks.list(&caller)).unwrap().is_empty());
-    assert_eq!(world.store.delivery_statuses(&sub.id), ["CANCELLED"]);
+    assert_eq!(
+        world.store.delivery_statuses(&sub.id),
+        [DeliveryStatus::Cancelled]
+    );
     // Its delivery log went with it.
-    let err = run_ready(world.webhooks.deliveries(&caller, sub.id.as_str())).unwrap_err();
+    let err = run_ready(world.webhooks.deliveries(
+        &caller,
+        sub.id.as_str(),
+        DeliveryFilter::default(),
+    ))
+    .unwrap_err();
     assert!(matches!(err, DomainError::NotFound("webhook")));
     let audit = world.store.audit();
     assert_eq!(audit.len(), 1);
@@ -320,7 +331,14 @@ fn another_users_or_a_deleted_webhook_is_not_found_for_every_operation() {
         ))
         .map(drop),
     );
-    not_found(run_ready(world.webhooks.deliveries(&bob, &id)).map(drop));
+    not_found(
+        run_ready(
+            world
+                .webhooks
+                .deliveries(&bob, &id, DeliveryFilter::default()),
+        )
+        .map(drop),
+    );
     assert!(run_ready(world.webhooks.list(&bob)).unwrap().is_empty());
     for raw in ["wh_unknownunknownunknown1", "not-an-id"] {
         not_found(run_ready(world.webhooks.get(&caller, raw)).map(drop));

@@ -16,11 +16,15 @@
 --   * no JIT: a kept plan is costed without the call's values, and on a large analyzed queue its
 --     estimate passed jit_above_cost, compiling dozens of expressions for a few hundred rows.
 -- A revoked key's subscriptions are skipped even if one were left active, so a revoked
--- credential never keeps data flowing out.
+-- credential never keeps data flowing out. A disabled subscription gets its test deliveries
+-- only.
+--
+-- The previous signing secret is returned while it has not expired (a rotation's window).
 CREATE OR REPLACE FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint)
-RETURNS TABLE (event_id uuid, subscription_id text, workspace_id uuid, event_type text,
-               body text, url text, secret text, attempts integer,
-               failing_since timestamptz)
+RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
+               workspace_id uuid, event_type text, body text, url text, description text,
+               secret text, previous_secret text, attempts integer, failing_since timestamptz,
+               failing_notified boolean)
 LANGUAGE plpgsql
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 SET plan_cache_mode = force_generic_plan SET jit = off
@@ -45,12 +49,12 @@ RETURN QUERY
         -- Each active one's oldest due deliveries, up to its free in-flight slots, locked
         -- (skipping those another claim holds; a row changed meanwhile is re-checked against
         -- these conditions when it is locked). Both scans start at the oldest live due one.
-        SELECT x.event_id, x.subscription_id, x.next_attempt_at
+        SELECT x.id, x.next_attempt_at
         FROM subs
         JOIN webhook_subscriptions s ON s.id = subs.id AND s.status = 'ACTIVE'
         JOIN api_keys k ON k.id = s.api_key_id AND k.revoked_at IS NULL
         CROSS JOIN LATERAL (
-            SELECT d.event_id, d.subscription_id, d.next_attempt_at
+            SELECT d.id, d.next_attempt_at
             FROM deliveries d
             WHERE d.subscription_id = subs.id AND d.status = 'PENDING'
               AND d.next_attempt_at >= subs.first_due AND d.next_attempt_at <= $1
@@ -64,17 +68,52 @@ RETURN QUERY
                                                 AND f.lease_expires_at > $1)))
             FOR UPDATE OF d SKIP LOCKED
         ) x
+        UNION ALL
+        -- A disabled one's test deliveries (through their own index: the disabled
+        -- subscription's other pending deliveries, if any, are never walked).
+        SELECT t.id, t.next_attempt_at
+        FROM subs
+        JOIN webhook_subscriptions s ON s.id = subs.id AND s.status = 'DISABLED'
+        JOIN api_keys k ON k.id = s.api_key_id AND k.revoked_at IS NULL
+        CROSS JOIN LATERAL (
+            SELECT d.id, d.next_attempt_at
+            FROM deliveries d
+            WHERE d.subscription_id = subs.id AND d.status = 'PENDING' AND d.kind = 'test'
+              AND d.next_attempt_at <= $1
+              AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)
+            ORDER BY d.subscription_id, d.next_attempt_at
+            LIMIT $3
+            FOR UPDATE OF d SKIP LOCKED
+        ) t
     ), due AS MATERIALIZED (
         -- The oldest of them across subscriptions, up to the batch. The others stay unleased
         -- (their locks end with this statement's transaction).
-        SELECT p.event_id, p.subscription_id FROM picked p ORDER BY p.next_attempt_at LIMIT $3
+        SELECT p.id FROM picked p ORDER BY p.next_attempt_at LIMIT $3
+    ), leased AS (
+        -- By their ids as an array: an index condition on the primary key, the one access
+        -- path whatever the plan's estimates (a join with `due` could be driven from
+        -- deliveries by a plan made on a tiny queue, reading all of it).
+        UPDATE deliveries d
+        SET lease_expires_at = $2
+        WHERE d.id = ANY (ARRAY(SELECT due.id FROM due))
+        RETURNING d.id, d.kind, d.event_id, d.subscription_id, d.workspace_id, d.attempts
     )
-    UPDATE deliveries d
-    SET lease_expires_at = $2
-    FROM due, events e, webhook_subscriptions s
-    WHERE d.event_id = due.event_id AND d.subscription_id = due.subscription_id
-      AND e.id = d.event_id AND s.id = d.subscription_id
-    RETURNING d.event_id, d.subscription_id, d.workspace_id, e.event_type, e.body, s.url, s.secret,
-              d.attempts, s.failing_since;
+    -- Each leased delivery's event and subscription, each found by its key from the delivery
+    -- (lateral subqueries kept apart by their LIMIT, so no plan can drive the join from events
+    -- or subscriptions instead).
+    SELECT l.id, l.kind, l.event_id, l.subscription_id, l.workspace_id, e.event_type, e.body,
+           s.url, s.description, s.secret, s.previous_secret, l.attempts, s.failing_since,
+           s.failing_notified
+    FROM leased l
+    CROSS JOIN LATERAL (
+        SELECT x.event_type, x.body FROM events x WHERE x.id = l.event_id LIMIT 1
+    ) e
+    CROSS JOIN LATERAL (
+        SELECT y.url, y.description, y.secret,
+               CASE WHEN y.previous_secret_expires_at > $1 THEN y.previous_secret END
+                   AS previous_secret,
+               y.failing_since, y.failing_notified_at IS NOT NULL AS failing_notified
+        FROM webhook_subscriptions y WHERE y.id = l.subscription_id LIMIT 1
+    ) s;
 END
 $fn$;

@@ -1,5 +1,5 @@
--- One round trip for the delivery worker: record the attempts that have finished ($1-$12, as
--- timetrack_record_attempts), then claim ($13-$16, as timetrack_claim_deliveries), in one
+-- One round trip for the delivery worker: record the attempts that have finished ($1-$13, as
+-- timetrack_record_attempts), then claim ($14-$17, as timetrack_claim_deliveries), in one
 -- transaction. The claim sees the leases the record just cleared, so a subscription's freed
 -- in-flight slots are refilled at once.
 --
@@ -8,13 +8,14 @@
 -- times wal_writer_delay), and the deliveries concerned are then sent again: a duplicate, never a
 -- loss. Events and their deliveries are written by the API's own synchronous transactions, and an
 -- attempt that ends its subscription is recorded apart, synchronously.
-CREATE OR REPLACE FUNCTION timetrack_record_and_claim(uuid[], text[], int[], timestamptz[], int[],
-                                                      int[], text[], text[], text[],
-                                                      timestamptz[], timestamptz[], bool[],
+CREATE OR REPLACE FUNCTION timetrack_record_and_claim(bigint[], text[], int[], timestamptz[],
+                                                      int[], int[], text[], text[], text[],
+                                                      timestamptz[], timestamptz[], bool[], bool[],
                                                       timestamptz, timestamptz, bigint, bigint)
-RETURNS TABLE (event_id uuid, subscription_id text, workspace_id uuid, event_type text,
-               body text, url text, secret text, attempts integer,
-               failing_since timestamptz)
+RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
+               workspace_id uuid, event_type text, body text, url text, description text,
+               secret text, previous_secret text, attempts integer, failing_since timestamptz,
+               failing_notified boolean)
 LANGUAGE plpgsql
 SET jit = off
 AS $fn$
@@ -23,10 +24,11 @@ BEGIN
     -- before the commit).
     PERFORM set_config('synchronous_commit', 'off', true);
     IF cardinality($1) > 0 THEN
-        PERFORM timetrack_record_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
+        PERFORM timetrack_record_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+                                          $13);
     END IF;
-    IF $15 > 0 THEN
-        RETURN QUERY SELECT * FROM timetrack_claim_deliveries($13, $14, $15, $16);
+    IF $16 > 0 THEN
+        RETURN QUERY SELECT * FROM timetrack_claim_deliveries($14, $15, $16, $17);
     END IF;
 END
 $fn$;

@@ -1,49 +1,48 @@
 -- Records attempts that neither end nor disable their subscription, given as parallel arrays:
 -- the attempt rows, the deliveries' new states (unless cancelled meanwhile), and each
--- subscription's failure clock, decided by its latest attempt of the batch.
+-- subscription's failure clock, decided by its latest attempt of the batch that is not a test
+-- (a test delivery says how the endpoint answers a test, not how the webhook is doing).
 --
--- Each delivery is found by its primary key whatever the statistics say: the subscription is
--- compared as an expression (`subscription_id || ''`) that no index serves, so the only index
--- condition left is the event, and the only index leading with it is the primary key. (A plan
--- made while the queue held a row or two otherwise found the per-subscription index as good,
--- kept it, and read all of a subscription's deliveries for every batch once the queue grew.)
--- Sequential scans, hash and merge joins are off for the same reason, and JIT too (a few
--- hundred rows never repay compiling).
-CREATE OR REPLACE FUNCTION timetrack_record_attempts(uuid[], text[], int[], timestamptz[], int[],
+-- Each delivery is found by its primary key whatever the statistics say: the ids are also
+-- given as an index condition (`d.id = ANY ($1)`), so that even a plan that drives the join
+-- from deliveries (one made while the queue held a row or two, then kept for the connection)
+-- reads only the batch's rows. Sequential scans, hash and merge joins are off for the same
+-- reason, and JIT too (a few hundred rows never repay compiling).
+CREATE OR REPLACE FUNCTION timetrack_record_attempts(bigint[], text[], int[], timestamptz[], int[],
                                                      int[], text[], text[], text[],
-                                                     timestamptz[], timestamptz[], bool[])
+                                                     timestamptz[], timestamptz[], bool[], bool[])
 RETURNS void
 LANGUAGE plpgsql
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off
 AS $fn$
 BEGIN
     WITH r AS (
-        SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::timestamptz[], $5::int[],
+        SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[], $5::int[],
                              $6::int[], $7::text[], $8::text[], $9::text[], $10::timestamptz[],
-                             $11::timestamptz[], $12::bool[])
-            AS r(event_id, subscription_id, attempt, started_at, latency_ms, status_code, error,
-                 excerpt, status, next_at, finished, done)
+                             $11::timestamptz[], $12::bool[], $13::bool[])
+            AS r(delivery_id, subscription_id, attempt, started_at, latency_ms, status_code, error,
+                 excerpt, status, next_at, finished, done, test)
     ), attempt AS (
-        INSERT INTO delivery_attempts (event_id, subscription_id, attempt, started_at, latency_ms,
-                                       status_code, error, response_excerpt)
-        SELECT event_id, subscription_id, attempt, started_at, latency_ms, status_code, error, excerpt
+        INSERT INTO delivery_attempts (delivery_id, subscription_id, attempt, started_at,
+                                       latency_ms, status_code, error, response_excerpt, is_test)
+        SELECT delivery_id, subscription_id, attempt, started_at, latency_ms, status_code, error,
+               excerpt, test
         FROM r
-        ON CONFLICT (event_id, subscription_id, attempt) DO NOTHING
+        ON CONFLICT (delivery_id, attempt) DO NOTHING
     ), delivery AS (
         UPDATE deliveries d
         SET status = r.status, attempts = r.attempt, next_attempt_at = r.next_at,
             lease_expires_at = NULL, last_status_code = r.status_code, last_error = r.error,
             updated_at = r.finished
         FROM r
-        -- By the primary key's first column alone (see above).
-        WHERE d.event_id = r.event_id AND d.subscription_id || '' = r.subscription_id
+        WHERE d.id = ANY ($1::bigint[]) AND d.id = r.delivery_id
           -- Unless cancelled meanwhile. Written so that it cannot match the partial indexes of
           -- pending deliveries: with statistics saying none is pending, the planner scanned one
           -- of them whole, for every batch, instead of finding each row by its key.
           AND d.status IS NOT DISTINCT FROM 'PENDING'
     ), latest AS (
         SELECT DISTINCT ON (subscription_id) subscription_id, done, started_at
-        FROM r ORDER BY subscription_id, finished DESC
+        FROM r WHERE NOT test ORDER BY subscription_id, finished DESC
     )
     UPDATE webhook_subscriptions s
     SET failing_since = CASE WHEN latest.done THEN NULL ELSE latest.started_at END

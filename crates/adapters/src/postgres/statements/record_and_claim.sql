@@ -1,6 +1,6 @@
 -- A batch of attempts recorded, then due deliveries claimed, in one transaction
 -- (functions/record_and_claim.sql).
-SELECT * FROM timetrack_record_and_claim(:event_ids, :subscription_ids, :attempts, :started,
+SELECT * FROM timetrack_record_and_claim(:delivery_ids, :subscription_ids, :attempts, :started,
                                          :latency_ms, :codes, :errors, :excerpts, :statuses,
-                                         :next_at, :finished, :done, :now, :lease_until, :limit,
-                                         :per_subscription)
+                                         :next_at, :finished, :done, :tests, :now, :lease_until,
+                                         :limit, :per_subscription)

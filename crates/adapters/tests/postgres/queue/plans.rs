@@ -126,7 +126,10 @@ fn record_arguments(leased: &[ClaimedDelivery], at: OffsetDateTime) -> String {
     let same = |value: &str| format!("array_fill({value}, ARRAY[{n}])");
     let at_sql = format!("'{at}'::timestamptz");
     [
-        format!("'{{{}}}'", column(&|c| c.event_id.0.to_string())),
+        format!(
+            "'{{{}}}'::bigint[]",
+            column(&|c| c.delivery_id.0.to_string())
+        ),
         format!(
             "'{{{}}}'",
             column(&|c| c.subscription_id.as_str().to_owned())
@@ -141,6 +144,7 @@ fn record_arguments(leased: &[ClaimedDelivery], at: OffsetDateTime) -> String {
         same(&at_sql),
         same(&at_sql),
         same("true"),
+        same("false"),
     ]
     .join(", ")
 }

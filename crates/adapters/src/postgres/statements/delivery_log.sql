@@ -1,0 +1,17 @@
+-- A page of a subscription's delivery log, newest (highest id) first: deliveries created at or
+-- after `since`, of the status and event type asked for (null: any), older than `before`
+-- (null: from the newest). `delivery` (null: any) selects one delivery, for its detail.
+SELECT d.id, d.event_id, e.event_type, d.kind, d.status, d.attempts, d.next_attempt_at,
+       (SELECT max(a.started_at) FROM delivery_attempts a WHERE a.delivery_id = d.id)
+           AS last_attempt_at,
+       d.last_status_code, d.last_error, d.created_at, d.updated_at, e.body
+FROM deliveries d
+JOIN events e ON e.id = d.event_id
+WHERE d.subscription_id = :id
+  AND d.created_at >= :since
+  AND (:delivery::bigint IS NULL OR d.id = :delivery)
+  AND (:status::text IS NULL OR d.status = :status)
+  AND (:event_type::text IS NULL OR e.event_type = :event_type)
+  AND (:before::bigint IS NULL OR d.id < :before)
+ORDER BY d.id DESC
+LIMIT :limit

@@ -1,0 +1,17 @@
+-- A notice about webhook `about`: its event, and one pending delivery for each active
+-- subscription of the workspace that lists its type, except `about` itself (a webhook is never
+-- told about itself). Returns one row, `queued`: the deliveries it queued.
+WITH e AS (
+    INSERT INTO events (id, workspace_id, event_type, body, created_at, about_webhook_id)
+    VALUES (:id, :workspace_id, :event_type, :body, :at, :about)
+    RETURNING id, workspace_id, event_type, created_at
+), d AS (
+    INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, next_attempt_at,
+                            created_at, updated_at)
+    SELECT e.id, s.id, s.workspace_id, 'PENDING', e.created_at, e.created_at, e.created_at
+    FROM e JOIN webhook_subscriptions s
+      ON s.workspace_id = e.workspace_id AND s.status = 'ACTIVE' AND e.event_type = ANY (s.events)
+     AND s.id <> :about
+    RETURNING 1
+)
+SELECT count(*) AS queued FROM d

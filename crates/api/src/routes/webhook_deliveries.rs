@@ -1,0 +1,376 @@
+//! A webhook's deliveries: the log and one delivery's detail, and the deliveries its owner asks
+//! for (a test, a resend, a replay).
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use timetrack_domain::model::{DeliveryAttempt, DeliveryDetail, DeliveryRecord, ReplayOutcome};
+use timetrack_domain::services::webhooks::INVALID_PARAMETERS;
+use timetrack_domain::services::{DeliveryFilter, ReplayRequest};
+use timetrack_domain::timefmt::{parse_rfc3339, rfc3339};
+
+use crate::error::ApiError;
+use crate::extract::{BodyRejection, Caller, JsonBody, QueryParams};
+use crate::openapi::fields;
+use crate::state::AppState;
+
+/// A body that does not parse as the operation's parameters: 400 `Invalid request parameters`.
+#[derive(Debug)]
+pub struct InvalidRequestParameters;
+
+impl BodyRejection for InvalidRequestParameters {
+    fn rejection(detail: String) -> ApiError {
+        ApiError::bad_request(INVALID_PARAMETERS).with_detail(detail)
+    }
+}
+
+/// An RFC 3339 time of a body field; anything else is 400 `Invalid request parameters`.
+pub fn body_time(field: &str, value: &str) -> Result<time::OffsetDateTime, ApiError> {
+    parse_rfc3339(field, value)
+        .map_err(|e| ApiError::bad_request(INVALID_PARAMETERS).with_detail(format!("{field}: {e}")))
+}
+
+/// A delivery as the log shows it (`D`).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DeliveryObject {
+    /// The delivery's id.
+    id: String,
+    /// The event (also the `webhook-id` header).
+    event_id: String,
+    event_type: &'static str,
+    /// `event`, `replay`, `resend` or `test`.
+    kind: &'static str,
+    /// `PENDING`, `DELIVERED`, `FAILED` or `CANCELLED`.
+    status: &'static str,
+    /// Attempts made so far.
+    attempts: i32,
+    /// When the next attempt is due, while pending.
+    next_attempt_at: Option<String>,
+    last_attempt_at: Option<String>,
+    last_status_code: Option<i32>,
+    last_error: Option<String>,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<DeliveryRecord> for DeliveryObject {
+    fn from(d: DeliveryRecord) -> Self {
+        Self {
+            id: d.id.to_string(),
+            event_id: d.event_id.to_string(),
+            event_type: d.event_type.as_str(),
+            kind: d.kind.as_str(),
+            status: d.status.as_str(),
+            attempts: d.attempts,
+            next_attempt_at: d.next_attempt_at.map(rfc3339),
+            last_attempt_at: d.last_attempt_at.map(rfc3339),
+            last_status_code: d.last_status_code,
+            last_error: d.last_error,
+            created_at: rfc3339(d.created_at),
+            updated_at: rfc3339(d.updated_at),
+        }
+    }
+}
+
+/// One HTTP attempt of a delivery.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct AttemptObject {
+    /// 1 for the first.
+    number: i32,
+    started_at: String,
+    duration_ms: i32,
+    /// The response's status code, null without a response.
+    status_code: Option<i32>,
+    /// What went wrong, null after a 2xx.
+    error: Option<String>,
+    /// The response body, cut to 1 KiB.
+    response_body: Option<String>,
+}
+
+impl From<DeliveryAttempt> for AttemptObject {
+    fn from(a: DeliveryAttempt) -> Self {
+        Self {
+            number: a.number,
+            started_at: rfc3339(a.started_at),
+            duration_ms: a.duration_ms,
+            status_code: a.status_code,
+            error: a.error,
+            response_body: a.response_body,
+        }
+    }
+}
+
+/// A delivery with the exact body it sends and every attempt.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DeliveryDetailObject {
+    #[serde(flatten)]
+    delivery: DeliveryObject,
+    /// The exact body sent, byte for byte.
+    #[schema(value_type = Object)]
+    payload: Box<RawValue>,
+    /// Every attempt, first first.
+    attempts_log: Vec<AttemptObject>,
+}
+
+impl TryFrom<DeliveryDetail> for DeliveryDetailObject {
+    type Error = ApiError;
+
+    fn try_from(d: DeliveryDetail) -> Result<Self, ApiError> {
+        let payload = RawValue::from_string(d.payload).map_err(|e| {
+            ApiError::from(timetrack_domain::DomainError::Unexpected(anyhow::anyhow!(
+                "a stored event body is not JSON: {e}"
+            )))
+        })?;
+        Ok(Self {
+            delivery: d.record.into(),
+            payload,
+            attempts_log: d.attempts.into_iter().map(AttemptObject::from).collect(),
+        })
+    }
+}
+
+/// `{success: true, delivery: D}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DeliveryResponse {
+    success: bool,
+    delivery: DeliveryObject,
+}
+
+/// A page of the delivery log.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DeliveryPage {
+    /// Newest first.
+    data: Vec<DeliveryObject>,
+    /// The cursor of the next page; null on the last.
+    next_cursor: Option<String>,
+}
+
+/// `?status=&event_type=&limit=&cursor=` of the delivery log.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeliveryLogQuery {
+    /// Only deliveries with this status: `PENDING`, `DELIVERED`, `FAILED` or `CANCELLED`.
+    status: Option<String>,
+    /// Only deliveries of this event type.
+    event_type: Option<String>,
+    #[param(schema_with = fields::page_limit)]
+    limit: Option<u32>,
+    #[param(schema_with = fields::page_cursor)]
+    cursor: Option<String>,
+}
+
+const WEBHOOK_ID: &str = "`wh_...` (a malformed one is 404, like an unknown one)";
+
+/// `GET .../webhooks/{id}/deliveries`: one page of the log, newest first.
+#[utoipa::path(
+    operation_id = "listWebhookDeliveries",
+    get,
+    path = "/api/integrations/automation/webhooks/{id}/deliveries",
+    tag = "Webhooks",
+    summary = "One's subscription's deliveries over the retention period, newest first",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID), DeliveryLogQuery),
+    responses(
+        (status = 200, description = "A page of deliveries, newest first", body = DeliveryPage),
+        (status = 400, description = "Invalid status, event type, limit or cursor", body = crate::openapi::ErrorBody),
+        (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn deliveries(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+    query: QueryParams<DeliveryLogQuery>,
+) -> Result<web::Json<DeliveryPage>, ApiError> {
+    let QueryParams(query) = query;
+    let (records, next_cursor) = state
+        .webhooks
+        .deliveries(
+            &caller.0,
+            &id,
+            DeliveryFilter {
+                status: query.status,
+                event_type: query.event_type,
+                limit: query.limit,
+                cursor: query.cursor,
+            },
+        )
+        .await?;
+    Ok(web::Json(DeliveryPage {
+        data: records.into_iter().map(DeliveryObject::from).collect(),
+        next_cursor,
+    }))
+}
+
+/// `GET .../webhooks/{id}/deliveries/{delivery_id}`: one delivery, its body and attempts.
+#[utoipa::path(
+    operation_id = "getWebhookDelivery",
+    get,
+    path = "/api/integrations/automation/webhooks/{id}/deliveries/{delivery_id}",
+    tag = "Webhooks",
+    summary = "One delivery of one's subscription: the exact body and every attempt",
+    security(("bearer_auth" = [])),
+    params(
+        ("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID),
+        ("delivery_id" = String, Path, pattern = "^[1-9][0-9]{0,18}$", description = "The delivery's `id` (another webhook's, unknown or malformed: 404)")
+    ),
+    responses(
+        (status = 200, description = "The delivery", body = DeliveryDetailObject),
+        (status = 404, description = "Webhook not found, or Delivery not found", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn delivery(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+) -> Result<web::Json<DeliveryDetailObject>, ApiError> {
+    let (id, delivery) = path.into_inner();
+    let detail = state.webhooks.delivery(&caller.0, &id, &delivery).await?;
+    Ok(web::Json(DeliveryDetailObject::try_from(detail)?))
+}
+
+/// `POST .../webhooks/{id}/test`: 202 with the queued `WEBHOOK_TEST` delivery.
+#[utoipa::path(
+    operation_id = "testWebhook",
+    post,
+    path = "/api/integrations/automation/webhooks/{id}/test",
+    tag = "Webhooks",
+    summary = "Send one signed WEBHOOK_TEST delivery (also to a disabled webhook)",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
+    responses(
+        (status = 202, description = "Queued: one attempt, no retry; its outcome is in the delivery log", body = DeliveryResponse),
+        (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
+        (status = 409, description = "API key revoked", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn test(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let record = state.webhooks.test(&caller.0, &id).await?;
+    tracing::info!(webhook_id = %id, delivery_id = %record.id, "webhook test queued");
+    Ok(
+        HttpResponse::build(StatusCode::ACCEPTED).json(DeliveryResponse {
+            success: true,
+            delivery: record.into(),
+        }),
+    )
+}
+
+/// `POST .../webhooks/{id}/deliveries/{delivery_id}/resend`: 202 with the new delivery.
+#[utoipa::path(
+    operation_id = "resendWebhookDelivery",
+    post,
+    path = "/api/integrations/automation/webhooks/{id}/deliveries/{delivery_id}/resend",
+    tag = "Webhooks",
+    summary = "Deliver one delivery's event again (same webhook-id, fresh retries)",
+    security(("bearer_auth" = [])),
+    params(
+        ("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID),
+        ("delivery_id" = String, Path, pattern = "^[1-9][0-9]{0,18}$", description = "The delivery's `id` (another webhook's, unknown or malformed: 404)")
+    ),
+    responses(
+        (status = 202, description = "Queued", body = DeliveryResponse),
+        (status = 404, description = "Webhook not found, or Delivery not found", body = crate::openapi::ErrorBody),
+        (status = 409, description = "Webhook is disabled", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn resend(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, delivery) = path.into_inner();
+    let record = state.webhooks.resend(&caller.0, &id, &delivery).await?;
+    tracing::info!(webhook_id = %id, delivery_id = %record.id, "delivery resend queued");
+    Ok(
+        HttpResponse::build(StatusCode::ACCEPTED).json(DeliveryResponse {
+            success: true,
+            delivery: record.into(),
+        }),
+    )
+}
+
+/// Body of `POST .../webhooks/{id}/replay`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayBody {
+    #[schema(schema_with = fields::replay_since)]
+    since: String,
+    #[schema(schema_with = fields::replay_until)]
+    #[serde(default)]
+    until: Option<String>,
+    /// Only the events the webhook has not received with a 2xx (failed, cancelled, never
+    /// queued); pending ones are skipped. Default true.
+    #[serde(default)]
+    only_failed: Option<bool>,
+}
+
+/// What a replay queued.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ReplayResponse {
+    success: bool,
+    /// Deliveries queued.
+    queued: u64,
+    /// More events of the window remain (at most 10,000 a call).
+    truncated: bool,
+    /// Where to continue when truncated (the next call's `since`); null otherwise.
+    next_since: Option<String>,
+}
+
+impl From<ReplayOutcome> for ReplayResponse {
+    fn from(o: ReplayOutcome) -> Self {
+        Self {
+            success: true,
+            queued: o.queued,
+            truncated: o.truncated,
+            next_since: o.next_since.map(rfc3339),
+        }
+    }
+}
+
+/// `POST .../webhooks/{id}/replay`: 202 with what was queued.
+#[utoipa::path(
+    operation_id = "replayWebhook",
+    post,
+    path = "/api/integrations/automation/webhooks/{id}/replay",
+    tag = "Webhooks",
+    summary = "Queue again the events of a time window (only the failed ones by default)",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
+    request_body = ReplayBody,
+    responses(
+        (status = 202, description = "Queued, oldest first", body = ReplayResponse),
+        (status = 400, description = "Invalid request parameters, or since is older than the retained events", body = crate::openapi::ErrorBody),
+        (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
+        (status = 409, description = "Webhook is disabled", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn replay(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+    body: JsonBody<ReplayBody, InvalidRequestParameters>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    let request = ReplayRequest {
+        since: body_time("since", &body.since)?,
+        until: body
+            .until
+            .as_deref()
+            .map(|u| body_time("until", u))
+            .transpose()?,
+        only_failed: body.only_failed.unwrap_or(true),
+    };
+    let outcome = state.webhooks.replay(&caller.0, &id, request).await?;
+    tracing::info!(webhook_id = %id, queued = outcome.queued, "webhook replay queued");
+    Ok(HttpResponse::build(StatusCode::ACCEPTED).json(ReplayResponse::from(outcome)))
+}
