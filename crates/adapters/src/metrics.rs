@@ -312,6 +312,24 @@ mod tests {
     }
 
     #[test]
+    fn notices_to_owners_are_counted_by_type() {
+        use timetrack_domain::model::EventType;
+        let metrics = Metrics::new();
+        metrics.observe_notice(EventType::WebhookFailing);
+        metrics.observe_notice(EventType::WebhookFailing);
+        metrics.observe_notice(EventType::WebhookDisabled);
+        let text = metrics.render(None);
+        line(
+            &text,
+            r#"timetrack_webhook_notices_total{event_type="WEBHOOK_FAILING"} 2"#,
+        );
+        line(
+            &text,
+            r#"timetrack_webhook_notices_total{event_type="WEBHOOK_DISABLED"} 1"#,
+        );
+    }
+
+    #[test]
     fn attempts_are_counted_by_outcome_with_their_latency() {
         let metrics = Metrics::new();
         metrics.observe_attempt(&record(

@@ -709,7 +709,14 @@ mod deliveries {
 
     /// Runs a verifier (`program`, which reads a case `{secret, body, headers}` of `received` on
     /// stdin) and asserts that it printed `verified`.
-    fn assert_verifier_accepts(mut program: Command, received: &Received, secret: &str) {
+    fn assert_verifier_accepts(program: Command, received: &Received, secret: &str) {
+        let (stdout, stderr) = verifier_says(program, received, secret);
+        assert_eq!(stdout, "verified", "{stderr}");
+    }
+
+    /// What a verifier (`program`, as for [`assert_verifier_accepts`]) printed on stdout and on
+    /// stderr for `received` checked with `secret`.
+    fn verifier_says(mut program: Command, received: &Received, secret: &str) -> (String, String) {
         let case = json!({
             "secret": secret,
             "body": String::from_utf8(received.body.clone()).unwrap(),
@@ -733,27 +740,35 @@ mod deliveries {
             .write_all(case.to_string().as_bytes())
             .unwrap();
         let out = child.wait_with_output().unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout).trim(),
-            "verified",
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        (
+            String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 
-    /// Verifies a delivery with the `standardwebhooks` package.
-    fn assert_verified_by_standard_webhooks(received: &Received, secret: &str) {
+    /// The `standardwebhooks` package's verifier, as a program for [`verifier_says`]: it prints
+    /// `verified`, or `rejected: <why>`.
+    fn python_verifier() -> Command {
         let script = "import json, sys\n\
                       from standardwebhooks.webhooks import Webhook\n\
                       case = json.load(sys.stdin)\n\
-                      Webhook(case['secret']).verify(case['body'].encode(), case['headers'])\n\
+                      try:\n\
+                      \x20   Webhook(case['secret']).verify(case['body'].encode(), case['headers'])\n\
+                      except Exception as e:\n\
+                      \x20   print('rejected:', e)\n\
+                      \x20   sys.exit(0)\n\
                       print('verified')\n";
         let mut python = Command::new("python3");
         python
             .arg("-c")
             .arg(script)
             .env("PYTHONPATH", standard_webhooks());
-        assert_verifier_accepts(python, received, secret);
+        python
+    }
+
+    /// Verifies a delivery with the `standardwebhooks` package.
+    fn assert_verified_by_standard_webhooks(received: &Received, secret: &str) {
+        assert_verifier_accepts(python_verifier(), received, secret);
     }
 
     /// The Node.js example of `docs/integration-guide.md` ("Verifying the signature"), as it is
@@ -1099,6 +1114,352 @@ mod deliveries {
         // Nothing more is sent to it.
         tokio::time::sleep(Duration::from_millis(2500)).await;
         assert_eq!(on(&s.receiver.received(), "/down").len(), attempts);
+    }
+
+    /// Waits up to `timeout` until `done` holds for what the receiver got; what it got then.
+    async fn received_until(
+        s: &Setup,
+        timeout: Duration,
+        done: impl Fn(&[Received]) -> bool,
+    ) -> Vec<Received> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let received = s.receiver.received();
+            if done(&received) || Instant::now() > deadline {
+                return received;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The JSON body of a delivery.
+    fn body_of(received: &Received) -> Value {
+        serde_json::from_slice(&received.body).unwrap()
+    }
+
+    /// Waits until the log of webhook `id` shows delivery `delivery` in a final state; it.
+    async fn settled(s: &Setup, id: &str, delivery: &str) -> Value {
+        let path = format!("/api/integrations/automation/webhooks/{id}/deliveries/{delivery}");
+        let mut detail = Value::Null;
+        for _ in 0..100 {
+            detail = s.get(&path).await;
+            if detail["status"] != "PENDING" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        detail
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_test_delivery_is_signed_sent_once_logged_and_leaves_health_alone() {
+        let s = Setup::new().await;
+        s.receiver.respond("/t", Behaviour::Respond(200, vec![]));
+        let (id, secret) = s.subscribe("/t", &["TIMER_STARTED"]).await;
+        let base = format!("/api/integrations/automation/webhooks/{id}");
+        let (status, queued) = s.post(&format!("{base}/test"), json!({})).await;
+        assert_eq!(status, 202, "{queued}");
+        let received = received_until(&s, Duration::from_secs(10), |r| !r.is_empty()).await;
+        let test = on(&received, "/t")[0];
+        assert_eq!(test.header("x-webhook-event"), Some("WEBHOOK_TEST"));
+        assert_signed(test, &secret);
+        assert_verified_by_standard_webhooks(test, &secret);
+        let body = body_of(test);
+        assert_eq!(body["event"], "WEBHOOK_TEST");
+        assert_eq!(body["webhook_id"], id.as_str());
+        let detail = settled(&s, &id, queued["delivery"]["id"].as_str().unwrap()).await;
+        assert_eq!(detail["status"], "DELIVERED", "{detail}");
+        assert_eq!(detail["kind"], "test");
+        assert_eq!(detail["attempts_log"][0]["status_code"], 200, "{detail}");
+        assert_eq!(
+            test.header("webhook-id"),
+            detail["event_id"].as_str(),
+            "the log names the webhook-id sent"
+        );
+        let health = s.get(&base).await["webhook"]["health"].clone();
+        assert_eq!(
+            health["state"], "unknown",
+            "a test is not the webhook's health: {health}"
+        );
+
+        // A failing test: one attempt, no retry, still no effect on health.
+        s.receiver.respond("/t", Behaviour::Respond(500, vec![]));
+        let (_, queued) = s.post(&format!("{base}/test"), json!({})).await;
+        let detail = settled(&s, &id, queued["delivery"]["id"].as_str().unwrap()).await;
+        assert_eq!(detail["status"], "FAILED", "{detail}");
+        assert_eq!(detail["attempts"], 1);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(on(&s.receiver.received(), "/t").len(), 2, "never retried");
+        let health = s.get(&base).await["webhook"]["health"].clone();
+        assert_eq!(health["state"], "unknown", "{health}");
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_rotated_secret_signs_beside_the_old_one_for_the_window_then_alone() {
+        let s = Setup::new().await;
+        s.receiver.respond("/r", Behaviour::Respond(200, vec![]));
+        let (id, old) = s.subscribe("/r", &["CLIENT_CREATED"]).await;
+        let (status, rotated) = s
+            .post(
+                &format!("/api/integrations/automation/webhooks/{id}/rotate-secret"),
+                json!({"previous_valid_for_seconds": 4}),
+            )
+            .await;
+        assert_eq!(status, 200, "{rotated}");
+        let new = rotated["secret"].as_str().unwrap().to_owned();
+        assert_ne!(new, old);
+
+        // Inside the window: two signatures, new first; the libraries accept either secret.
+        s.post("/api/clients", json!({"name": "Inside"})).await;
+        let received = received_until(&s, Duration::from_secs(10), |r| !r.is_empty()).await;
+        let inside = received[0].clone();
+        let signatures: Vec<&str> = inside
+            .header("webhook-signature")
+            .unwrap()
+            .split(' ')
+            .collect();
+        assert_eq!(signatures.len(), 2, "{signatures:?}");
+        for secret in [&new, &old] {
+            assert_verified_by_standard_webhooks(&inside, secret);
+            assert_verified_by_the_guides_node_example(&inside, secret);
+        }
+        let unrelated = "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+        let (said, _) = verifier_says(python_verifier(), &inside, unrelated);
+        assert!(said.starts_with("rejected"), "{said}");
+
+        // After the window: the new secret alone.
+        tokio::time::sleep(Duration::from_millis(4500)).await;
+        s.post("/api/clients", json!({"name": "After"})).await;
+        let received = received_until(&s, Duration::from_secs(10), |r| r.len() >= 2).await;
+        let after = received[1].clone();
+        assert!(
+            !after.header("webhook-signature").unwrap().contains(' '),
+            "one signature"
+        );
+        assert_signed(&after, &new);
+        assert_verified_by_standard_webhooks(&after, &new);
+        let (said, _) = verifier_says(python_verifier(), &after, &old);
+        assert!(
+            said.starts_with("rejected"),
+            "the old secret no more: {said}"
+        );
+        let webhook = s
+            .get(&format!("/api/integrations/automation/webhooks/{id}"))
+            .await;
+        assert_eq!(
+            webhook["webhook"]["secret_rotation"],
+            Value::Null,
+            "{webhook}"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_webhook_down_for_days_is_reported_disabled_tested_enabled_and_given_what_it_missed()
+    {
+        let s = Setup::with(&[
+            ("TIMETRACK_WEBHOOK_FAILING_AFTER", "1s"),
+            ("TIMETRACK_WEBHOOK_DISABLE_AFTER", "3s"),
+            (
+                "TIMETRACK_WEBHOOK_RETRY_SCHEDULE",
+                "500ms,500ms,500ms,500ms,500ms,500ms,500ms,500ms,500ms,500ms",
+            ),
+        ])
+        .await;
+        s.receiver.respond("/down", Behaviour::Respond(500, vec![]));
+        s.receiver
+            .respond("/watch", Behaviour::Respond(200, vec![]));
+        let notices = ["WEBHOOK_FAILING", "WEBHOOK_DISABLED", "WEBHOOK_RECOVERED"];
+        // The failing webhook lists the notices too: it must never get those about itself.
+        let (down, down_secret) = s
+            .subscribe(
+                "/down",
+                &[
+                    "CLIENT_CREATED",
+                    "WEBHOOK_FAILING",
+                    "WEBHOOK_DISABLED",
+                    "WEBHOOK_RECOVERED",
+                ],
+            )
+            .await;
+        let (_watch, watch_secret) = s.subscribe("/watch", &notices).await;
+        let since = time::OffsetDateTime::now_utc() - time::Duration::seconds(1);
+        s.post("/api/clients", json!({"name": "Missed"})).await;
+
+        let received =
+            received_until(&s, Duration::from_secs(20), |r| on(r, "/watch").len() >= 2).await;
+        let told: Vec<Value> = on(&received, "/watch").into_iter().map(body_of).collect();
+        assert_eq!(told.len(), 2, "{told:?}");
+        assert_eq!(told[0]["event"], "WEBHOOK_FAILING", "{told:?}");
+        assert_eq!(told[1]["event"], "WEBHOOK_DISABLED", "{told:?}");
+        assert_eq!(told[1]["reason"], "failing");
+        for notice in &told {
+            assert_eq!(notice["webhook"]["id"], down.as_str());
+            assert_eq!(notice["webhook"]["url"], s.receiver.url("/down"));
+            assert_eq!(notice["last_status_code"], 500);
+            assert_eq!(notice["last_error"], "HTTP 500");
+            assert!(notice["failing_since"].is_string(), "{notice}");
+            assert!(notice["timestamp"].is_string(), "{notice}");
+        }
+        assert_eq!(told[0]["reason"], Value::Null);
+        assert_eq!(told[0]["webhook"]["status"], "ACTIVE");
+        assert_eq!(told[1]["webhook"]["status"], "DISABLED");
+        let first_notice = on(&received, "/watch")[0];
+        assert_eq!(
+            first_notice.header("x-webhook-event"),
+            Some("WEBHOOK_FAILING")
+        );
+        assert_verified_by_standard_webhooks(first_notice, &watch_secret);
+        let failed: Vec<&Received> = on(&received, "/down");
+        assert!(
+            failed.iter().all(|r| body_of(r)["event"].is_null()),
+            "no notice about itself"
+        );
+        let missed_id = failed[0].header("webhook-id").unwrap().to_owned();
+        let log = s.server.log().unwrap();
+        assert!(
+            log.lines().any(|l| l.contains(" WARN ")
+                && l.contains("webhook owner notified")
+                && l.contains("WEBHOOK_DISABLED")),
+            "{log}"
+        );
+
+        // Repaired: a test reaches the disabled webhook; enabling it replays what it missed.
+        s.receiver.respond("/down", Behaviour::Respond(200, vec![]));
+        let base = format!("/api/integrations/automation/webhooks/{down}");
+        let (status, _) = s.post(&format!("{base}/test"), json!({})).await;
+        assert_eq!(status, 202);
+        let before = failed.len();
+        let received = received_until(&s, Duration::from_secs(10), |r| {
+            on(r, "/down").len() > before
+        })
+        .await;
+        let test = on(&received, "/down")[before];
+        assert_eq!(test.header("x-webhook-event"), Some("WEBHOOK_TEST"));
+        assert_signed(test, &down_secret);
+        assert_eq!(
+            s.get(&base).await["webhook"]["status"],
+            "DISABLED",
+            "a test does not enable"
+        );
+        let (status, enabled) = s
+            .post(
+                &format!("{base}/enable"),
+                json!({"replay_since": timetrack_domain::timefmt::rfc3339(since)}),
+            )
+            .await;
+        assert_eq!(status, 200, "{enabled}");
+        assert_eq!(enabled["webhook"]["status"], "ACTIVE");
+        assert_eq!(enabled["replayed"], 1, "{enabled}");
+        let received = received_until(&s, Duration::from_secs(10), |r| {
+            on(r, "/down").len() > before + 1
+        })
+        .await;
+        let replayed = on(&received, "/down")[before + 1];
+        assert_eq!(replayed.header("webhook-id"), Some(missed_id.as_str()));
+        assert_eq!(body_of(replayed)["name"], "Missed");
+        assert_signed(replayed, &down_secret);
+
+        // Resend: the same event once more, with the same webhook-id.
+        let page = s.get(&format!("{base}/deliveries")).await;
+        let original = page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["kind"] == "event" && d["event_type"] == "CLIENT_CREATED")
+            .cloned()
+            .unwrap();
+        assert_eq!(original["status"], "CANCELLED", "{page}");
+        let (status, resent) = s
+            .post(
+                &format!(
+                    "{base}/deliveries/{}/resend",
+                    original["id"].as_str().unwrap()
+                ),
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, 202, "{resent}");
+        let received = received_until(&s, Duration::from_secs(10), |r| {
+            on(r, "/down").len() > before + 2
+        })
+        .await;
+        assert_eq!(
+            on(&received, "/down")[before + 2].header("webhook-id"),
+            Some(missed_id.as_str())
+        );
+        let detail = settled(&s, &down, resent["delivery"]["id"].as_str().unwrap()).await;
+        assert_eq!(
+            (detail["kind"].clone(), detail["status"].clone()),
+            (json!("resend"), json!("DELIVERED"))
+        );
+        // Re-enabled by its owner: no WEBHOOK_RECOVERED for that.
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        assert_eq!(on(&s.receiver.received(), "/watch").len(), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn owners_are_told_of_a_failing_webhook_its_recovery_and_a_410() {
+        let s = Setup::with(&[
+            ("TIMETRACK_WEBHOOK_FAILING_AFTER", "1s"),
+            (
+                "TIMETRACK_WEBHOOK_RETRY_SCHEDULE",
+                "600ms,600ms,600ms,600ms,600ms,600ms",
+            ),
+        ])
+        .await;
+        s.receiver
+            .respond("/flaky", Behaviour::Sequence(vec![500, 500, 500, 500, 200]));
+        s.receiver.respond("/gone", Behaviour::Respond(410, vec![]));
+        s.receiver
+            .respond("/watch", Behaviour::Respond(200, vec![]));
+        let (flaky, _) = s.subscribe("/flaky", &["CLIENT_CREATED"]).await;
+        let (gone, _) = s.subscribe("/gone", &["CLIENT_CREATED"]).await;
+        s.subscribe(
+            "/watch",
+            &["WEBHOOK_FAILING", "WEBHOOK_DISABLED", "WEBHOOK_RECOVERED"],
+        )
+        .await;
+        s.post("/api/clients", json!({"name": "Bumpy"})).await;
+        let received =
+            received_until(&s, Duration::from_secs(20), |r| on(r, "/watch").len() >= 3).await;
+        let mut told: Vec<(String, String)> = on(&received, "/watch")
+            .into_iter()
+            .map(|r| {
+                let body = body_of(r);
+                (
+                    body["event"].as_str().unwrap().to_owned(),
+                    body["webhook"]["id"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        told.sort();
+        assert_eq!(
+            told,
+            [
+                ("WEBHOOK_DISABLED".to_owned(), gone.clone()),
+                ("WEBHOOK_FAILING".to_owned(), flaky.clone()),
+                ("WEBHOOK_RECOVERED".to_owned(), flaky.clone()),
+            ]
+        );
+        let gone_notice = on(&received, "/watch")
+            .into_iter()
+            .map(body_of)
+            .find(|b| b["event"] == "WEBHOOK_DISABLED")
+            .unwrap();
+        assert_eq!(gone_notice["reason"], "gone");
+        assert_eq!(gone_notice["webhook"]["status"], "DELETED");
+        assert_eq!(gone_notice["last_status_code"], 410);
+        let recovered = on(&received, "/watch")
+            .into_iter()
+            .map(body_of)
+            .find(|b| b["event"] == "WEBHOOK_RECOVERED")
+            .unwrap();
+        assert_eq!(recovered["last_status_code"], 200);
+        assert_eq!(recovered["last_error"], Value::Null);
+        assert_eq!(recovered["reason"], Value::Null);
+        // Once per streak: nothing more.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(on(&s.receiver.received(), "/watch").len(), 3);
     }
 
     #[tokio::test(flavor = "multi_thread")]

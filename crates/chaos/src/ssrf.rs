@@ -308,14 +308,15 @@ pub async fn run(env: &Env, s: &mut Scenario) -> Result<()> {
         .await?;
     let attempts = db
         .count(&format!(
-            "SELECT count(*) FROM delivery_attempts a JOIN deliveries d USING (event_id, subscription_id)
-             WHERE ({watched})"
+            "SELECT count(*) FROM delivery_attempts a
+             JOIN (SELECT id FROM deliveries WHERE ({watched})) d ON d.id = a.delivery_id"
         ))
         .await?;
     let with_status = db
         .count(&format!(
-            "SELECT count(*) FROM delivery_attempts a JOIN deliveries d USING (event_id, subscription_id)
-             WHERE ({watched}) AND a.status_code IS NOT NULL"
+            "SELECT count(*) FROM delivery_attempts a
+             JOIN (SELECT id FROM deliveries WHERE ({watched})) d ON d.id = a.delivery_id
+             WHERE a.status_code IS NOT NULL"
         ))
         .await?;
     s.figure(

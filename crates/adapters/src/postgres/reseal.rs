@@ -13,7 +13,7 @@ use crate::secrets::{Purpose, SecretBox};
 /// What [`reseal_all`] rewrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Resealed {
-    /// Webhook signing secrets.
+    /// Webhook signing secrets (current and, inside a rotation's window, previous).
     pub webhook_secrets: usize,
     /// Stored idempotent responses.
     pub idempotent_responses: usize,
@@ -49,6 +49,38 @@ pub async fn reseal_all(pool: &PgPool, secrets: &SecretBox) -> Result<Resealed> 
         .execute(&mut conn)
         .await
         .context("resealing a webhook secret")?;
+    }
+
+    // The secrets a rotation keeps signing for a while.
+    let stale: Vec<(String, String)> = webhook_subscriptions::table
+        .filter(webhook_subscriptions::previous_secret.is_not_null())
+        .filter(
+            webhook_subscriptions::previous_secret
+                .assume_not_null()
+                .not_like(&pattern),
+        )
+        .select((
+            webhook_subscriptions::id,
+            webhook_subscriptions::previous_secret.assume_not_null(),
+        ))
+        .load(&mut conn)
+        .await
+        .context("reading previous webhook secrets to reseal")?;
+    for (id, stored) in stale {
+        let plain = secrets
+            .open(Purpose::WebhookSecret, &stored)
+            .with_context(|| format!("webhook {id} (previous secret)"))?;
+        resealed.webhook_secrets += diesel::update(
+            webhook_subscriptions::table
+                .filter(webhook_subscriptions::id.eq(&id))
+                .filter(webhook_subscriptions::previous_secret.eq(&stored)),
+        )
+        .set(
+            webhook_subscriptions::previous_secret.eq(secrets.seal(Purpose::WebhookSecret, &plain)),
+        )
+        .execute(&mut conn)
+        .await
+        .context("resealing a previous webhook secret")?;
     }
 
     let stale: Vec<(Uuid, String, String)> = idempotency_keys::table

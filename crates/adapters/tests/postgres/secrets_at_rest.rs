@@ -150,7 +150,27 @@ async fn a_rotation_reseals_plain_and_old_values_under_the_new_key() {
     let f = fixture().await;
     let (old, new) = (SecretKey::generate(), SecretKey::generate());
     let before = SecretBox::new(&old, &[]);
-    subscribed(&f, &before).await;
+    let subscription = subscribed(&f, &before).await;
+    // Inside a rotation's window: a new secret, the old one still signing beside it.
+    const NEWER: &str = "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    let at = time::OffsetDateTime::now_utc();
+    PgSubscriptionRepository::new(f.db.pool(), before.clone())
+        .rotate_secret(
+            &subscription.id,
+            NEWER,
+            at + time::Duration::days(1),
+            &timetrack_domain::model::AuditEntry {
+                workspace_id: Some(subscription.workspace_id),
+                actor_user_id: None,
+                action: "webhook.secret_rotated",
+                target_type: "webhook",
+                target_id: subscription.id.to_string(),
+                reason: None,
+                at,
+            },
+        )
+        .await
+        .unwrap();
     // A value from before encryption at rest, too.
     diesel::sql_query(
         "INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, \
@@ -167,7 +187,10 @@ async fn a_rotation_reseals_plain_and_old_values_under_the_new_key() {
 
     let rotated = SecretBox::new(&new, std::slice::from_ref(&old));
     let resealed = reseal_all(&f.db.pool(), &rotated).await.unwrap();
-    assert_eq!(resealed.webhook_secrets, 2);
+    assert_eq!(
+        resealed.webhook_secrets, 3,
+        "two current secrets and the previous one"
+    );
     assert_eq!(
         reseal_all(&f.db.pool(), &rotated)
             .await
@@ -175,21 +198,26 @@ async fn a_rotation_reseals_plain_and_old_values_under_the_new_key() {
             .webhook_secrets,
         0
     );
-    for stored in column(&f.db, "SELECT secret AS v FROM webhook_subscriptions").await {
+    for stored in column(
+        &f.db,
+        "SELECT secret AS v FROM webhook_subscriptions UNION ALL \
+         SELECT previous_secret FROM webhook_subscriptions WHERE previous_secret IS NOT NULL",
+    )
+    .await
+    {
         assert!(
             stored.starts_with(&format!("tt1:{}:", new.id())),
             "{stored}"
         );
     }
     // Once resealed, the old key is no longer needed.
-    let mut secrets: Vec<String> = claim(&f.db, &without_old, time::Duration::ZERO)
+    let secrets: Vec<(String, Option<String>)> = claim(&f.db, &without_old, time::Duration::ZERO)
         .await
         .unwrap()
         .into_iter()
-        .map(|c| c.secret)
+        .map(|c| (c.secret, c.previous_secret))
         .collect();
-    secrets.sort();
-    assert_eq!(secrets, [SECRET]);
+    assert_eq!(secrets, [(NEWER.to_owned(), Some(SECRET.to_owned()))]);
     let repo = PgSubscriptionRepository::new(f.db.pool(), without_old);
     let plain = repo
         .get(&WebhookId::parse("wh_plainplainplainplainpla").unwrap())

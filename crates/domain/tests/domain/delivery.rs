@@ -285,3 +285,225 @@ fn inside_a_rotation_window_the_signature_header_carries_the_new_then_the_old_si
         format!("{expected_new} v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
     );
 }
+
+mod notices {
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use serde_json::Value;
+    use time::Duration;
+    use time::macros::datetime;
+    use timetrack_domain::DomainResult;
+    use timetrack_domain::delivery::*;
+    use timetrack_domain::ids::{EventId, WorkspaceId};
+    use timetrack_domain::model::{DeliveryId, DeliveryKind, EventType, WebhookId};
+    use timetrack_domain::ports::{DeliveryQueue, WebhookSender};
+    use timetrack_domain::services::{DeliveryService, DeliverySettings};
+    use timetrack_testkit::fakes::{ManualClock, SeededRandom};
+
+    /// A receiver that always answers `outcome`.
+    struct Answers(AttemptOutcome);
+
+    #[async_trait]
+    impl WebhookSender for Answers {
+        async fn send(&self, _request: &WebhookRequest) -> AttemptReport {
+            AttemptReport {
+                outcome: self.0.clone(),
+                latency: Duration::milliseconds(5),
+                response_excerpt: None,
+            }
+        }
+    }
+
+    /// The decisions under test are made before anything is recorded.
+    struct Unused;
+
+    #[async_trait]
+    impl DeliveryQueue for Unused {
+        async fn record(&self, _: &ClaimedDelivery, _: &AttemptRecord) -> DomainResult<bool> {
+            unreachable!()
+        }
+        async fn record_and_claim(
+            &self,
+            _: &[(ClaimedDelivery, AttemptRecord)],
+            _: time::OffsetDateTime,
+            _: time::OffsetDateTime,
+            _: u32,
+            _: u32,
+        ) -> DomainResult<Vec<ClaimedDelivery>> {
+            unreachable!()
+        }
+        async fn stats(&self, _: time::OffsetDateTime) -> DomainResult<QueueStats> {
+            unreachable!()
+        }
+    }
+
+    const NOW: time::OffsetDateTime = datetime!(2026-03-01 12:00 UTC);
+
+    fn claimed(failing_for: Option<Duration>, told: bool, kind: DeliveryKind) -> ClaimedDelivery {
+        ClaimedDelivery {
+            delivery_id: DeliveryId(7),
+            kind,
+            event_id: EventId(uuid::Uuid::from_u128(1)),
+            subscription_id: WebhookId::parse("wh_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap(),
+            workspace_id: WorkspaceId(uuid::Uuid::from_u128(2)),
+            event_type: EventType::ClientCreated,
+            body: "{}".into(),
+            url: "https://hooks.example.com/h".into(),
+            description: Some("Zap".into()),
+            secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
+            previous_secret: None,
+            attempts: 1,
+            failing_since: failing_for.map(|d| NOW - d),
+            failing_notified: told,
+        }
+    }
+
+    fn attempt(outcome: AttemptOutcome, delivery: &ClaimedDelivery) -> AttemptRecord {
+        let service = DeliveryService::new(
+            Arc::new(Unused),
+            Arc::new(Answers(outcome)),
+            Arc::new(ManualClock::at(NOW)),
+            Arc::new(SeededRandom::new(1)),
+            DeliverySettings {
+                failing_after: Duration::hours(24),
+                disable_after: Duration::days(5),
+                ..DeliverySettings::default()
+            },
+        );
+        timetrack_testkit::fakes::run_ready(service.attempt(delivery)).unwrap()
+    }
+
+    fn notice(record: &AttemptRecord) -> Option<(EventType, Value)> {
+        record.notice.as_ref().map(|n| {
+            (
+                n.event.event_type,
+                serde_json::from_str(&n.event.body).unwrap(),
+            )
+        })
+    }
+
+    const FAILED: AttemptOutcome = AttemptOutcome::Rejected {
+        status: 503,
+        retry_after: None,
+    };
+    const OK: AttemptOutcome = AttemptOutcome::Delivered { status: 204 };
+
+    #[test]
+    fn failing_for_the_setting_is_told_once_per_streak() {
+        let record = attempt(
+            FAILED,
+            &claimed(Some(Duration::hours(25)), false, DeliveryKind::Event),
+        );
+        let (kind, body) = notice(&record).unwrap();
+        assert_eq!(kind, EventType::WebhookFailing);
+        assert!(record.recorded_alone() && !record.ends_subscription());
+        assert_eq!(
+            body.as_object().unwrap().keys().collect::<Vec<_>>(),
+            [
+                "event",
+                "webhook",
+                "reason",
+                "failing_since",
+                "last_status_code",
+                "last_error",
+                "timestamp"
+            ]
+        );
+        assert_eq!(body["event"], "WEBHOOK_FAILING");
+        assert_eq!(
+            body["webhook"],
+            serde_json::json!({"id": "wh_aaaaaaaaaaaaaaaaaaaaaaaa",
+                               "url": "https://hooks.example.com/h",
+                               "description": "Zap", "status": "ACTIVE"})
+        );
+        assert_eq!(body["reason"], Value::Null);
+        assert_eq!(body["failing_since"], "2026-02-28T11:00:00Z");
+        assert_eq!(body["last_status_code"], 503);
+        assert_eq!(body["last_error"], "HTTP 503");
+        assert_eq!(
+            record.notice.as_ref().unwrap().about.as_str(),
+            "wh_aaaaaaaaaaaaaaaaaaaaaaaa"
+        );
+
+        // Told already, or not failing long enough: nothing.
+        let told = attempt(
+            FAILED,
+            &claimed(Some(Duration::hours(25)), true, DeliveryKind::Event),
+        );
+        assert_eq!(notice(&told), None);
+        assert!(!told.recorded_alone());
+        let young = attempt(
+            FAILED,
+            &claimed(Some(Duration::hours(2)), false, DeliveryKind::Event),
+        );
+        assert_eq!(notice(&young), None);
+    }
+
+    #[test]
+    fn a_success_after_a_told_streak_is_a_recovery_and_only_then() {
+        let record = attempt(
+            OK,
+            &claimed(Some(Duration::hours(30)), true, DeliveryKind::Event),
+        );
+        let (kind, body) = notice(&record).unwrap();
+        assert_eq!(kind, EventType::WebhookRecovered);
+        assert_eq!(body["last_status_code"], 204);
+        assert_eq!(body["last_error"], Value::Null);
+        assert_eq!(body["failing_since"], "2026-02-28T06:00:00Z");
+        let untold = attempt(
+            OK,
+            &claimed(Some(Duration::hours(2)), false, DeliveryKind::Event),
+        );
+        assert_eq!(notice(&untold), None);
+    }
+
+    #[test]
+    fn disabling_and_a_410_are_told_with_their_reason() {
+        let record = attempt(
+            FAILED,
+            &claimed(Some(Duration::days(6)), false, DeliveryKind::Event),
+        );
+        assert!(record.disable_subscription);
+        let (kind, body) = notice(&record).unwrap();
+        assert_eq!(
+            kind,
+            EventType::WebhookDisabled,
+            "disabled, not merely failing"
+        );
+        assert_eq!(body["reason"], "failing");
+        assert_eq!(body["webhook"]["status"], "DISABLED");
+
+        let gone = AttemptOutcome::Rejected {
+            status: 410,
+            retry_after: None,
+        };
+        let record = attempt(gone, &claimed(None, false, DeliveryKind::Event));
+        let (kind, body) = notice(&record).unwrap();
+        assert_eq!(kind, EventType::WebhookDisabled);
+        assert_eq!(body["reason"], "gone");
+        assert_eq!(body["webhook"]["status"], "DELETED");
+        assert_eq!(body["last_status_code"], 410);
+    }
+
+    #[test]
+    fn a_test_delivery_gets_one_attempt_and_changes_nothing() {
+        let gone = AttemptOutcome::Rejected {
+            status: 410,
+            retry_after: None,
+        };
+        for (outcome, next) in [
+            (OK, NextStep::Done),
+            (FAILED, NextStep::GiveUp),
+            (gone, NextStep::GiveUp),
+        ] {
+            let record = attempt(
+                outcome.clone(),
+                &claimed(Some(Duration::days(6)), true, DeliveryKind::Test),
+            );
+            assert_eq!(record.next, next, "{outcome:?}");
+            assert!(!record.disable_subscription, "{outcome:?}");
+            assert_eq!(notice(&record), None, "{outcome:?}");
+        }
+    }
+}
