@@ -8,7 +8,7 @@ use std::sync::Arc;
 use time::macros::datetime;
 use time::{Duration, OffsetDateTime};
 use timetrack_adapters::postgres::{
-    DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository,
+    DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgDeliveryLog,
     PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
 };
 use timetrack_adapters::{PgPool, SecretBox};
@@ -21,9 +21,13 @@ use timetrack_domain::model::{
     KeyHash, Page, PageRequest, Project, Subscription, SubscriptionChange, SubscriptionStatus, Tag,
     Task, TimeEntry, User, WebhookId, Workspace,
 };
+use timetrack_domain::model::{
+    DeliveryId, DeliveryKind, DeliveryQuery, DeliveryStatus, ReplayOutcome, ReplayWindow,
+};
 use timetrack_domain::ports::{
-    ApiKeyRepository, CatalogRepository, ClientRepository, EntryFilter, SubscriptionRepository,
-    TimeEntryRepository, TimerStop, TimerWrite, UserRepository, WorkspaceRepository,
+    ApiKeyRepository, CatalogRepository, ClientRepository, DeliveryLog, EntryFilter,
+    SubscriptionRepository, TimeEntryRepository, TimerStop, TimerWrite, UserRepository,
+    WorkspaceRepository,
 };
 use timetrack_testkit::TestDatabase;
 use timetrack_testkit::fakes::InMemoryStore;
@@ -37,6 +41,7 @@ struct Subject {
     clients: Arc<dyn ClientRepository>,
     catalog: Arc<dyn CatalogRepository>,
     subscriptions: Arc<dyn SubscriptionRepository>,
+    log: Arc<dyn DeliveryLog>,
     entries: Arc<dyn TimeEntryRepository>,
     outbox: Outbox,
     _db: Option<TestDatabase>,
@@ -104,6 +109,7 @@ fn fake() -> Subject {
         clients: store.clone(),
         catalog: store.clone(),
         subscriptions: store.clone(),
+        log: store.clone(),
         entries: store.clone(),
         outbox: Outbox::Fake(store),
         _db: None,
@@ -126,6 +132,7 @@ async fn postgres() -> Subject {
             pool.clone(),
             SecretBox::ephemeral(),
         )),
+        log: Arc::new(PgDeliveryLog::new(pool.clone(), DeliveryAnnouncer::new())),
         entries: Arc::new(PgTimeEntryRepository::new(
             pool.clone(),
             DeliveryAnnouncer::new(),
@@ -161,6 +168,7 @@ contract!(client_updates_and_deletes_name_what_is_missing);
 contract!(projects_tasks_and_tags_stay_in_their_workspace);
 contract!(subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly);
 contract!(subscriptions_are_listed_per_member_and_changed_unless_deleted);
+contract!(the_delivery_log_pages_tests_resends_and_replays_alike);
 contract!(timers_run_one_per_user_and_stop_only_while_running);
 contract!(entry_writes_refuse_references_outside_the_workspace_and_write_nothing);
 contract!(entries_are_read_replaced_and_deleted_only_in_their_workspace);
@@ -1723,5 +1731,162 @@ mod rate_limits {
     async fn postgres_store() {
         let db = TestDatabase::new().await;
         decisions(Arc::new(PgRateLimitStore::new(db.pool()))).await;
+    }
+}
+
+async fn the_delivery_log_pages_tests_resends_and_replays_alike(s: Subject) {
+    let (ws, member) = seeded(&s, 1).await;
+    let audit = |action: &'static str, minutes: i64| AuditEntry {
+        workspace_id: Some(ws.id),
+        actor_user_id: Some(member.id),
+        action,
+        target_type: "webhook",
+        target_id: String::new(),
+        reason: None,
+        at: T0 + Duration::minutes(minutes),
+    };
+    let key = stored_key(&s, 50, &ws, &member).await;
+    let hook = subscription(1, &key, 0);
+    let other = subscription(2, &key, 0);
+    s.subscriptions.create(&hook, 10).await.unwrap();
+    s.subscriptions.create(&other, 10).await.unwrap();
+    // An event the outbox fans out to both (they list CLIENT_CREATED).
+    let created = Event {
+        id: EventId(id(900)),
+        workspace_id: ws.id,
+        event_type: EventType::ClientCreated,
+        body: r#"{"name": "Acme", "id": 1}"#.into(),
+        created_at: T0 + Duration::minutes(1),
+    };
+    s.clients
+        .create(&client(11, &ws, "Acme", 1), std::slice::from_ref(&created))
+        .await
+        .unwrap();
+    let everything = DeliveryQuery {
+        since: T0 - Duration::days(1),
+        status: None,
+        event_type: None,
+        before: None,
+        limit: 100,
+    };
+    let log = s.log.deliveries(&hook.id, &everything).await.unwrap();
+    assert_eq!(log.len(), 1);
+    let fanned = log[0].clone();
+    assert_eq!(
+        (fanned.event_id, fanned.kind, fanned.status, fanned.attempts),
+        (created.id, DeliveryKind::Event, DeliveryStatus::Pending, 0)
+    );
+    assert_eq!(fanned.next_attempt_at, Some(created.created_at));
+
+    let test = Event {
+        id: EventId(id(901)),
+        workspace_id: ws.id,
+        event_type: EventType::WebhookTest,
+        body: r#"{"event": "WEBHOOK_TEST"}"#.into(),
+        created_at: T0 + Duration::minutes(2),
+    };
+    let tested = s.log.queue_test(&hook.id, &test).await.unwrap();
+    assert_eq!(
+        (tested.event_id, tested.kind, tested.status),
+        (test.id, DeliveryKind::Test, DeliveryStatus::Pending)
+    );
+    let resent = s
+        .log
+        .resend(&hook.id, fanned.id, T0 + Duration::minutes(3))
+        .await
+        .unwrap();
+    assert_eq!(
+        (resent.event_id, resent.kind, resent.created_at),
+        (created.id, DeliveryKind::Resend, T0 + Duration::minutes(3))
+    );
+    let ids: Vec<DeliveryId> = s
+        .log
+        .deliveries(&hook.id, &everything)
+        .await
+        .unwrap()
+        .iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(ids, [resent.id, tested.id, fanned.id], "newest first");
+    let page = DeliveryQuery {
+        before: Some(resent.id),
+        limit: 1,
+        ..everything.clone()
+    };
+    assert_eq!(
+        s.log.deliveries(&hook.id, &page).await.unwrap()[0].id,
+        tested.id
+    );
+    let tests_only = DeliveryQuery {
+        event_type: Some(EventType::WebhookTest),
+        ..everything.clone()
+    };
+    assert_eq!(
+        s.log.deliveries(&hook.id, &tests_only).await.unwrap().len(),
+        1
+    );
+    let recent = DeliveryQuery {
+        since: T0 + Duration::minutes(2),
+        ..everything.clone()
+    };
+    assert_eq!(s.log.deliveries(&hook.id, &recent).await.unwrap().len(), 2);
+
+    let detail = s.log.delivery(&hook.id, fanned.id).await.unwrap().unwrap();
+    assert_eq!(detail.payload, created.body, "the exact body");
+    assert_eq!(detail.record, fanned);
+    assert!(detail.attempts.is_empty());
+    assert_eq!(s.log.delivery(&other.id, fanned.id).await.unwrap(), None);
+    match s.log.resend(&other.id, fanned.id, T0).await {
+        Err(DomainError::NotFound("delivery")) => {}
+        other => panic!("another webhook's delivery: {other:?}"),
+    }
+    match s.log.resend(&hook.id, DeliveryId(987_654), T0).await {
+        Err(DomainError::NotFound("delivery")) => {}
+        other => panic!("{other:?}"),
+    }
+
+    let window = ReplayWindow {
+        since: T0,
+        until: T0 + Duration::hours(1),
+        only_failed: true,
+        limit: 10,
+        at: T0 + Duration::minutes(4),
+    };
+    assert_eq!(
+        s.log.replay(&hook.id, &window).await.unwrap(),
+        ReplayOutcome {
+            queued: 0,
+            truncated: false,
+            next_since: None
+        },
+        "pending: on its way"
+    );
+    let all = ReplayWindow {
+        only_failed: false,
+        ..window
+    };
+    // The test event is not one the webhook lists.
+    assert_eq!(s.log.replay(&hook.id, &all).await.unwrap().queued, 1);
+    let none = ReplayWindow { limit: 0, ..all };
+    assert_eq!(
+        s.log.replay(&hook.id, &none).await.unwrap(),
+        ReplayOutcome {
+            queued: 0,
+            truncated: true,
+            next_since: Some(created.created_at)
+        }
+    );
+
+    s.subscriptions
+        .delete(&hook.id, &audit("webhook.deleted", 5))
+        .await
+        .unwrap();
+    match s.log.queue_test(&hook.id, &test).await {
+        Err(DomainError::NotFound("webhook")) => {}
+        other => panic!("a deleted webhook: {other:?}"),
+    }
+    match s.log.replay(&hook.id, &window).await {
+        Err(DomainError::NotFound("webhook")) => {}
+        other => panic!("{other:?}"),
     }
 }

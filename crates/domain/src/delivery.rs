@@ -143,6 +143,10 @@ pub struct Notice {
     pub event: crate::model::Event,
     /// The webhook it is about (which never receives it).
     pub about: crate::model::WebhookId,
+    /// For `WEBHOOK_FAILING`: the latest time the failure streak may have started. Storage
+    /// checks it against the streak as it stands when the attempt is recorded (a success
+    /// recorded meanwhile by another worker has ended the streak the claim saw).
+    pub streak_started_by: Option<OffsetDateTime>,
 }
 
 /// What a worker records after an attempt.

@@ -249,7 +249,8 @@ pub struct WebhookNoticePayload {
     pub webhook: NoticeWebhook,
     /// `failing` or `gone` for `WEBHOOK_DISABLED`; null otherwise.
     pub reason: Option<&'static str>,
-    /// The first failure of the streak (null for `gone` after a success).
+    /// The first failure of the streak (null for `gone` after a success, and for a recovery the
+    /// claim did not see failing).
     pub failing_since: Option<String>,
     /// The status code of the attempt that led to the notice, if it got a response.
     pub last_status_code: Option<i32>,

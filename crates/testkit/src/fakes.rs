@@ -340,7 +340,7 @@ impl ClientRepository for InMemoryStore {
             });
         }
         t.clients.push(client.clone());
-        t.events.extend_from_slice(events);
+        t.record(events);
         Ok(())
     }
 
@@ -672,6 +672,27 @@ impl Tables {
         record
     }
 
+    /// Records `events` as the outbox does: each, and one pending delivery of it for each active
+    /// subscription of its workspace that lists its type.
+    fn record(&mut self, events: &[Event]) {
+        for event in events {
+            self.events.push(event.clone());
+            let listeners: Vec<WebhookId> = self
+                .subscriptions
+                .iter()
+                .filter(|s| {
+                    s.workspace_id == event.workspace_id
+                        && s.status == SubscriptionStatus::Active
+                        && s.events.contains(&event.event_type)
+                })
+                .map(|s| s.id.clone())
+                .collect();
+            for subscription in listeners {
+                self.queue(&subscription, event, DeliveryKind::Event, event.created_at);
+            }
+        }
+    }
+
     fn live_subscription(&self, id: &WebhookId) -> Option<&Subscription> {
         self.subscriptions
             .iter()
@@ -980,7 +1001,7 @@ impl Tables {
             Some(entry) => {
                 entry.end = Some(stop.end);
                 entry.updated_at = stop.event.created_at;
-                self.events.push(stop.event.clone());
+                self.record(std::slice::from_ref(&stop.event));
                 true
             }
             None => false,
@@ -1077,7 +1098,7 @@ impl TimeEntryRepository for InMemoryStore {
             t.apply_stop(stop);
         }
         t.entries.push(as_stored(entry));
-        t.events.extend_from_slice(events);
+        t.record(events);
         Ok(TimerWrite::Applied)
     }
 
@@ -1093,7 +1114,7 @@ impl TimeEntryRepository for InMemoryStore {
         let mut t = self.tables();
         t.check_references(entry)?;
         t.entries.push(as_stored(entry));
-        t.events.extend_from_slice(events);
+        t.record(events);
         Ok(())
     }
 

@@ -132,23 +132,33 @@ async fn one_delivery(
     Ok(log_rows(conn, id, &query, Some(delivery)).await?.pop())
 }
 
-/// Shares the lock of subscription `id` until the transaction ends (a concurrent delete or
-/// disable waits) and returns its status and whether its key is revoked; `None` if it does not
-/// exist.
+/// How [`lock_subscription`] locks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lock {
+    /// Against a change of the subscription (delete, disable).
+    Share,
+    /// Against those, and against another writer of the same kind (two replays at once would
+    /// both find an event not yet pending and queue it twice).
+    Exclusive,
+}
+
+/// Locks subscription `id` until the transaction ends and returns its status and whether its
+/// key is revoked; `None` if it does not exist.
 async fn lock_subscription(
     conn: &mut AsyncPgConnection,
     id: &WebhookId,
+    lock: Lock,
 ) -> QueryResult<Option<(String, bool)>> {
-    let found: Option<(String, Uuid)> = webhook_subscriptions::table
+    let query = webhook_subscriptions::table
         .filter(webhook_subscriptions::id.eq(id.as_str()))
         .select((
             webhook_subscriptions::status,
             webhook_subscriptions::api_key_id,
-        ))
-        .for_share()
-        .first(conn)
-        .await
-        .optional()?;
+        ));
+    let found: Option<(String, Uuid)> = match lock {
+        Lock::Share => query.for_share().first(conn).await.optional()?,
+        Lock::Exclusive => query.for_no_key_update().first(conn).await.optional()?,
+    };
     let Some((status, key)) = found else {
         return Ok(None);
     };
@@ -303,7 +313,7 @@ impl DeliveryLog for PgDeliveryLog {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let found = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                match lock_subscription(conn, id).await?.as_ref() {
+                match lock_subscription(conn, id, Lock::Share).await?.as_ref() {
                     None => return Ok(Found::NoWebhook),
                     Some((status, _)) if status == "DELETED" => return Ok(Found::NoWebhook),
                     Some((_, true)) => return Ok(Found::KeyRevoked),
@@ -350,8 +360,9 @@ impl DeliveryLog for PgDeliveryLog {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let found = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                let status = match lock_subscription(conn, id).await? {
+                let status = match lock_subscription(conn, id, Lock::Share).await? {
                     None => return Ok(Found::NoWebhook),
+                    Some((status, _)) if status == "DELETED" => return Ok(Found::NoWebhook),
                     Some((status, _)) => status,
                 };
                 let event: Option<Uuid> = deliveries::table
@@ -364,10 +375,8 @@ impl DeliveryLog for PgDeliveryLog {
                 let Some(event) = event else {
                     return Ok(Found::NoDelivery);
                 };
-                match status.as_str() {
-                    "ACTIVE" => {}
-                    "DELETED" => return Ok(Found::NoWebhook),
-                    _ => return Ok(Found::Disabled),
+                if status != "ACTIVE" {
+                    return Ok(Found::Disabled);
                 }
                 let queued = queue_again(conn, id, &[event], DeliveryKind::Resend, at).await?;
                 Ok(Found::Done(queued))
@@ -387,7 +396,7 @@ impl DeliveryLog for PgDeliveryLog {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let found = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                match lock_subscription(conn, id).await? {
+                match lock_subscription(conn, id, Lock::Exclusive).await? {
                     None => return Ok(Found::NoWebhook),
                     Some((status, _)) if status == "DELETED" => return Ok(Found::NoWebhook),
                     Some((status, _)) if status != "ACTIVE" => return Ok(Found::Disabled),

@@ -229,22 +229,28 @@ async fn write_notice(conn: &mut AsyncPgConnection, notice: &Notice) -> QueryRes
     .map(|row| row.queued)
 }
 
-/// Marks the owner of `claimed`'s subscription told of its failure streak (`told`) or not, if
-/// it was not already: whether this call changed it, so a notice is written once per streak.
+/// Marks the owner of `claimed`'s subscription told of its failure streak (`told`: when, and
+/// the latest time the streak may have started) or not, if it was not already: whether this
+/// call changed it, so a notice is written once per streak. Told only while the streak as it
+/// stands now started early enough (a success recorded since the claim ended the old one).
 async fn mark_told(
     conn: &mut AsyncPgConnection,
     claimed: &ClaimedDelivery,
-    told: Option<OffsetDateTime>,
+    told: Option<(OffsetDateTime, OffsetDateTime)>,
 ) -> QueryResult<bool> {
     let target = webhook_subscriptions::table
         .filter(webhook_subscriptions::id.eq(claimed.subscription_id.as_str()))
         .filter(webhook_subscriptions::status.eq("ACTIVE"));
     let changed = match told {
-        Some(at) => {
-            diesel::update(target.filter(webhook_subscriptions::failing_notified_at.is_null()))
-                .set(webhook_subscriptions::failing_notified_at.eq(at))
-                .execute(conn)
-                .await?
+        Some((at, started_by)) => {
+            diesel::update(
+                target
+                    .filter(webhook_subscriptions::failing_notified_at.is_null())
+                    .filter(webhook_subscriptions::failing_since.le(started_by)),
+            )
+            .set(webhook_subscriptions::failing_notified_at.eq(at))
+            .execute(conn)
+            .await?
         }
         None => {
             diesel::update(target.filter(webhook_subscriptions::failing_notified_at.is_not_null()))
@@ -368,7 +374,14 @@ impl DeliveryQueue for PgDeliveryQueue {
         // transaction.
         let mut batch = RecordBatch::default();
         batch.push(claimed, attempt);
+        let recovery = attempt
+            .notice
+            .as_ref()
+            .is_some_and(|n| n.event.event_type == EventType::WebhookRecovered);
         conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            // A recovery is decided before the batch's write, which ends the streak and forgets
+            // what was told of it.
+            let recovered = recovery && mark_told(conn, claimed, None).await?;
             batch.write(conn).await?;
             let changed = if attempt.next == NextStep::Unsubscribe {
                 end_subscription(
@@ -392,12 +405,12 @@ impl DeliveryQueue for PgDeliveryQueue {
                 )
                 .await?
             } else {
-                match attempt.notice.as_ref().map(|n| n.event.event_type) {
-                    Some(EventType::WebhookFailing) => {
-                        mark_told(conn, claimed, Some(finished)).await?
+                match &attempt.notice {
+                    Some(notice) if notice.event.event_type == EventType::WebhookFailing => {
+                        let started_by = notice.streak_started_by.unwrap_or(finished);
+                        mark_told(conn, claimed, Some((finished, started_by))).await?
                     }
-                    Some(EventType::WebhookRecovered) => mark_told(conn, claimed, None).await?,
-                    _ => false,
+                    _ => recovered,
                 }
             };
             match &attempt.notice {

@@ -7,17 +7,24 @@ use serde_json::{Value, json};
 use crate::support::{TestApp, call, error_of};
 use crate::webhooks_operate::{colleague, request, run_all, subscribed};
 
+const E0: &str = "00000000-0000-0000-0000-0000000000e0";
 const E1: &str = "00000000-0000-0000-0000-0000000000e1";
 const E2: &str = "00000000-0000-0000-0000-0000000000e2";
 const E3: &str = "00000000-0000-0000-0000-0000000000e3";
 const E4: &str = "00000000-0000-0000-0000-0000000000e4";
 
-/// Events `E1`..`E4` (CLIENT_CREATED, an hour apart from 5 hours ago) and `id`'s deliveries of
-/// them: E1 delivered (one attempt answered 200), E2 failed (two attempts answered 500), E3
-/// pending, E4 never queued (as while disabled).
+/// Webhook `id` made a day ago; events `E1`..`E4` (CLIENT_CREATED, an hour apart from 5 hours
+/// ago) and its deliveries of them: E1 delivered (one attempt answered 200), E2 failed (two
+/// attempts answered 500), E3 pending, E4 never queued (as while disabled); and `E0`, two days
+/// old, from before the webhook.
 async fn history(t: &TestApp, id: &str) {
     let ws = t.workspace.id;
-    let mut sql = String::new();
+    let mut sql = format!(
+        "UPDATE webhook_subscriptions SET created_at = now() - interval '1 day' \
+         WHERE id = '{id}'; \
+         INSERT INTO events (id, workspace_id, event_type, body, created_at) VALUES \
+         ('{E0}', '{ws}', 'CLIENT_CREATED', '{{}}', now() - interval '2 days'); "
+    );
     for (n, event) in [E1, E2, E3, E4].iter().enumerate() {
         let hours = 5 - n;
         sql.push_str(&format!(
@@ -424,11 +431,11 @@ async fn replay_queues_what_the_webhook_missed_in_the_window_oldest_first() {
             .rev()
             .collect::<Vec<_>>()
     };
-    let since = time::OffsetDateTime::now_utc() - time::Duration::days(1);
+    let since = time::OffsetDateTime::now_utc() - time::Duration::days(3);
     let since = timetrack_domain::timefmt::rfc3339(since);
 
     // Only failed (the default): the failed one and the one never queued; not the delivered
-    // one, nor the pending one (on its way).
+    // one, nor the pending one (on its way), nor the one from before the webhook.
     let (status, _, body) = call(&app, replay(json!({"since": since}))).await;
     assert_eq!(status, 202, "{body}");
     assert_eq!(
@@ -449,8 +456,8 @@ async fn replay_queues_what_the_webhook_missed_in_the_window_oldest_first() {
         replay(json!({"since": since, "until": until, "only_failed": false})),
     )
     .await;
-    assert_eq!(body["queued"], 3, "{body}");
-    assert_eq!(replayed().await, [E2, E4, E1, E2, E3]);
+    assert_eq!(body["queued"], 4, "{body}");
+    assert_eq!(replayed().await, [E2, E4, E0, E1, E2, E3]);
 
     // Refusals, each changing nothing.
     let before = t.scalar("SELECT count(*) AS n FROM deliveries").await;
@@ -549,6 +556,10 @@ async fn a_replay_stops_at_ten_thousand_and_says_where_to_go_on() {
     let app = t.service().await;
     let auth = t.bearer().1;
     let id = subscribed(&t, &app, "https://hooks.example.com/many").await;
+    t.execute(&format!(
+        "UPDATE webhook_subscriptions SET created_at = now() - interval '1 day' WHERE id = '{id}'"
+    ))
+    .await;
     t.execute(&format!(
         "INSERT INTO events (id, workspace_id, event_type, body, created_at) \
          SELECT gen_random_uuid(), '{}', 'CLIENT_CREATED', '{{}}', \

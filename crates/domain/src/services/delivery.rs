@@ -172,7 +172,11 @@ impl DeliveryService {
             && should_disable(Some(failing_since), finished, self.settings.failing_after)
         {
             Some((EventType::WebhookFailing, None, "ACTIVE"))
-        } else if next == NextStep::Done && claimed.failing_notified {
+        } else if next == NextStep::Done
+            && (claimed.failing_notified || claimed.failing_since.is_some())
+        {
+            // Storage writes it only if the owner was told of the streak this success ends
+            // (which another worker may have done since the claim).
             Some((EventType::WebhookRecovered, None, "ACTIVE"))
         } else {
             None
@@ -194,9 +198,10 @@ impl DeliveryService {
     ) -> DomainResult<Notice> {
         let (last_status_code, last_error) = record.last_result();
         let at = record.finished_at();
-        // The streak a notice speaks of: none after a success that ended it.
+        // The streak a notice speaks of: the one this attempt ended or extends; a `410` after a
+        // success starts none.
         let failing_since = match record.next {
-            NextStep::Done => claimed.failing_since,
+            NextStep::Done | NextStep::Unsubscribe => claimed.failing_since,
             _ => Some(claimed.failing_since.unwrap_or(record.started_at)),
         };
         let body = to_body(&WebhookNoticePayload {
@@ -224,6 +229,8 @@ impl DeliveryService {
                 created_at: at,
             },
             about: claimed.subscription_id.clone(),
+            streak_started_by: (event_type == EventType::WebhookFailing)
+                .then(|| record.finished_at() - self.settings.failing_after),
         })
     }
 }

@@ -351,20 +351,25 @@ impl WebhookService {
             )
             .await?;
         let replayed = match replay_since {
-            Some(since) => Some(
-                self.log
-                    .replay(
-                        &subscription.id,
-                        &ReplayWindow {
-                            since,
-                            until: now,
-                            only_failed: true,
-                            limit: REPLAY_LIMIT,
-                            at: now,
-                        },
-                    )
-                    .await?,
-            ),
+            // Up to now, after the enable: an event recorded while it committed was not fanned
+            // out to the webhook, and must be in the window.
+            Some(since) => {
+                let until = self.clock.now();
+                Some(
+                    self.log
+                        .replay(
+                            &subscription.id,
+                            &ReplayWindow {
+                                since,
+                                until: until.max(since + Duration::microseconds(1)),
+                                only_failed: true,
+                                limit: REPLAY_LIMIT,
+                                at: until,
+                            },
+                        )
+                        .await?,
+                )
+            }
             None => None,
         };
         let (subscription, health) = self.get(caller, raw_id).await?;

@@ -421,9 +421,12 @@ mod notices {
         assert_eq!(body["failing_since"], "2026-02-28T11:00:00Z");
         assert_eq!(body["last_status_code"], 503);
         assert_eq!(body["last_error"], "HTTP 503");
+        let told = record.notice.as_ref().unwrap();
+        assert_eq!(told.about.as_str(), "wh_aaaaaaaaaaaaaaaaaaaaaaaa");
         assert_eq!(
-            record.notice.as_ref().unwrap().about.as_str(),
-            "wh_aaaaaaaaaaaaaaaaaaaaaaaa"
+            told.streak_started_by,
+            Some(record.finished_at() - Duration::hours(24)),
+            "storage checks the streak as it stands then"
         );
 
         // Told already, or not failing long enough: nothing.
@@ -451,11 +454,17 @@ mod notices {
         assert_eq!(body["last_status_code"], 204);
         assert_eq!(body["last_error"], Value::Null);
         assert_eq!(body["failing_since"], "2026-02-28T06:00:00Z");
-        let untold = attempt(
+        // Failing at the claim, not told then: told since, perhaps, by another worker; storage
+        // writes the recovery only if so.
+        let maybe = attempt(
             OK,
             &claimed(Some(Duration::hours(2)), false, DeliveryKind::Event),
         );
-        assert_eq!(notice(&untold), None);
+        assert_eq!(notice(&maybe).unwrap().0, EventType::WebhookRecovered);
+        // Not failing at all: nothing to recover from, recorded in a batch.
+        let healthy = attempt(OK, &claimed(None, false, DeliveryKind::Event));
+        assert_eq!(notice(&healthy), None);
+        assert!(!healthy.recorded_alone());
     }
 
     #[test]
@@ -484,6 +493,11 @@ mod notices {
         assert_eq!(body["reason"], "gone");
         assert_eq!(body["webhook"]["status"], "DELETED");
         assert_eq!(body["last_status_code"], 410);
+        assert_eq!(
+            body["failing_since"],
+            Value::Null,
+            "a 410 after a success starts no streak"
+        );
     }
 
     #[test]

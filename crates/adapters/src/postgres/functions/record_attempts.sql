@@ -44,8 +44,12 @@ BEGIN
         SELECT DISTINCT ON (subscription_id) subscription_id, done, started_at
         FROM r WHERE NOT test ORDER BY subscription_id, finished DESC
     )
+    -- A success ends the streak, and with it what the owner was told of it (a success that
+    -- ends a told streak is normally recorded on its own, with its WEBHOOK_RECOVERED; one
+    -- claimed before the streak began lands here, and the next streak is told again).
     UPDATE webhook_subscriptions s
-    SET failing_since = CASE WHEN latest.done THEN NULL ELSE latest.started_at END
+    SET failing_since = CASE WHEN latest.done THEN NULL ELSE latest.started_at END,
+        failing_notified_at = CASE WHEN latest.done THEN NULL ELSE s.failing_notified_at END
     FROM latest
     WHERE s.id = latest.subscription_id
       AND CASE WHEN latest.done THEN s.failing_since IS NOT NULL ELSE s.failing_since IS NULL END;

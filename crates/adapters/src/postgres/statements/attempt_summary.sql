@@ -29,4 +29,5 @@ SELECT (SELECT started_at FROM latest) AS last_attempt_at,
        (SELECT streak_reset_at FROM sub) AS streak_reset_at,
        (SELECT failing_since FROM sub) AS failing_since,
        (SELECT count(*) FROM deliveries
-        WHERE subscription_id = :id AND status = 'PENDING') AS pending_deliveries
+        WHERE subscription_id = :id AND status = 'PENDING' AND kind <> 'test')
+           AS pending_deliveries

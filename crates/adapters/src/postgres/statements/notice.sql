@@ -1,6 +1,7 @@
--- A notice about webhook `about`: its event, and one pending delivery for each active
--- subscription of the workspace that lists its type, except `about` itself (a webhook is never
--- told about itself). Returns one row, `queued`: the deliveries it queued.
+-- A notice about webhook `about`: its event, and one pending delivery for each other active
+-- subscription of the same owner in the workspace that lists its type (a webhook is never told
+-- about itself, and another member never learns its URL, a capability). Returns one row,
+-- `queued`: the deliveries it queued.
 WITH e AS (
     INSERT INTO events (id, workspace_id, event_type, body, created_at, about_webhook_id)
     VALUES (:id, :workspace_id, :event_type, :body, :at, :about)
@@ -12,6 +13,7 @@ WITH e AS (
     FROM e JOIN webhook_subscriptions s
       ON s.workspace_id = e.workspace_id AND s.status = 'ACTIVE' AND e.event_type = ANY (s.events)
      AND s.id <> :about
+     AND s.user_id = (SELECT a.user_id FROM webhook_subscriptions a WHERE a.id = :about)
     RETURNING 1
 )
 SELECT count(*) AS queued FROM d

@@ -1,6 +1,7 @@
 -- The events a replay would queue for subscription `id`, oldest first, at most `limit`: those of
 -- its workspace recorded in [since, until) of a type it lists now and not about itself; with
--- `only_failed`, only those it has no delivered or pending delivery of.
+-- `only_failed`, only those recorded since it was created that it has no delivered or pending
+-- delivery of.
 SELECT e.id, e.created_at
 FROM webhook_subscriptions s
 JOIN events e ON e.workspace_id = s.workspace_id
@@ -8,6 +9,7 @@ WHERE s.id = :id
   AND e.created_at >= :since AND e.created_at < :until
   AND e.event_type = ANY (s.events)
   AND e.about_webhook_id IS DISTINCT FROM s.id
+  AND (NOT :only_failed OR e.created_at >= s.created_at)
   AND (NOT :only_failed OR NOT EXISTS (
           SELECT 1 FROM deliveries d
           WHERE d.event_id = e.id AND d.subscription_id = s.id

@@ -301,11 +301,13 @@ async fn a_subscription_failing_for_five_days_is_disabled_and_its_queue_cancelle
 async fn housekeeping_removes_what_outlived_its_retention_and_keeps_the_rest() {
     use timetrack_adapters::postgres::PgHousekeeping;
     use timetrack_domain::ports::Housekeeping;
-    let (db, queue) = setup(3).await;
-    // Event 1: old and final; event 2: old but still pending; event 3: recent and final.
-    sql(&db, "UPDATE events SET created_at = now() - interval '8 days' WHERE id IN ('00000000-0000-0000-0000-000000000001', '00000000-0000-0000-0000-000000000002')").await;
+    let (db, queue) = setup(4).await;
+    // Event 1: old and final; event 2: old but still pending; event 3: recent and final; event
+    // 4: old and final, but resent lately (its resend is in the delivery log's period).
+    sql(&db, "UPDATE events SET created_at = now() - interval '8 days' WHERE id IN ('00000000-0000-0000-0000-000000000001', '00000000-0000-0000-0000-000000000002', '00000000-0000-0000-0000-000000000004')").await;
     sql(&db, "UPDATE events SET created_at = now() - interval '6 days' WHERE id = '00000000-0000-0000-0000-000000000003'").await;
-    sql(&db, "UPDATE deliveries SET status = 'DELIVERED' WHERE event_id IN ('00000000-0000-0000-0000-000000000001', '00000000-0000-0000-0000-000000000003')").await;
+    sql(&db, "UPDATE deliveries SET status = 'DELIVERED' WHERE event_id IN ('00000000-0000-0000-0000-000000000001', '00000000-0000-0000-0000-000000000003', '00000000-0000-0000-0000-000000000004')").await;
+    sql(&db, "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, next_attempt_at, created_at, updated_at, kind) SELECT event_id, subscription_id, workspace_id, 'DELIVERED', 1, now(), now() - interval '1 day', now(), 'resend' FROM deliveries WHERE event_id = '00000000-0000-0000-0000-000000000004' AND subscription_id LIKE 'wh_a%'").await;
     sql(&db, "UPDATE deliveries SET status = 'CANCELLED' WHERE event_id = '00000000-0000-0000-0000-000000000002' AND subscription_id LIKE 'wh_b%'").await;
     let claimed = queue
         .claim(T0, T0 + Duration::seconds(30), 100, 100)
@@ -339,11 +341,11 @@ async fn housekeeping_removes_what_outlived_its_retention_and_keeps_the_rest() {
             "SELECT string_agg(right(id::text, 1), ',' ORDER BY id) AS v FROM events"
         )
         .await,
-        "2,3"
+        "2,3,4"
     );
     assert_eq!(
         text(&db, "SELECT count(*)::text AS v FROM deliveries").await,
-        "4"
+        "7"
     );
     assert_eq!(
         text(
