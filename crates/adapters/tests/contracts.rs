@@ -17,9 +17,9 @@ use timetrack_domain::ids::{
     ApiKeyId, ClientId, EventId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId,
 };
 use timetrack_domain::model::{
-    ApiKey, AuditEntry, Client, ClientStatus, ClientType, Cursor, EntrySource, Event, EventType,
-    KeyHash, Page, PageRequest, Project, Subscription, SubscriptionChange, SubscriptionStatus, Tag,
-    Task, TimeEntry, User, WebhookId, Workspace,
+    ApiKey, AuditEntry, Client, ClientStatus, ClientType, Cursor, EntrySource, Event, EventSubject,
+    EventType, KeyHash, Page, PageRequest, Project, Subscription, SubscriptionChange,
+    SubscriptionFilters, SubscriptionStatus, Tag, Task, TimeEntry, User, WebhookId, Workspace,
 };
 use timetrack_domain::model::{
     DeliveryId, DeliveryKind, DeliveryQuery, DeliveryStatus, ReplayOutcome, ReplayWindow,
@@ -67,7 +67,7 @@ impl Outbox {
 }
 
 async fn stored_events(pool: &PgPool) -> Vec<Event> {
-    use diesel::sql_types::{Text, Timestamptz};
+    use diesel::sql_types::{Nullable, Text, Timestamptz};
     use diesel_async::RunQueryDsl;
 
     #[derive(diesel::QueryableByName)]
@@ -82,13 +82,23 @@ async fn stored_events(pool: &PgPool) -> Vec<Event> {
         body: String,
         #[diesel(sql_type = Timestamptz)]
         created_at: OffsetDateTime,
+        #[diesel(sql_type = Nullable<diesel::sql_types::Uuid>)]
+        project_id: Option<Uuid>,
+        #[diesel(sql_type = Nullable<diesel::sql_types::Uuid>)]
+        client_id: Option<Uuid>,
+        #[diesel(sql_type = Nullable<diesel::sql_types::Uuid>)]
+        user_id: Option<Uuid>,
+        #[diesel(sql_type = Nullable<diesel::sql_types::Bool>)]
+        billable: Option<bool>,
     }
     let mut conn = pool.get().await.unwrap();
-    let rows: Vec<Row> =
-        diesel::sql_query("SELECT id, workspace_id, event_type, body, created_at FROM events")
-            .load(&mut conn)
-            .await
-            .unwrap();
+    let rows: Vec<Row> = diesel::sql_query(
+        "SELECT id, workspace_id, event_type, body, created_at, project_id, client_id, user_id, \
+         billable FROM events",
+    )
+    .load(&mut conn)
+    .await
+    .unwrap();
     rows.into_iter()
         .map(|row| Event {
             id: EventId(row.id),
@@ -96,6 +106,12 @@ async fn stored_events(pool: &PgPool) -> Vec<Event> {
             event_type: EventType::parse(&row.event_type).unwrap(),
             body: row.body,
             created_at: row.created_at,
+            subject: EventSubject {
+                project_id: row.project_id.map(ProjectId),
+                client_id: row.client_id.map(ClientId),
+                user_id: row.user_id.map(UserId),
+                billable: row.billable,
+            },
         })
         .collect()
 }
@@ -626,6 +642,7 @@ fn subscription(n: usize, key: &ApiKey, minutes: i64) -> Subscription {
         created_at: at,
         updated_at: at,
         previous_secret_expires_at: None,
+        filters: SubscriptionFilters::default(),
     }
 }
 
@@ -664,6 +681,7 @@ async fn subscriptions_are_listed_per_member_and_changed_unless_deleted(s: Subje
         url: Some("https://elsewhere.example.com/new".into()),
         events: None,
         description: Some(None),
+        filters: None,
         updated_at: T0 + Duration::minutes(5),
     };
     let stored = s
@@ -687,6 +705,7 @@ async fn subscriptions_are_listed_per_member_and_changed_unless_deleted(s: Subje
         url: None,
         events: Some(vec![EventType::TimerStarted]),
         description: None,
+        filters: None,
         updated_at: T0 + Duration::minutes(5),
     };
     let changed = Subscription {
@@ -849,6 +868,7 @@ fn event(n: u128, workspace: WorkspaceId, event_type: EventType, minutes: i64) -
         event_type,
         body: format!(r#"{{"n":{n}}}"#),
         created_at: at(minutes),
+        subject: EventSubject::default(),
     }
 }
 
@@ -1757,6 +1777,7 @@ async fn the_delivery_log_pages_tests_resends_and_replays_alike(s: Subject) {
         event_type: EventType::ClientCreated,
         body: r#"{"name": "Acme", "id": 1}"#.into(),
         created_at: T0 + Duration::minutes(1),
+        subject: EventSubject::default(),
     };
     s.clients
         .create(&client(11, &ws, "Acme", 1), std::slice::from_ref(&created))
@@ -1784,6 +1805,7 @@ async fn the_delivery_log_pages_tests_resends_and_replays_alike(s: Subject) {
         event_type: EventType::WebhookTest,
         body: r#"{"event": "WEBHOOK_TEST"}"#.into(),
         created_at: T0 + Duration::minutes(2),
+        subject: EventSubject::default(),
     };
     let tested = s.log.queue_test(&hook.id, &test).await.unwrap();
     assert_eq!(

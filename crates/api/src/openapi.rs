@@ -59,6 +59,9 @@ pub struct SubscribeBody {
     /// Optional label, at most 255 characters.
     #[schema(schema_with = fields::webhook_description)]
     pub description: Option<String>,
+    /// Optional filters: an event is delivered only when every given one matches.
+    #[schema(schema_with = fields::filters)]
+    pub filters: Option<serde_json::Value>,
 }
 
 /// The created subscription, with its signing secret (shown only here).

@@ -23,7 +23,7 @@ use timetrack_domain::model::{
     ApiKey, AttemptSummary, AuditEntry, Client, Cursor, DeliveryDetail, DeliveryId, DeliveryKind,
     DeliveryQuery, DeliveryRecord, DeliveryStatus, EntrySource, Event, HourlyStats, KeyHash, Page,
     PageRequest, Project, ReplayOutcome, ReplayWindow, Subscription, SubscriptionChange,
-    SubscriptionStatus, Tag, Task, TimeEntry, User, WebhookId, Workspace,
+    SubscriptionFilters, SubscriptionStatus, Tag, Task, TimeEntry, User, WebhookId, Workspace,
 };
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, Clock, DeliveryLog, EntryFilter,
@@ -504,6 +504,9 @@ impl SubscriptionRepository for InMemoryStore {
         if let Some(description) = &change.description {
             stored.description.clone_from(description);
         }
+        if let Some(filters) = &change.filters {
+            stored.filters.clone_from(filters);
+        }
         stored.updated_at = change.updated_at;
         let stored = stored.clone();
         t.audit.push(audit.clone());
@@ -612,6 +615,42 @@ impl SubscriptionRepository for InMemoryStore {
         Ok(())
     }
 
+    async fn filter_id_outside(
+        &self,
+        workspace: WorkspaceId,
+        filters: &SubscriptionFilters,
+    ) -> DomainResult<Option<(&'static str, Uuid)>> {
+        let t = self.tables();
+        let projects = filters
+            .project_ids
+            .iter()
+            .flatten()
+            .map(|p| ("project_ids", p.0));
+        let clients = filters
+            .client_ids
+            .iter()
+            .flatten()
+            .map(|c| ("client_ids", c.0));
+        let users = filters.user_ids.iter().flatten().map(|u| ("user_ids", u.0));
+        Ok(projects.chain(clients).chain(users).find(|(name, id)| {
+            let known = match *name {
+                "project_ids" => t
+                    .projects
+                    .iter()
+                    .any(|p| p.id.0 == *id && p.workspace_id == workspace),
+                "client_ids" => t
+                    .clients
+                    .iter()
+                    .any(|c| c.id.0 == *id && c.workspace_id == workspace),
+                _ => t
+                    .memberships
+                    .iter()
+                    .any(|(w, u)| *w == workspace && u.0 == *id),
+            };
+            !known
+        }))
+    }
+
     async fn rotate_secret(
         &self,
         id: &WebhookId,
@@ -684,6 +723,7 @@ impl Tables {
                     s.workspace_id == event.workspace_id
                         && s.status == SubscriptionStatus::Active
                         && s.events.contains(&event.event_type)
+                        && s.filters.matches(&event.subject)
                 })
                 .map(|s| s.id.clone())
                 .collect();
@@ -814,6 +854,8 @@ impl DeliveryLog for InMemoryStore {
                     && e.created_at >= window.since
                     && e.created_at < window.until
                     && subscription.events.contains(&e.event_type)
+                    && subscription.filters.matches(&e.subject)
+                    && !(window.only_failed && e.created_at < subscription.created_at)
                     && !(window.only_failed && received(&t, e))
             })
             .cloned()

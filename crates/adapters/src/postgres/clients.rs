@@ -4,7 +4,7 @@ use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use diesel::prelude::*;
-use diesel::sql_types::{Array, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ClientId, WorkspaceId};
@@ -15,10 +15,10 @@ use uuid::Uuid;
 
 use super::announce::DeliveryAnnouncer;
 use super::errors::violated_constraint;
-use super::outbox::{EventColumns, Queued, outbox_statement};
+use super::outbox::{EventColumns, Queued, outbox_query, outbox_statement};
 use super::prepared::{Prepared, Typed};
 use super::schema::clients;
-use super::sql::{named_query, numbered};
+use super::sql::numbered;
 use super::{PgPool, keyset_before, map_db_error, map_pool_error, opaque_debug};
 
 #[derive(Debug, Queryable, Selectable, Insertable, AsChangeset)]
@@ -207,13 +207,8 @@ impl ClientRepository for PgClientRepository {
         let columns = EventColumns::of(events);
         // The client and its events in one statement: atomic, and one round trip (the hot path
         // of event creation).
-        let result = Prepared(named_query!(
-            outbox_statement(include_str!("statements/create_client.sql"));
-            event_ids: Array<SqlUuid> = &columns.ids,
-            event_workspaces: Array<SqlUuid> = &columns.workspaces,
-            event_types: Array<Text> = &columns.types,
-            event_bodies: Array<Text> = &columns.bodies,
-            event_times: Array<Timestamptz> = &columns.times,
+        let result = Prepared(outbox_query!(
+            outbox_statement(include_str!("statements/create_client.sql")), columns;
             id: SqlUuid = row.id,
             workspace_id: SqlUuid = row.workspace_id,
             name: Text = &row.name,

@@ -2,14 +2,12 @@
 //! delivery per active subscription of its workspace that lists its type.
 
 use diesel::prelude::*;
-use diesel::sql_types::{Array, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::model::Event;
 use uuid::Uuid;
 
 use super::prepared::Prepared;
-use super::sql::named_query;
 
 /// The columns of events, for [`OUTBOX`]'s arrays.
 pub(crate) struct EventColumns<'a> {
@@ -18,6 +16,10 @@ pub(crate) struct EventColumns<'a> {
     pub types: Vec<&'a str>,
     pub bodies: Vec<&'a str>,
     pub times: Vec<OffsetDateTime>,
+    pub projects: Vec<Option<Uuid>>,
+    pub clients: Vec<Option<Uuid>>,
+    pub users: Vec<Option<Uuid>>,
+    pub billables: Vec<Option<bool>>,
 }
 
 impl<'a> EventColumns<'a> {
@@ -28,14 +30,28 @@ impl<'a> EventColumns<'a> {
             types: events.iter().map(|e| e.event_type.as_str()).collect(),
             bodies: events.iter().map(|e| e.body.as_str()).collect(),
             times: events.iter().map(|e| e.created_at).collect(),
+            projects: events
+                .iter()
+                .map(|e| e.subject.project_id.map(|p| p.0))
+                .collect(),
+            clients: events
+                .iter()
+                .map(|e| e.subject.client_id.map(|c| c.0))
+                .collect(),
+            users: events
+                .iter()
+                .map(|e| e.subject.user_id.map(|u| u.0))
+                .collect(),
+            billables: events.iter().map(|e| e.subject.billable).collect(),
         }
     }
 }
 
 /// A statement of `leading_ctes` (common table expressions, each followed by a comma, or
 /// nothing) and then the outbox (`statements/outbox.sql`), on the named parameters
-/// `event_ids`, `event_workspaces`, `event_types`, `event_bodies` and `event_times` (the
-/// [`EventColumns`] arrays): the events, and one pending delivery per active subscription of
+/// `event_ids`, `event_workspaces`, `event_types`, `event_bodies`, `event_times`,
+/// `event_projects`, `event_clients`, `event_users` and `event_billables` (the [`EventColumns`]
+/// arrays, bound by [`outbox_query!`]): the events, and one pending delivery per active subscription of
 /// their workspace listing their type. It returns one row, `queued`: the deliveries it queued,
 /// which the caller announces once its transaction has committed (see [`super::announce`]).
 pub(crate) fn outbox_statement(leading_ctes: &str) -> String {
@@ -44,6 +60,37 @@ pub(crate) fn outbox_statement(leading_ctes: &str) -> String {
         include_str!("statements/outbox.sql")
     )
 }
+
+/// [`named_query!`] of an [`outbox_statement`] `$sql` on the [`EventColumns`] `$columns`, then
+/// the parameters that follow the `;`.
+macro_rules! outbox_query {
+    ($sql:expr, $columns:expr; $($rest:tt)*) => {
+        $crate::postgres::sql::named_query!(
+            $sql;
+            event_ids: diesel::sql_types::Array<diesel::sql_types::Uuid> = &$columns.ids,
+            event_workspaces: diesel::sql_types::Array<diesel::sql_types::Uuid> =
+                &$columns.workspaces,
+            event_types: diesel::sql_types::Array<diesel::sql_types::Text> = &$columns.types,
+            event_bodies: diesel::sql_types::Array<diesel::sql_types::Text> = &$columns.bodies,
+            event_times: diesel::sql_types::Array<diesel::sql_types::Timestamptz> =
+                &$columns.times,
+            event_projects: diesel::sql_types::Array<
+                diesel::sql_types::Nullable<diesel::sql_types::Uuid>,
+            > = &$columns.projects,
+            event_clients: diesel::sql_types::Array<
+                diesel::sql_types::Nullable<diesel::sql_types::Uuid>,
+            > = &$columns.clients,
+            event_users: diesel::sql_types::Array<
+                diesel::sql_types::Nullable<diesel::sql_types::Uuid>,
+            > = &$columns.users,
+            event_billables: diesel::sql_types::Array<
+                diesel::sql_types::Nullable<diesel::sql_types::Bool>,
+            > = &$columns.billables,
+            $($rest)*
+        )
+    };
+}
+pub(crate) use outbox_query;
 
 /// The row of [`outbox_statement`].
 #[derive(diesel::QueryableByName)]
@@ -63,17 +110,10 @@ pub(crate) async fn record_events(
         return Ok(0);
     }
     let columns = EventColumns::of(events);
-    Prepared(named_query!(
-        outbox_statement("");
-        event_ids: Array<SqlUuid> = &columns.ids,
-        event_workspaces: Array<SqlUuid> = &columns.workspaces,
-        event_types: Array<Text> = &columns.types,
-        event_bodies: Array<Text> = &columns.bodies,
-        event_times: Array<Timestamptz> = &columns.times,
-    ))
-    .get_result::<Queued>(conn)
-    .await
-    .map(|row| row.queued)
+    Prepared(outbox_query!(outbox_statement(""), columns;))
+        .get_result::<Queued>(conn)
+        .await
+        .map(|row| row.queued)
 }
 
 /// The channel on which committed deliveries are announced.

@@ -87,6 +87,10 @@ diesel::table! {
         body -> Text,
         created_at -> Timestamptz,
         about_webhook_id -> Nullable<Text>,
+        project_id -> Nullable<Uuid>,
+        client_id -> Nullable<Uuid>,
+        user_id -> Nullable<Uuid>,
+        billable -> Nullable<Bool>,
     }
 }
 
@@ -201,6 +205,10 @@ diesel::table! {
         previous_secret -> Nullable<Text>,
         previous_secret_expires_at -> Nullable<Timestamptz>,
         failing_notified_at -> Nullable<Timestamptz>,
+        filter_project_ids -> Nullable<Array<Nullable<Uuid>>>,
+        filter_client_ids -> Nullable<Array<Nullable<Uuid>>>,
+        filter_user_ids -> Nullable<Array<Nullable<Uuid>>>,
+        filter_billable -> Nullable<Bool>,
     }
 }
 

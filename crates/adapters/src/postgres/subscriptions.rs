@@ -5,10 +5,10 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
-use timetrack_domain::ids::{ApiKeyId, UserId, WorkspaceId};
+use timetrack_domain::ids::{ApiKeyId, ClientId, ProjectId, UserId, WorkspaceId};
 use timetrack_domain::model::{
     AttemptSummary, AuditEntry, EventType, HourlyStats, Subscription, SubscriptionChange,
-    SubscriptionStatus, WebhookId,
+    SubscriptionFilters, SubscriptionStatus, WebhookId,
 };
 use timetrack_domain::ports::SubscriptionRepository;
 use timetrack_domain::{DomainError, DomainResult};
@@ -16,7 +16,10 @@ use uuid::Uuid;
 
 use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamptz};
 
-use super::schema::{api_keys, audit_log, deliveries, webhook_subscriptions, workspaces};
+use super::schema::{
+    api_keys, audit_log, clients, deliveries, memberships, projects, webhook_subscriptions,
+    workspaces,
+};
 use super::sql::named_query;
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 use crate::secrets::{Purpose, SecretBox};
@@ -36,15 +39,44 @@ struct SubscriptionRow {
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
     previous_secret_expires_at: Option<OffsetDateTime>,
+    filter_project_ids: Option<Vec<Option<Uuid>>>,
+    filter_client_ids: Option<Vec<Option<Uuid>>>,
+    filter_user_ids: Option<Vec<Option<Uuid>>>,
+    filter_billable: Option<bool>,
 }
 
-/// The columns a [`SubscriptionChange`] sets (`None`: left as it is).
+/// The filter columns of [`SubscriptionFilters`]: `None` where no such filter is given.
+type FilterColumns = (
+    Option<Vec<Option<Uuid>>>,
+    Option<Vec<Option<Uuid>>>,
+    Option<Vec<Option<Uuid>>>,
+    Option<bool>,
+);
+
+fn filter_columns(filters: &SubscriptionFilters) -> FilterColumns {
+    fn ids<T: Copy>(ids: Option<&Vec<T>>, uuid: fn(T) -> Uuid) -> Option<Vec<Option<Uuid>>> {
+        ids.map(|ids| ids.iter().map(|&id| Some(uuid(id))).collect())
+    }
+    (
+        ids(filters.project_ids.as_ref(), |p: ProjectId| p.0),
+        ids(filters.client_ids.as_ref(), |c: ClientId| c.0),
+        ids(filters.user_ids.as_ref(), |u: UserId| u.0),
+        filters.billable,
+    )
+}
+
+/// The columns a [`SubscriptionChange`] sets (`None`: left as it is; the filters are set all
+/// together).
 #[derive(AsChangeset)]
 #[diesel(table_name = webhook_subscriptions)]
 struct ChangeRow<'a> {
     url: Option<&'a str>,
     events: Option<Vec<&'a str>>,
     description: Option<Option<&'a str>>,
+    filter_project_ids: Option<Option<Vec<Option<Uuid>>>>,
+    filter_client_ids: Option<Option<Vec<Option<Uuid>>>>,
+    filter_user_ids: Option<Option<Vec<Option<Uuid>>>>,
+    filter_billable: Option<Option<bool>>,
     updated_at: OffsetDateTime,
 }
 
@@ -173,12 +205,25 @@ impl TryFrom<SubscriptionRow> for Subscription {
             created_at: row.created_at,
             updated_at: row.updated_at,
             previous_secret_expires_at: row.previous_secret_expires_at,
+            filters: SubscriptionFilters {
+                project_ids: row
+                    .filter_project_ids
+                    .map(|ids| ids.into_iter().flatten().map(ProjectId).collect()),
+                client_ids: row
+                    .filter_client_ids
+                    .map(|ids| ids.into_iter().flatten().map(ClientId).collect()),
+                user_ids: row
+                    .filter_user_ids
+                    .map(|ids| ids.into_iter().flatten().map(UserId).collect()),
+                billable: row.filter_billable,
+            },
         })
     }
 }
 
 impl From<&Subscription> for SubscriptionRow {
     fn from(s: &Subscription) -> Self {
+        let filters = filter_columns(&s.filters);
         Self {
             id: s.id.to_string(),
             workspace_id: s.workspace_id.0,
@@ -196,6 +241,10 @@ impl From<&Subscription> for SubscriptionRow {
             created_at: s.created_at,
             updated_at: s.updated_at,
             previous_secret_expires_at: s.previous_secret_expires_at,
+            filter_project_ids: filters.0,
+            filter_client_ids: filters.1,
+            filter_user_ids: filters.2,
+            filter_billable: filters.3,
         }
     }
 }
@@ -328,7 +377,12 @@ impl SubscriptionRepository for PgSubscriptionRepository {
     ) -> DomainResult<Subscription> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let audit_row = AuditRow::from(audit);
+        let filters = change.filters.as_ref().map(filter_columns);
         let row = ChangeRow {
+            filter_project_ids: filters.as_ref().map(|f| f.0.clone()),
+            filter_client_ids: filters.as_ref().map(|f| f.1.clone()),
+            filter_user_ids: filters.as_ref().map(|f| f.2.clone()),
+            filter_billable: filters.as_ref().map(|f| f.3),
             url: change.url.as_deref(),
             events: change
                 .events
@@ -533,6 +587,55 @@ impl SubscriptionRepository for PgSubscriptionRepository {
         } else {
             Err(DomainError::NotFound("webhook"))
         }
+    }
+
+    async fn filter_id_outside(
+        &self,
+        workspace: WorkspaceId,
+        filters: &SubscriptionFilters,
+    ) -> DomainResult<Option<(&'static str, Uuid)>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let err = |e| map_db_error(e, "checking a subscription's filters");
+        if let Some(ids) = &filters.project_ids {
+            let wanted: Vec<Uuid> = ids.iter().map(|p| p.0).collect();
+            let known: Vec<Uuid> = projects::table
+                .filter(projects::workspace_id.eq(workspace.0))
+                .filter(projects::id.eq_any(&wanted))
+                .select(projects::id)
+                .load(&mut conn)
+                .await
+                .map_err(err)?;
+            if let Some(id) = wanted.into_iter().find(|id| !known.contains(id)) {
+                return Ok(Some(("project_ids", id)));
+            }
+        }
+        if let Some(ids) = &filters.client_ids {
+            let wanted: Vec<Uuid> = ids.iter().map(|c| c.0).collect();
+            let known: Vec<Uuid> = clients::table
+                .filter(clients::workspace_id.eq(workspace.0))
+                .filter(clients::id.eq_any(&wanted))
+                .select(clients::id)
+                .load(&mut conn)
+                .await
+                .map_err(err)?;
+            if let Some(id) = wanted.into_iter().find(|id| !known.contains(id)) {
+                return Ok(Some(("client_ids", id)));
+            }
+        }
+        if let Some(ids) = &filters.user_ids {
+            let wanted: Vec<Uuid> = ids.iter().map(|u| u.0).collect();
+            let known: Vec<Uuid> = memberships::table
+                .filter(memberships::workspace_id.eq(workspace.0))
+                .filter(memberships::user_id.eq_any(&wanted))
+                .select(memberships::user_id)
+                .load(&mut conn)
+                .await
+                .map_err(err)?;
+            if let Some(id) = wanted.into_iter().find(|id| !known.contains(id)) {
+                return Ok(Some(("user_ids", id)));
+            }
+        }
+        Ok(None)
     }
 
     async fn rotate_secret(

@@ -46,6 +46,7 @@ async fn subscribed(f: &Fixture, secrets: &SecretBox) -> Subscription {
         created_at: at,
         updated_at: at,
         previous_secret_expires_at: None,
+        filters: Default::default(),
     };
     PgSubscriptionRepository::new(f.db.pool(), secrets.clone())
         .create(&subscription, 100)

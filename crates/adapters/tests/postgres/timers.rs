@@ -55,6 +55,7 @@ fn event(ws: WorkspaceId, kind: EventType, n: u128) -> Event {
         event_type: kind,
         body: "{}".into(),
         created_at: datetime!(2026-03-01 10:00 UTC),
+        subject: timetrack_domain::model::EventSubject::default(),
     }
 }
 

@@ -266,6 +266,52 @@ fn date_time(description: &str) -> Object {
         .build()
 }
 
+/// Subscription filters (`events.md` section 3).
+pub fn filters() -> Object {
+    let ids = |what: &str| {
+        ArrayBuilder::new()
+            .min_items(Some(1))
+            .max_items(Some(timetrack_domain::model::webhook::MAX_FILTER_IDS))
+            .items(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))),
+            )
+            .description(Some(what))
+            .build()
+    };
+    ObjectBuilder::new()
+        .property(
+            "project_ids",
+            ids("Time entries of these projects of the workspace (time-entry events only)"),
+        )
+        .property(
+            "client_ids",
+            ids("Clients with these ids, and time entries of their projects"),
+        )
+        .property(
+            "user_ids",
+            ids("Time entries of these members of the workspace (time-entry events only)"),
+        )
+        .property(
+            "billable",
+            ObjectBuilder::new()
+                .schema_type(Type::Boolean)
+                .description(Some(
+                    "Billable (or not) time entries (time-entry events only)",
+                )),
+        )
+        .additional_properties(Some(
+            utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+        ))
+        .description(Some(
+            "An event is delivered only when every given filter matches; an event without a \
+             value for a filter does not match it. A filter that cannot match a listed event \
+             type, an id outside the workspace, or an unknown filter is 400 `Invalid filter: ...`",
+        ))
+        .build()
+}
+
 /// The start of a replay's window.
 pub fn replay_since() -> Object {
     date_time(

@@ -6,7 +6,9 @@ use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use timetrack_domain::DomainError;
-use timetrack_domain::model::{ReplayOutcome, Subscription, WebhookHealth};
+use timetrack_domain::ids::{ClientId, ProjectId, UserId};
+use timetrack_domain::model::webhook::MAX_FILTER_IDS;
+use timetrack_domain::model::{ReplayOutcome, Subscription, SubscriptionFilters, WebhookHealth};
 use timetrack_domain::services::webhooks::{INVALID_URL, REQUIRED};
 use timetrack_domain::services::{NewSubscription, WebhookChange};
 use timetrack_domain::timefmt::rfc3339;
@@ -62,11 +64,108 @@ fn parse_subscribe(body: &Value) -> Result<NewSubscription, ApiError> {
         Some(Value::String(d)) => Some(d.clone()),
         Some(_) => return Err(ApiError::bad_request("description must be a string")),
     };
+    let filters = match obj.get("filters") {
+        None | Some(Value::Null) => SubscriptionFilters::default(),
+        Some(value) => parse_filters(value)?,
+    };
     Ok(NewSubscription {
         url,
         events,
         description,
+        filters,
     })
+}
+
+/// Reads a `filters` object (`events.md` section 3): `project_ids`, `client_ids`, `user_ids`
+/// (arrays of 1 to 100 UUIDs; duplicates collapse) and `billable` (true or false); a null one is
+/// no such filter. Anything else is 400 `Invalid filter: ...` naming the filter. Whether each
+/// applies to the listed events, and whether its ids are the workspace's, the service checks.
+fn parse_filters(value: &Value) -> Result<SubscriptionFilters, ApiError> {
+    let invalid =
+        |what: String| ApiError::from(DomainError::validation(format!("Invalid filter: {what}")));
+    let Value::Object(given) = value else {
+        return Err(invalid("filters (must be an object)".into()));
+    };
+    let ids = |name: &str, value: &Value| -> Result<Option<Vec<uuid::Uuid>>, ApiError> {
+        let items = match value {
+            Value::Null => return Ok(None),
+            Value::Array(items) if (1..=MAX_FILTER_IDS).contains(&items.len()) => items,
+            _ => {
+                return Err(invalid(format!(
+                    "{name} (must be an array of 1 to {MAX_FILTER_IDS} ids)"
+                )));
+            }
+        };
+        let mut ids: Vec<uuid::Uuid> = Vec::with_capacity(items.len());
+        for item in items {
+            let id = item
+                .as_str()
+                .and_then(|text| uuid::Uuid::parse_str(text).ok())
+                .ok_or_else(|| invalid(format!("{name} ({item} is not an id)")))?;
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        Ok(Some(ids))
+    };
+    let mut filters = SubscriptionFilters::default();
+    for (name, value) in given {
+        match name.as_str() {
+            "project_ids" => {
+                filters.project_ids =
+                    ids(name, value)?.map(|v| v.into_iter().map(ProjectId).collect());
+            }
+            "client_ids" => {
+                filters.client_ids =
+                    ids(name, value)?.map(|v| v.into_iter().map(ClientId).collect());
+            }
+            "user_ids" => {
+                filters.user_ids = ids(name, value)?.map(|v| v.into_iter().map(UserId).collect());
+            }
+            "billable" => {
+                filters.billable = match value {
+                    Value::Null => None,
+                    Value::Bool(b) => Some(*b),
+                    _ => return Err(invalid("billable (must be true or false)".into())),
+                };
+            }
+            other => {
+                return Err(invalid(format!(
+                    "{other} (unknown; the filters are project_ids, client_ids, user_ids and \
+                     billable)"
+                )));
+            }
+        }
+    }
+    Ok(filters)
+}
+
+/// The filters as `W` shows them: the given ones only (`{}` when none).
+fn filters_json(filters: &SubscriptionFilters) -> Value {
+    let mut out = serde_json::Map::new();
+    let ids = |ids: &mut dyn Iterator<Item = String>| Value::from(ids.collect::<Vec<_>>());
+    if let Some(projects) = &filters.project_ids {
+        out.insert(
+            "project_ids".into(),
+            ids(&mut projects.iter().map(|p| p.to_string())),
+        );
+    }
+    if let Some(clients) = &filters.client_ids {
+        out.insert(
+            "client_ids".into(),
+            ids(&mut clients.iter().map(|c| c.to_string())),
+        );
+    }
+    if let Some(users) = &filters.user_ids {
+        out.insert(
+            "user_ids".into(),
+            ids(&mut users.iter().map(|u| u.to_string())),
+        );
+    }
+    if let Some(billable) = filters.billable {
+        out.insert("billable".into(), Value::Bool(billable));
+    }
+    Value::Object(out)
 }
 
 fn event_names(subscription: &Subscription) -> Vec<&'static str> {
@@ -201,7 +300,7 @@ impl WebhookObject {
             url: subscription.url,
             status: subscription.status.as_str(),
             description: subscription.description,
-            filters: json!({}),
+            filters: filters_json(&subscription.filters),
             created_at: rfc3339(subscription.created_at),
             updated_at: rfc3339(subscription.updated_at),
             secret_rotation: subscription
@@ -300,8 +399,8 @@ pub struct WebhookPatchBody {
     /// A new label, or null to clear it.
     #[schema(schema_with = fields::webhook_description)]
     description: Option<Value>,
-    /// Filters; only `{}` (none) is accepted by this version.
-    #[schema(value_type = Option<Object>)]
+    /// All the filters, replacing the current ones (`{}` or null: none).
+    #[schema(schema_with = fields::filters)]
     filters: Option<Value>,
 }
 
@@ -356,22 +455,17 @@ fn parse_change(body: Value) -> Result<WebhookChange, ApiError> {
         Some(Value::String(d)) => Some(Some(d)),
         Some(_) => return Err(ApiError::bad_request("description must be a string")),
     };
-    match body.filters {
-        None => {}
-        Some(Value::Object(filters)) if filters.is_empty() => {}
-        Some(Value::Object(filters)) => {
-            let name = filters.keys().next().cloned().unwrap_or_default();
-            return Err(DomainError::validation(format!(
-                "Invalid filter: {name} (this version accepts no filters, only {{}})"
-            ))
-            .into());
-        }
-        Some(_) => return Err(invalid().with_detail("filters must be an object")),
-    }
+    // Null clears them, as `{}` does.
+    let filters = match body.filters {
+        None => None,
+        Some(Value::Null) => Some(SubscriptionFilters::default()),
+        Some(value) => Some(parse_filters(&value)?),
+    };
     Ok(WebhookChange {
         url,
         events,
         description,
+        filters,
     })
 }
 

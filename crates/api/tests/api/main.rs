@@ -14,5 +14,6 @@ mod rate_limits;
 mod support;
 mod time_entries;
 mod webhooks;
+mod webhooks_filters;
 mod webhooks_operate;
 mod webhooks_recover;

@@ -324,7 +324,10 @@ async fn patch_changes_what_it_names_with_subscribes_messages_and_is_audited() {
         (json!({"description": 5}), "description must be a string"),
         (json!({"secret": "whsec_x"}), "Invalid request parameters"),
         (json!(["url"]), "Invalid request parameters"),
-        (json!({"filters": []}), "Invalid request parameters"),
+        (
+            json!({"filters": []}),
+            "Invalid filter: filters (must be an object)",
+        ),
     ] {
         let (status, _, answer) = call(&app, patch(body.clone())).await;
         assert_eq!(
@@ -369,7 +372,7 @@ async fn patch_changes_what_it_names_with_subscribes_messages_and_is_audited() {
         t.scalar(&format!(
             "SELECT count(*) AS n FROM audit_log WHERE action = 'webhook.updated' \
              AND target_id = '{id}' AND actor_user_id = '{}' \
-             AND reason = 'changed url, events, description'",
+             AND reason = 'changed url, events, description, filters'",
             t.user.id
         ))
         .await,

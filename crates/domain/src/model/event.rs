@@ -61,6 +61,14 @@ impl EventType {
         self != Self::WebhookTest
     }
 
+    /// Whether it is about a time entry.
+    pub fn is_time_entry(self) -> bool {
+        matches!(
+            self,
+            Self::TimerStarted | Self::TimerStopped | Self::TimeEntryCreated
+        )
+    }
+
     /// The types a subscription may list, in the order they are documented.
     pub fn subscribable() -> impl Iterator<Item = EventType> {
         Self::ALL.into_iter().filter(|t| t.is_subscribable())
@@ -70,6 +78,20 @@ impl EventType {
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
+}
+
+/// What an event is about, as subscription filters see it (`events.md` section 3): `None` where
+/// the event has no such value (it matches no filter on it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EventSubject {
+    /// A time entry's project.
+    pub project_id: Option<crate::ids::ProjectId>,
+    /// A client event's client, or a time entry's project's client.
+    pub client_id: Option<crate::ids::ClientId>,
+    /// A time entry's member (`teamMember`).
+    pub user_id: Option<crate::ids::UserId>,
+    /// Whether a time entry is billable.
+    pub billable: Option<bool>,
 }
 
 /// An event as stored in the outbox: its body is the exact JSON delivered to subscribers.
@@ -85,6 +107,8 @@ pub struct Event {
     pub body: String,
     /// When it happened.
     pub created_at: OffsetDateTime,
+    /// What it is about, for subscription filters.
+    pub subject: EventSubject,
 }
 
 #[cfg(test)]

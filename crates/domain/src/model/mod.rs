@@ -14,13 +14,14 @@ pub mod workspace;
 pub use api_key::{ApiKey, ApiKeySecret, KeyHash, Principal};
 pub use catalog::{Project, Tag, Task};
 pub use client::{Client, ClientDraft, ClientPatch, ClientStatus, ClientType};
-pub use event::{Event, EventType};
+pub use event::{Event, EventSubject, EventType};
 pub use page::{Cursor, Page, PageRequest};
 pub use time_entry::{EntrySource, TimeEntry};
 pub use user::User;
 pub use webhook::{
     AttemptSummary, AuditEntry, DeliveryAttempt, DeliveryDetail, DeliveryId, DeliveryKind,
     DeliveryQuery, DeliveryRecord, DeliveryStatus, HealthState, HourlyStats, ReplayOutcome,
-    ReplayWindow, Subscription, SubscriptionChange, SubscriptionStatus, WebhookHealth, WebhookId,
+    ReplayWindow, Subscription, SubscriptionChange, SubscriptionFilters, SubscriptionStatus,
+    WebhookHealth, WebhookId,
 };
 pub use workspace::Workspace;

@@ -198,6 +198,60 @@ impl SubscriptionStatus {
     }
 }
 
+/// Most ids in one filter.
+pub const MAX_FILTER_IDS: usize = 100;
+
+/// What a subscription wants of the events of its listed types (`events.md` section 3): an event
+/// is delivered only when every given filter matches. `None`: no such filter.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubscriptionFilters {
+    /// Time entries of these projects.
+    pub project_ids: Option<Vec<crate::ids::ProjectId>>,
+    /// Clients with these ids, time entries of their projects.
+    pub client_ids: Option<Vec<crate::ids::ClientId>>,
+    /// Time entries of these members.
+    pub user_ids: Option<Vec<UserId>>,
+    /// Billable (or not) time entries.
+    pub billable: Option<bool>,
+}
+
+impl SubscriptionFilters {
+    /// The names of the filters given, in a fixed order.
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            ("project_ids", self.project_ids.is_some()),
+            ("client_ids", self.client_ids.is_some()),
+            ("user_ids", self.user_ids.is_some()),
+            ("billable", self.billable.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect()
+    }
+
+    /// Whether the filter `name` can match events of `event_type`.
+    pub fn applies(name: &str, event_type: EventType) -> bool {
+        match name {
+            "client_ids" => event_type.is_time_entry() || event_type == EventType::ClientCreated,
+            "project_ids" | "user_ids" | "billable" => event_type.is_time_entry(),
+            _ => false,
+        }
+    }
+
+    /// Whether an event about `subject` passes every filter given.
+    pub fn matches(&self, subject: &crate::model::EventSubject) -> bool {
+        fn within<T: PartialEq>(allowed: Option<&Vec<T>>, value: Option<T>) -> bool {
+            allowed.is_none_or(|ids| value.is_some_and(|v| ids.contains(&v)))
+        }
+        within(self.project_ids.as_ref(), subject.project_id)
+            && within(self.client_ids.as_ref(), subject.client_id)
+            && within(self.user_ids.as_ref(), subject.user_id)
+            && self
+                .billable
+                .is_none_or(|wanted| subject.billable == Some(wanted))
+    }
+}
+
 /// A webhook subscription: the events of one workspace sent to one HTTPS URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subscription {
@@ -226,6 +280,8 @@ pub struct Subscription {
     /// Until when the secret this one replaced still signs beside it (`None` when it does not,
     /// or no more: the time may be past).
     pub previous_secret_expires_at: Option<OffsetDateTime>,
+    /// What it wants of its events' subjects.
+    pub filters: SubscriptionFilters,
 }
 
 /// A change to a subscription's settings, parsed: each field set is changed, the others kept.
@@ -237,6 +293,8 @@ pub struct SubscriptionChange {
     pub events: Option<Vec<EventType>>,
     /// The new label, or `Some(None)` to clear it.
     pub description: Option<Option<String>>,
+    /// The new filters (all of them: absent ones are removed).
+    pub filters: Option<SubscriptionFilters>,
     /// When the change is made.
     pub updated_at: OffsetDateTime,
 }
@@ -248,6 +306,7 @@ impl SubscriptionChange {
             ("url", self.url.is_some()),
             ("events", self.events.is_some()),
             ("description", self.description.is_some()),
+            ("filters", self.filters.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, set)| set.then_some(name))

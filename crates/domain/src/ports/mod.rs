@@ -189,6 +189,15 @@ pub trait SubscriptionRepository: Send + Sync {
     /// row). MUST return `NotFound("webhook")` if no subscription has this id.
     async fn delete(&self, id: &WebhookId, audit: &AuditEntry) -> DomainResult<()>;
 
+    /// The first id of `filters`, in the order project, client, user, that is not a project, a
+    /// client or a member of `workspace` (an unknown id or another workspace's), with its
+    /// filter's name; `None` if there is none.
+    async fn filter_id_outside(
+        &self,
+        workspace: WorkspaceId,
+        filters: &crate::model::SubscriptionFilters,
+    ) -> DomainResult<Option<(&'static str, uuid::Uuid)>>;
+
     /// Stores a new signing secret; the current one becomes the previous secret, signing
     /// beside it until `previous_expires_at` (the secret it replaced, if any, is dropped), and
     /// writes `audit`, in one transaction. MUST return `NotFound("webhook")`, changing nothing,

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use crate::error::{DomainError, DomainResult};
 use crate::ids::{ClientId, EventId, WorkspaceId};
 use crate::model::{
-    Client, ClientDraft, ClientPatch, ClientStatus, ClientType, Event, EventType, Page,
-    PageRequest, Principal, Workspace,
+    Client, ClientDraft, ClientPatch, ClientStatus, ClientType, Event, EventSubject, EventType,
+    Page, PageRequest, Principal, Workspace,
 };
 use crate::payload;
 use crate::ports::{ClientRepository, Clock, IdGenerator, WorkspaceRepository};
@@ -80,6 +80,10 @@ impl ClientService {
             event_type: EventType::ClientCreated,
             body: payload::to_body(&payload::client_created(&client, &workspace))?,
             created_at: now,
+            subject: EventSubject {
+                client_id: Some(client.id),
+                ..EventSubject::default()
+            },
         };
         self.clients.create(&client, &[event]).await?;
         Ok(client)

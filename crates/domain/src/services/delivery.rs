@@ -11,7 +11,7 @@ use crate::delivery::{
 };
 use crate::error::DomainResult;
 use crate::ids::EventId;
-use crate::model::{DeliveryKind, Event, EventType};
+use crate::model::{DeliveryKind, Event, EventSubject, EventType};
 use crate::payload::{NoticeWebhook, WebhookNoticePayload, to_body};
 use crate::ports::{Clock, DeliveryQueue, RandomSource, WebhookSender};
 use crate::timefmt::rfc3339;
@@ -227,6 +227,7 @@ impl DeliveryService {
                 event_type,
                 body,
                 created_at: at,
+                subject: EventSubject::default(),
             },
             about: claimed.subscription_id.clone(),
             streak_started_by: (event_type == EventType::WebhookFailing)

@@ -8,8 +8,8 @@ use crate::error::{DomainError, DomainResult};
 use crate::ids::{EventId, ProjectId, TagId, TaskId, TimeEntryId, UserId};
 use crate::model::time_entry::whole_seconds;
 use crate::model::{
-    EntrySource, Event, Page, PageRequest, Principal, Project, Tag, Task, TimeEntry, User,
-    Workspace,
+    EntrySource, Event, EventSubject, Page, PageRequest, Principal, Project, Tag, Task, TimeEntry,
+    User, Workspace,
 };
 use crate::payload::{self, EntryAction, EntryContext, TimeEntryPayload};
 use crate::ports::{
@@ -208,6 +208,12 @@ impl TimeEntryService {
             event_type: action.event_type(),
             body: payload::to_body(&payload::time_entry(entry, action, &ctx)?)?,
             created_at: entry.updated_at,
+            subject: EventSubject {
+                project_id: entry.project_id,
+                client_id: refs.project.as_ref().and_then(|p| p.client_id),
+                user_id: Some(entry.user_id),
+                billable: Some(entry.billable),
+            },
         })
     }
 

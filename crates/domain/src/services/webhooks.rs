@@ -6,12 +6,13 @@ use std::sync::Arc;
 use time::Duration;
 
 use crate::error::{DomainError, DomainResult};
-use crate::ids::EventId;
+use crate::ids::{EventId, WorkspaceId};
 use crate::model::webhook::generate_secret;
 use crate::model::{
     AuditEntry, DeliveryDetail, DeliveryId, DeliveryQuery, DeliveryRecord, DeliveryStatus, Event,
-    EventType, HourlyStats, PageRequest, Principal, ReplayOutcome, ReplayWindow, Subscription,
-    SubscriptionChange, SubscriptionStatus, WebhookHealth, WebhookId,
+    EventSubject, EventType, HourlyStats, PageRequest, Principal, ReplayOutcome, ReplayWindow,
+    Subscription, SubscriptionChange, SubscriptionFilters, SubscriptionStatus, WebhookHealth,
+    WebhookId,
 };
 use crate::net::{RESOLVES_TO_PRIVATE, WebhookTarget, blocked_reason, parse_webhook_url};
 use crate::payload::{WebhookTestPayload, to_body};
@@ -98,6 +99,8 @@ pub struct NewSubscription {
     pub events: Vec<String>,
     /// Optional label.
     pub description: Option<String>,
+    /// Filters (typed; their ids are checked against the caller's workspace here).
+    pub filters: SubscriptionFilters,
 }
 
 /// A change to a subscription as received: each field set is changed; `description:
@@ -110,6 +113,8 @@ pub struct WebhookChange {
     pub events: Option<Vec<String>>,
     /// New label, or `Some(None)` to clear it.
     pub description: Option<Option<String>>,
+    /// New filters, replacing all of them (`{}`: none).
+    pub filters: Option<SubscriptionFilters>,
 }
 
 /// Subscription operations for the caller's user and workspace.
@@ -171,6 +176,8 @@ impl WebhookService {
         let target = self.parsed_url(&new.url)?;
         let events = parse_events(&new.events)?;
         let description = checked_description(new.description)?;
+        self.check_filters(caller.workspace_id, &events, &new.filters)
+            .await?;
         self.refuse_private_resolution(&target).await?;
         let now = self.clock.now();
         let subscription = Subscription {
@@ -186,6 +193,7 @@ impl WebhookService {
             created_at: now,
             updated_at: now,
             previous_secret_expires_at: None,
+            filters: new.filters,
         };
         self.subscriptions
             .create(&subscription, self.settings.max_active_per_workspace)
@@ -264,6 +272,13 @@ impl WebhookService {
             .transpose()?;
         let events = change.events.as_deref().map(parse_events).transpose()?;
         let description = change.description.map(checked_description).transpose()?;
+        // The filters as they will be, against the events as they will be.
+        if change.filters.is_some() || events.is_some() {
+            let filters = change.filters.as_ref().unwrap_or(&subscription.filters);
+            let listed = events.as_deref().unwrap_or(&subscription.events);
+            self.check_filters(subscription.workspace_id, listed, filters)
+                .await?;
+        }
         if let Some(target) = &target {
             self.refuse_private_resolution(target).await?;
         }
@@ -271,6 +286,7 @@ impl WebhookService {
             url: target.map(|t| t.url),
             events,
             description,
+            filters: change.filters,
             updated_at: self.clock.now(),
         };
         let fields = change.fields();
@@ -397,6 +413,7 @@ impl WebhookService {
             event_type: EventType::WebhookTest,
             body,
             created_at: now,
+            subject: EventSubject::default(),
         };
         self.log.queue_test(&subscription.id, &event).await
     }
@@ -520,6 +537,38 @@ impl WebhookService {
             .await?
             .filter(|d| d.record.created_at >= self.clock.now() - self.settings.retention)
             .ok_or(DomainError::NotFound("delivery"))
+    }
+
+    /// Refuses filters that cannot match one of the `events` (`Invalid filter: NAME does not
+    /// apply to TYPE`) or name an id outside `workspace` (`Invalid filter: NAME (ID is not in
+    /// this workspace)`).
+    async fn check_filters(
+        &self,
+        workspace: WorkspaceId,
+        events: &[EventType],
+        filters: &SubscriptionFilters,
+    ) -> DomainResult<()> {
+        for name in filters.names() {
+            if let Some(event) = events
+                .iter()
+                .find(|e| !SubscriptionFilters::applies(name, **e))
+            {
+                return Err(DomainError::validation(format!(
+                    "Invalid filter: {name} does not apply to {}",
+                    event.as_str()
+                )));
+            }
+        }
+        if let Some((name, id)) = self
+            .subscriptions
+            .filter_id_outside(workspace, filters)
+            .await?
+        {
+            return Err(DomainError::validation(format!(
+                "Invalid filter: {name} ({id} is not in this workspace)"
+            )));
+        }
+        Ok(())
     }
 
     /// Refuses a `since` older than the retained events.

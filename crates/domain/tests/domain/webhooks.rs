@@ -17,6 +17,7 @@ fn new(url: &str, events: &[&str]) -> NewSubscription {
         url: url.into(),
         events: events.iter().map(|e| (*e).to_owned()).collect(),
         description: None,
+        filters: SubscriptionFilters::default(),
     }
 }
 
@@ -233,6 +234,7 @@ fn update_checks_like_subscribe_changes_only_what_it_names_and_is_audited() {
         url: url.map(str::to_owned),
         events: events.map(|e| e.iter().map(|n| (*n).to_owned()).collect()),
         description: None,
+        filters: None,
     };
     let refused = |c: WebhookChange| {
         validation(run_ready(world.webhooks.update(&caller, &id, c)).map(|(s, _)| s))
@@ -388,4 +390,62 @@ fn health_is_decided_by_the_latest_attempt_and_the_status() {
         of(&disabled, Some(later), Some(later)),
         HealthState::Disabled
     );
+}
+
+#[test]
+fn filters_match_only_events_with_a_value_they_allow() {
+    use timetrack_domain::ids::{ClientId, ProjectId, UserId};
+    let p = ProjectId(uuid::Uuid::from_u128(1));
+    let c = ClientId(uuid::Uuid::from_u128(2));
+    let u = UserId(uuid::Uuid::from_u128(3));
+    let entry = EventSubject {
+        project_id: Some(p),
+        client_id: Some(c),
+        user_id: Some(u),
+        billable: Some(false),
+    };
+    assert!(SubscriptionFilters::default().matches(&entry));
+    assert!(SubscriptionFilters::default().matches(&EventSubject::default()));
+    let by_project = SubscriptionFilters {
+        project_ids: Some(vec![p]),
+        ..SubscriptionFilters::default()
+    };
+    assert!(by_project.matches(&entry));
+    assert!(
+        !by_project.matches(&EventSubject {
+            project_id: None,
+            ..entry
+        }),
+        "no value: no match"
+    );
+    let every = SubscriptionFilters {
+        project_ids: Some(vec![p]),
+        client_ids: Some(vec![c]),
+        user_ids: Some(vec![u]),
+        billable: Some(true),
+    };
+    assert!(!every.matches(&entry), "every given filter must match");
+    assert!(every.matches(&EventSubject {
+        billable: Some(true),
+        ..entry
+    }));
+    assert_eq!(
+        every.names(),
+        ["project_ids", "client_ids", "user_ids", "billable"]
+    );
+    for name in ["project_ids", "user_ids", "billable"] {
+        assert!(SubscriptionFilters::applies(name, EventType::TimerStopped));
+        assert!(!SubscriptionFilters::applies(
+            name,
+            EventType::ClientCreated
+        ));
+    }
+    assert!(SubscriptionFilters::applies(
+        "client_ids",
+        EventType::ClientCreated
+    ));
+    assert!(!SubscriptionFilters::applies(
+        "client_ids",
+        EventType::WebhookFailing
+    ));
 }

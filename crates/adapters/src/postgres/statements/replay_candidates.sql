@@ -1,5 +1,6 @@
 -- The events a replay would queue for subscription `id`, oldest first, at most `limit`: those of
--- its workspace recorded in [since, until) of a type it lists now and not about itself; with
+-- its workspace recorded in [since, until) of a type it lists now, passing its filters now, and
+-- not about itself; with
 -- `only_failed`, only those recorded since it was created that it has no delivered or pending
 -- delivery of.
 SELECT e.id, e.created_at
@@ -9,6 +10,10 @@ WHERE s.id = :id
   AND e.created_at >= :since AND e.created_at < :until
   AND e.event_type = ANY (s.events)
   AND e.about_webhook_id IS DISTINCT FROM s.id
+  AND (s.filter_project_ids IS NULL OR e.project_id = ANY (s.filter_project_ids))
+  AND (s.filter_client_ids IS NULL OR e.client_id = ANY (s.filter_client_ids))
+  AND (s.filter_user_ids IS NULL OR e.user_id = ANY (s.filter_user_ids))
+  AND (s.filter_billable IS NULL OR e.billable = s.filter_billable)
   AND (NOT :only_failed OR e.created_at >= s.created_at)
   AND (NOT :only_failed OR NOT EXISTS (
           SELECT 1 FROM deliveries d
