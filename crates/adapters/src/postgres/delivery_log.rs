@@ -226,8 +226,14 @@ impl PgDeliveryLog {
         Self { pool, announcer }
     }
 
-    /// The delivery `delivery` of `id` as the log shows it, read after the write that made it.
-    async fn record(&self, id: &WebhookId, delivery: i64) -> DomainResult<DeliveryRecord> {
+    /// Announces the one delivery of `id` just queued (`queued`, its id) and reads it back as
+    /// the log shows it.
+    async fn queued_one(&self, id: &WebhookId, queued: Vec<i64>) -> DomainResult<DeliveryRecord> {
+        let delivery = queued
+            .into_iter()
+            .next()
+            .ok_or_else(|| stored("id (none queued)"))?;
+        self.announcer.announce(1);
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let row = one_delivery(&mut conn, id, DeliveryId(delivery))
             .await
@@ -342,13 +348,7 @@ impl DeliveryLog for PgDeliveryLog {
             })
             .await
             .map_err(|e| map_db_error(e, "queueing a test delivery"))?;
-        let queued = found.into_result()?;
-        self.announcer.announce(1);
-        let delivery = queued
-            .into_iter()
-            .next()
-            .ok_or_else(|| stored("id (none queued)"))?;
-        self.record(id, delivery).await
+        self.queued_one(id, found.into_result()?).await
     }
 
     async fn resend(
@@ -383,13 +383,7 @@ impl DeliveryLog for PgDeliveryLog {
             })
             .await
             .map_err(|e| map_db_error(e, "queueing a resend"))?;
-        let queued = found.into_result()?;
-        self.announcer.announce(1);
-        let delivery = queued
-            .into_iter()
-            .next()
-            .ok_or_else(|| stored("id (none queued)"))?;
-        self.record(id, delivery).await
+        self.queued_one(id, found.into_result()?).await
     }
 
     async fn replay(&self, id: &WebhookId, window: &ReplayWindow) -> DomainResult<ReplayOutcome> {

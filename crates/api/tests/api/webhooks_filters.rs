@@ -192,6 +192,11 @@ async fn filters_that_cannot_match_or_name_another_workspaces_ids_are_refused() 
         .collect();
     for (events, filters, message) in [
         (
+            json!(["WEBHOOK_TEST"]),
+            json!({}),
+            "Invalid event type: WEBHOOK_TEST".to_owned(),
+        ),
+        (
             json!(["CLIENT_CREATED"]),
             json!({"billable": true}),
             "Invalid filter: billable does not apply to CLIENT_CREATED".to_owned(),
