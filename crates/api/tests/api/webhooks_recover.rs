@@ -125,6 +125,8 @@ async fn the_log_pages_newest_first_with_filters_and_a_delivery_shows_its_payloa
     assert_eq!(seen, events);
 
     // Filters.
+    let (_, _, empty) = call(&app, get(format!("/{id}/deliveries?status=&event_type="))).await;
+    assert_eq!(listed(&empty).len(), 3, "an empty filter is no filter");
     let (_, _, only) = call(&app, get(format!("/{id}/deliveries?status=FAILED"))).await;
     assert_eq!(listed(&only).len(), 1);
     assert_eq!(only["data"][0]["event_id"], E2);

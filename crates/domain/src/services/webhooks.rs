@@ -607,8 +607,10 @@ impl WebhookService {
         filter: DeliveryFilter,
     ) -> DomainResult<(Vec<DeliveryRecord>, Option<String>)> {
         let subscription = self.live(caller, raw_id).await?;
+        // An empty filter is no filter, as an empty cursor is the first page.
         let status = filter
             .status
+            .filter(|s| !s.is_empty())
             .map(|s| {
                 DeliveryStatus::parse(&s).ok_or_else(|| {
                     DomainError::validation(
@@ -619,6 +621,7 @@ impl WebhookService {
             .transpose()?;
         let event_type = filter
             .event_type
+            .filter(|name| !name.is_empty())
             .map(|name| {
                 EventType::parse(&name)
                     .ok_or_else(|| DomainError::validation(format!("Invalid event type: {name}")))
