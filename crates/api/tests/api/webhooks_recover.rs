@@ -722,3 +722,68 @@ async fn rotating_the_secret_keeps_the_previous_one_for_the_window_asked_for() {
         "refusals rotate nothing"
     );
 }
+
+#[actix_web::test]
+async fn every_recovery_operation_is_404_for_another_workspace_and_touches_nothing() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let auth = t.bearer().1;
+    let id = subscribed(&t, &app, "https://hooks.example.com/mine").await;
+    history(&t, &id).await;
+    let (_, _, log) = call(
+        &app,
+        request("GET", &auth, &format!("/{id}/deliveries"), None),
+    )
+    .await;
+    let delivery = log["data"][0]["id"].as_str().unwrap().to_owned();
+    let (_, outsider) = t.other_workspace().await;
+    let eve = colleague(&t).await;
+    let since = timetrack_domain::timefmt::rfc3339(
+        time::OffsetDateTime::now_utc() - time::Duration::days(1),
+    );
+    let before = (
+        t.scalar("SELECT count(*) AS n FROM deliveries").await,
+        t.scalar("SELECT count(*) AS n FROM audit_log").await,
+        t.scalar("SELECT count(*) AS n FROM events").await,
+    );
+    for auth in [&outsider, &eve] {
+        for (method, path, body) in [
+            ("POST", format!("/{id}/test"), None),
+            (
+                "POST",
+                format!("/{id}/rotate-secret"),
+                Some(json!({"previous_valid_for_seconds": 0})),
+            ),
+            (
+                "POST",
+                format!("/{id}/replay"),
+                Some(json!({"since": since})),
+            ),
+            (
+                "POST",
+                format!("/{id}/enable"),
+                Some(json!({"replay_since": since})),
+            ),
+            ("POST", format!("/{id}/deliveries/{delivery}/resend"), None),
+            ("GET", format!("/{id}/deliveries"), None),
+            ("GET", format!("/{id}/deliveries/{delivery}"), None),
+            ("GET", format!("/{id}/stats"), None),
+        ] {
+            let (status, _, body) = call(&app, request(method, auth, &path, body)).await;
+            assert_eq!(
+                (status, error_of(&body)),
+                (404, json!({"error": "Webhook not found"})),
+                "{method} {path}"
+            );
+        }
+    }
+    let after = (
+        t.scalar("SELECT count(*) AS n FROM deliveries").await,
+        t.scalar("SELECT count(*) AS n FROM audit_log").await,
+        t.scalar("SELECT count(*) AS n FROM events").await,
+    );
+    assert_eq!(
+        after, before,
+        "nothing queued, rotated, enabled or recorded"
+    );
+}
