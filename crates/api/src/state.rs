@@ -232,6 +232,7 @@ impl AppState {
                 Arc::new(PgDeliveryLog::new(pool.clone(), announcer.clone())),
                 Arc::new(SystemResolver::default()),
                 clock.clone(),
+                ids.clone(),
                 Arc::new(OsRandom),
                 settings.webhooks,
             ),

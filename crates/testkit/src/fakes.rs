@@ -531,11 +531,7 @@ impl SubscriptionRepository for InMemoryStore {
         if found.status == SubscriptionStatus::Active {
             return Ok(());
         }
-        let revoked = t
-            .keys
-            .get(&found.api_key_id)
-            .is_none_or(|(key, _)| key.revoked_at.is_some());
-        if revoked {
+        if !t.key_live(found.api_key_id) {
             return Err(DomainError::Conflict("API key revoked".into()));
         }
         let active = t
@@ -733,6 +729,13 @@ impl Tables {
         }
     }
 
+    /// Whether the key exists and is not revoked.
+    fn key_live(&self, key: ApiKeyId) -> bool {
+        self.keys
+            .get(&key)
+            .is_some_and(|(key, _)| key.revoked_at.is_none())
+    }
+
     fn live_subscription(&self, id: &WebhookId) -> Option<&Subscription> {
         self.subscriptions
             .iter()
@@ -792,11 +795,7 @@ impl DeliveryLog for InMemoryStore {
         let subscription = t
             .live_subscription(id)
             .ok_or(DomainError::NotFound("webhook"))?;
-        let revoked = t
-            .keys
-            .get(&subscription.api_key_id)
-            .is_none_or(|(key, _)| key.revoked_at.is_some());
-        if revoked {
+        if !t.key_live(subscription.api_key_id) {
             return Err(DomainError::Conflict("API key revoked".into()));
         }
         t.events.push(event.clone());
@@ -861,14 +860,9 @@ impl DeliveryLog for InMemoryStore {
             .cloned()
             .collect();
         candidates.sort_by_key(|e| (e.created_at, e.id));
-        let limit = window.limit as usize;
-        let next_since = (candidates.len() > limit).then(|| candidates[limit].created_at);
-        if let Some(next) = next_since {
-            candidates.truncate(limit);
-            if candidates.iter().any(|e| e.created_at < next) {
-                candidates.retain(|e| e.created_at < next);
-            }
-        }
+        let times: Vec<OffsetDateTime> = candidates.iter().map(|e| e.created_at).collect();
+        let (take, next_since) = window.cut(&times);
+        candidates.truncate(take);
         for event in &candidates {
             t.queue(id, event, DeliveryKind::Replay, window.at);
         }
@@ -1339,6 +1333,7 @@ impl TestWorld {
             store.clone(),
             resolver.clone(),
             clock.clone(),
+            ids.clone(),
             Arc::new(SeededRandom::new(77)),
             WebhookSettings::default(),
         );

@@ -396,7 +396,7 @@ impl DeliveryLog for PgDeliveryLog {
                     Some((status, _)) if status != "ACTIVE" => return Ok(Found::Disabled),
                     Some(_) => {}
                 }
-                let mut candidates: Vec<Candidate> = named_query!(
+                let candidates: Vec<Candidate> = named_query!(
                     include_str!("statements/replay_candidates.sql");
                     id: Text = id.as_str(),
                     since: Timestamptz = window.since,
@@ -406,20 +406,9 @@ impl DeliveryLog for PgDeliveryLog {
                 )
                 .load(conn)
                 .await?;
-                let limit = window.limit as usize;
-                let next_since = if candidates.len() > limit {
-                    let next = candidates[limit].created_at;
-                    candidates.truncate(limit);
-                    // The events of the first left out's instant wait for the next call, which
-                    // starts there, unless that would leave none for this one.
-                    if candidates.iter().any(|c| c.created_at < next) {
-                        candidates.retain(|c| c.created_at < next);
-                    }
-                    Some(next)
-                } else {
-                    None
-                };
-                let ids: Vec<Uuid> = candidates.iter().map(|c| c.id).collect();
+                let times: Vec<OffsetDateTime> = candidates.iter().map(|c| c.created_at).collect();
+                let (take, next_since) = window.cut(&times);
+                let ids: Vec<Uuid> = candidates.iter().take(take).map(|c| c.id).collect();
                 let queued = if ids.is_empty() {
                     0
                 } else {

@@ -229,37 +229,42 @@ async fn write_notice(conn: &mut AsyncPgConnection, notice: &Notice) -> QueryRes
     .map(|row| row.queued)
 }
 
-/// Marks the owner of `claimed`'s subscription told of its failure streak (`told`: when, and
-/// the latest time the streak may have started) or not, if it was not already: whether this
-/// call changed it, so a notice is written once per streak. Told only while the streak as it
-/// stands now started early enough (a success recorded since the claim ended the old one).
-async fn mark_told(
+/// Marks the owner of `claimed`'s subscription told, at `at`, of its failure streak, if they
+/// were not told of it yet and the streak as it stands now started by `started_by` (a success
+/// recorded since the claim ended the streak the claim saw): whether it did, so that
+/// `WEBHOOK_FAILING` is written once per streak.
+async fn tell(
     conn: &mut AsyncPgConnection,
     claimed: &ClaimedDelivery,
-    told: Option<(OffsetDateTime, OffsetDateTime)>,
+    at: OffsetDateTime,
+    started_by: OffsetDateTime,
 ) -> QueryResult<bool> {
-    let target = webhook_subscriptions::table
-        .filter(webhook_subscriptions::id.eq(claimed.subscription_id.as_str()))
-        .filter(webhook_subscriptions::status.eq("ACTIVE"));
-    let changed = match told {
-        Some((at, started_by)) => {
-            diesel::update(
-                target
-                    .filter(webhook_subscriptions::failing_notified_at.is_null())
-                    .filter(webhook_subscriptions::failing_since.le(started_by)),
-            )
-            .set(webhook_subscriptions::failing_notified_at.eq(at))
-            .execute(conn)
-            .await?
-        }
-        None => {
-            diesel::update(target.filter(webhook_subscriptions::failing_notified_at.is_not_null()))
-                .set(webhook_subscriptions::failing_notified_at.eq(None::<OffsetDateTime>))
-                .execute(conn)
-                .await?
-        }
-    };
-    Ok(changed == 1)
+    let told = diesel::update(
+        webhook_subscriptions::table
+            .filter(webhook_subscriptions::id.eq(claimed.subscription_id.as_str()))
+            .filter(webhook_subscriptions::status.eq("ACTIVE"))
+            .filter(webhook_subscriptions::failing_notified_at.is_null())
+            .filter(webhook_subscriptions::failing_since.le(started_by)),
+    )
+    .set(webhook_subscriptions::failing_notified_at.eq(at))
+    .execute(conn)
+    .await?;
+    Ok(told == 1)
+}
+
+/// Forgets that the owner of `claimed`'s subscription was told of its failure streak, if they
+/// were: whether they were, so that `WEBHOOK_RECOVERED` is written once per told streak.
+async fn forget_told(conn: &mut AsyncPgConnection, claimed: &ClaimedDelivery) -> QueryResult<bool> {
+    let forgotten = diesel::update(
+        webhook_subscriptions::table
+            .filter(webhook_subscriptions::id.eq(claimed.subscription_id.as_str()))
+            .filter(webhook_subscriptions::status.eq("ACTIVE"))
+            .filter(webhook_subscriptions::failing_notified_at.is_not_null()),
+    )
+    .set(webhook_subscriptions::failing_notified_at.eq(None::<OffsetDateTime>))
+    .execute(conn)
+    .await?;
+    Ok(forgotten == 1)
 }
 
 /// Ends `claimed`'s subscription if it is still active; whether it did.
@@ -381,7 +386,7 @@ impl DeliveryQueue for PgDeliveryQueue {
         conn.transaction::<_, diesel::result::Error, _>(async |conn| {
             // A recovery is decided before the batch's write, which ends the streak and forgets
             // what was told of it.
-            let recovered = recovery && mark_told(conn, claimed, None).await?;
+            let recovered = recovery && forget_told(conn, claimed).await?;
             batch.write(conn).await?;
             let changed = if attempt.next == NextStep::Unsubscribe {
                 end_subscription(
@@ -408,7 +413,7 @@ impl DeliveryQueue for PgDeliveryQueue {
                 match &attempt.notice {
                     Some(notice) if notice.event.event_type == EventType::WebhookFailing => {
                         let started_by = notice.streak_started_by.unwrap_or(finished);
-                        mark_told(conn, claimed, Some((finished, started_by))).await?
+                        tell(conn, claimed, finished, started_by).await?
                     }
                     _ => recovered,
                 }

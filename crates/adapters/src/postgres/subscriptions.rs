@@ -14,12 +14,9 @@ use timetrack_domain::ports::SubscriptionRepository;
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
-use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamptz};
+use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 
-use super::schema::{
-    api_keys, audit_log, clients, deliveries, memberships, projects, webhook_subscriptions,
-    workspaces,
-};
+use super::schema::{api_keys, audit_log, deliveries, webhook_subscriptions, workspaces};
 use super::sql::named_query;
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 use crate::secrets::{Purpose, SecretBox};
@@ -151,6 +148,15 @@ struct HourRow {
     p50_ms: Option<i32>,
     #[diesel(sql_type = Nullable<Integer>)]
     p95_ms: Option<i32>,
+}
+
+/// The row of `statements/filter_id_outside.sql`.
+#[derive(QueryableByName)]
+struct OutsideRow {
+    #[diesel(sql_type = Text)]
+    name: String,
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
 }
 
 /// The row of `statements/attempt_summary.sql`.
@@ -594,48 +600,28 @@ impl SubscriptionRepository for PgSubscriptionRepository {
         workspace: WorkspaceId,
         filters: &SubscriptionFilters,
     ) -> DomainResult<Option<(&'static str, Uuid)>> {
+        let (projects, clients, users, _) = filter_columns(filters);
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let err = |e| map_db_error(e, "checking a subscription's filters");
-        if let Some(ids) = &filters.project_ids {
-            let wanted: Vec<Uuid> = ids.iter().map(|p| p.0).collect();
-            let known: Vec<Uuid> = projects::table
-                .filter(projects::workspace_id.eq(workspace.0))
-                .filter(projects::id.eq_any(&wanted))
-                .select(projects::id)
-                .load(&mut conn)
-                .await
-                .map_err(err)?;
-            if let Some(id) = wanted.into_iter().find(|id| !known.contains(id)) {
-                return Ok(Some(("project_ids", id)));
-            }
-        }
-        if let Some(ids) = &filters.client_ids {
-            let wanted: Vec<Uuid> = ids.iter().map(|c| c.0).collect();
-            let known: Vec<Uuid> = clients::table
-                .filter(clients::workspace_id.eq(workspace.0))
-                .filter(clients::id.eq_any(&wanted))
-                .select(clients::id)
-                .load(&mut conn)
-                .await
-                .map_err(err)?;
-            if let Some(id) = wanted.into_iter().find(|id| !known.contains(id)) {
-                return Ok(Some(("client_ids", id)));
-            }
-        }
-        if let Some(ids) = &filters.user_ids {
-            let wanted: Vec<Uuid> = ids.iter().map(|u| u.0).collect();
-            let known: Vec<Uuid> = memberships::table
-                .filter(memberships::workspace_id.eq(workspace.0))
-                .filter(memberships::user_id.eq_any(&wanted))
-                .select(memberships::user_id)
-                .load(&mut conn)
-                .await
-                .map_err(err)?;
-            if let Some(id) = wanted.into_iter().find(|id| !known.contains(id)) {
-                return Ok(Some(("user_ids", id)));
-            }
-        }
-        Ok(None)
+        let outside: Option<OutsideRow> = named_query!(
+            include_str!("statements/filter_id_outside.sql");
+            project_ids: Array<Nullable<SqlUuid>> = projects.unwrap_or_default(),
+            client_ids: Array<Nullable<SqlUuid>> = clients.unwrap_or_default(),
+            user_ids: Array<Nullable<SqlUuid>> = users.unwrap_or_default(),
+            workspace: SqlUuid = workspace.0,
+        )
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(|e| map_db_error(e, "checking a subscription's filters"))?;
+        outside
+            .map(|row| {
+                ["project_ids", "client_ids", "user_ids"]
+                    .into_iter()
+                    .find(|name| *name == row.name)
+                    .map(|name| (name, row.id))
+                    .ok_or_else(|| stored("filter name"))
+            })
+            .transpose()
     }
 
     async fn rotate_secret(

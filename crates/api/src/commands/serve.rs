@@ -10,7 +10,7 @@ use std::time::Duration;
 use timetrack_adapters::postgres::{PgDeliveryQueue, PgHousekeeping, reseal_all, run_notifier};
 use timetrack_adapters::{
     HyperWebhookSender, OsRandom, PoolSettings, SecretBox, SecretKey, SenderSettings, SystemClock,
-    WorkerSettings, build_pool, run_housekeeping, run_listener, run_worker,
+    UuidV7Ids, WorkerSettings, build_pool, run_housekeeping, run_listener, run_worker,
 };
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::WebhookSettings;
@@ -395,6 +395,7 @@ fn delivery_service(
         Arc::new(PgDeliveryQueue::new(pool.clone(), secrets.clone())),
         Arc::new(sender),
         Arc::new(SystemClock),
+        Arc::new(UuidV7Ids),
         Arc::new(OsRandom),
         DeliverySettings {
             schedule,

@@ -11,19 +11,10 @@ use timetrack_domain::services::{DeliveryFilter, ReplayRequest};
 use timetrack_domain::timefmt::{parse_rfc3339, rfc3339};
 
 use crate::error::ApiError;
-use crate::extract::{BodyRejection, Caller, JsonBody, QueryParams};
+use crate::extract::{Caller, InvalidParams, JsonBody, QueryParams};
 use crate::openapi::fields;
+use crate::routes::webhooks::WEBHOOK_ID;
 use crate::state::AppState;
-
-/// A body that does not parse as the operation's parameters: 400 `Invalid request parameters`.
-#[derive(Debug)]
-pub struct InvalidRequestParameters;
-
-impl BodyRejection for InvalidRequestParameters {
-    fn rejection(detail: String) -> ApiError {
-        ApiError::bad_request(INVALID_PARAMETERS).with_detail(detail)
-    }
-}
 
 /// An RFC 3339 time of a body field; anything else is 400 `Invalid request parameters`.
 pub fn body_time(field: &str, value: &str) -> Result<time::OffsetDateTime, ApiError> {
@@ -159,8 +150,6 @@ pub struct DeliveryLogQuery {
     #[param(schema_with = fields::page_cursor)]
     cursor: Option<String>,
 }
-
-const WEBHOOK_ID: &str = "`wh_...` (a malformed one is 404, like an unknown one)";
 
 /// `GET .../webhooks/{id}/deliveries`: one page of the log, newest first.
 #[utoipa::path(
@@ -358,7 +347,7 @@ pub async fn replay(
     state: web::Data<AppState>,
     caller: Caller,
     id: web::Path<String>,
-    body: JsonBody<ReplayBody, InvalidRequestParameters>,
+    body: JsonBody<ReplayBody, InvalidParams>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.into_inner();
     let request = ReplayRequest {

@@ -16,8 +16,11 @@ use timetrack_domain::timefmt::rfc3339;
 use crate::error::ApiError;
 use crate::extract::{BodyRejection, Caller, InvalidParams, JsonBody, JsonOrEmpty, WholeNumber};
 use crate::openapi::fields;
-use crate::routes::webhook_deliveries::{InvalidRequestParameters, body_time};
+use crate::routes::webhook_deliveries::body_time;
 use crate::state::AppState;
+
+/// How the OpenAPI document describes a webhook id in a path.
+pub(crate) const WEBHOOK_ID: &str = "`wh_...` (a malformed one is 404, like an unknown one)";
 
 /// A subscribe body that is not a JSON object cannot carry a URL and events.
 #[derive(Debug)]
@@ -218,7 +221,7 @@ pub async fn subscribe(
     tag = "Webhooks",
     summary = "Delete one's subscription (idempotent)",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
     responses(
         (status = 200, description = "Deleted (or already deleted)", body = crate::openapi::SuccessBody),
         (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
@@ -368,7 +371,7 @@ pub struct WebhookResponse {
     tag = "Webhooks",
     summary = "Get one's subscription, with its health",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
     responses(
         (status = 200, description = "The webhook", body = WebhookResponse),
         (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
@@ -477,7 +480,7 @@ fn parse_change(body: Value) -> Result<WebhookChange, ApiError> {
     tag = "Webhooks",
     summary = "Change one's subscription: url, events, description",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
     request_body = WebhookPatchBody,
     responses(
         (status = 200, description = "The changed webhook", body = WebhookResponse),
@@ -534,7 +537,7 @@ pub struct EnableResponse {
     tag = "Webhooks",
     summary = "Enable one's disabled subscription again, optionally replaying what it missed",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
     request_body(content = Option<EnableBody>, description = "Optional"),
     responses(
         (status = 200, description = "The webhook, active", body = EnableResponse),
@@ -548,7 +551,7 @@ pub async fn enable(
     state: web::Data<AppState>,
     caller: Caller,
     id: web::Path<String>,
-    body: JsonOrEmpty<EnableBody, InvalidRequestParameters>,
+    body: JsonOrEmpty<EnableBody, InvalidParams>,
 ) -> Result<web::Json<EnableResponse>, ApiError> {
     let replay_since = body
         .into_inner()
@@ -603,7 +606,7 @@ pub struct RotateResponse {
     tag = "Webhooks",
     summary = "Rotate one's subscription's signing secret, with a window where both sign",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
     request_body(content = Option<RotateBody>, description = "Optional"),
     responses(
         (status = 200, description = "The new secret, shown only here", body = RotateResponse),
@@ -616,7 +619,7 @@ pub async fn rotate_secret(
     state: web::Data<AppState>,
     caller: Caller,
     id: web::Path<String>,
-    body: JsonOrEmpty<RotateBody, InvalidRequestParameters>,
+    body: JsonOrEmpty<RotateBody, InvalidParams>,
 ) -> Result<web::Json<RotateResponse>, ApiError> {
     let valid_for = body
         .into_inner()
@@ -663,7 +666,7 @@ pub struct StatsResponse {
     tag = "Webhooks",
     summary = "One's subscription's attempts over the last 24 hours, by hour",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = "`wh_...` (a malformed one is 404, like an unknown one)")),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
     responses(
         (status = 200, description = "24 hourly buckets, oldest first", body = StatsResponse),
         (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),

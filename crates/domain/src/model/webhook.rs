@@ -495,6 +495,21 @@ pub struct ReplayWindow {
     pub at: OffsetDateTime,
 }
 
+impl ReplayWindow {
+    /// How many of the candidates one replay queues, given their creation times oldest first
+    /// (the window's first `limit + 1` events), and where the next call starts when more remain:
+    /// the time of the first left out. The events of that instant wait for the next call too, so
+    /// that a replay continued from there repeats none, unless that would leave this one empty.
+    pub fn cut(&self, times: &[OffsetDateTime]) -> (usize, Option<OffsetDateTime>) {
+        let limit = self.limit as usize;
+        let Some(&next) = times.get(limit) else {
+            return (times.len(), None);
+        };
+        let before = times[..limit].iter().take_while(|t| **t < next).count();
+        (if before == 0 { limit } else { before }, Some(next))
+    }
+}
+
 /// What a replay queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplayOutcome {

@@ -13,7 +13,7 @@ use crate::error::DomainResult;
 use crate::ids::EventId;
 use crate::model::{DeliveryKind, Event, EventSubject, EventType};
 use crate::payload::{NoticeWebhook, WebhookNoticePayload, to_body};
-use crate::ports::{Clock, DeliveryQueue, RandomSource, WebhookSender};
+use crate::ports::{Clock, DeliveryQueue, IdGenerator, RandomSource, WebhookSender};
 use crate::timefmt::rfc3339;
 
 /// How deliveries are claimed and retried.
@@ -50,6 +50,7 @@ pub struct DeliveryService {
     queue: Arc<dyn DeliveryQueue>,
     sender: Arc<dyn WebhookSender>,
     clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
     random: Arc<dyn RandomSource>,
     settings: DeliverySettings,
 }
@@ -68,6 +69,7 @@ impl DeliveryService {
         queue: Arc<dyn DeliveryQueue>,
         sender: Arc<dyn WebhookSender>,
         clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
         random: Arc<dyn RandomSource>,
         settings: DeliverySettings,
     ) -> Self {
@@ -75,6 +77,7 @@ impl DeliveryService {
             queue,
             sender,
             clock,
+            ids,
             random,
             settings,
         }
@@ -218,11 +221,9 @@ impl DeliveryService {
             last_error,
             timestamp: rfc3339(at),
         })?;
-        let mut bytes = [0u8; 16];
-        self.random.fill(&mut bytes);
         Ok(Notice {
             event: Event {
-                id: EventId(uuid::Builder::from_random_bytes(bytes).into_uuid()),
+                id: EventId(self.ids.new_uuid()),
                 workspace_id: claimed.workspace_id,
                 event_type,
                 body,

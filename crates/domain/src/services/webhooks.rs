@@ -16,7 +16,9 @@ use crate::model::{
 };
 use crate::net::{RESOLVES_TO_PRIVATE, WebhookTarget, blocked_reason, parse_webhook_url};
 use crate::payload::{WebhookTestPayload, to_body};
-use crate::ports::{Clock, DeliveryLog, HostResolver, RandomSource, SubscriptionRepository};
+use crate::ports::{
+    Clock, DeliveryLog, HostResolver, IdGenerator, RandomSource, SubscriptionRepository,
+};
 use crate::timefmt::rfc3339;
 
 /// The published message for a URL that breaks a rule.
@@ -124,6 +126,7 @@ pub struct WebhookService {
     log: Arc<dyn DeliveryLog>,
     resolver: Arc<dyn HostResolver>,
     clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
     random: Arc<dyn RandomSource>,
     settings: WebhookSettings,
 }
@@ -143,6 +146,7 @@ impl WebhookService {
         log: Arc<dyn DeliveryLog>,
         resolver: Arc<dyn HostResolver>,
         clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
         random: Arc<dyn RandomSource>,
         settings: WebhookSettings,
     ) -> Self {
@@ -151,6 +155,7 @@ impl WebhookService {
             log,
             resolver,
             clock,
+            ids,
             random,
             settings,
         }
@@ -293,15 +298,13 @@ impl WebhookService {
         if fields.is_empty() {
             return self.with_health(subscription).await;
         }
-        let audit = AuditEntry {
-            workspace_id: Some(subscription.workspace_id),
-            actor_user_id: Some(caller.user_id),
-            action: "webhook.updated",
-            target_type: "webhook",
-            target_id: subscription.id.to_string(),
-            reason: Some(format!("changed {}", fields.join(", "))),
-            at: change.updated_at,
-        };
+        let audit = owner_audit(
+            caller,
+            &subscription,
+            "webhook.updated",
+            format!("changed {}", fields.join(", ")),
+            change.updated_at,
+        );
         let subscription = self
             .subscriptions
             .update(&subscription.id, &change, &audit)
@@ -319,15 +322,13 @@ impl WebhookService {
         if subscription.status == SubscriptionStatus::Deleted {
             return Ok(());
         }
-        let audit = AuditEntry {
-            workspace_id: Some(subscription.workspace_id),
-            actor_user_id: Some(caller.user_id),
-            action: "webhook.deleted",
-            target_type: "webhook",
-            target_id: subscription.id.to_string(),
-            reason: Some("deleted by its owner".into()),
-            at: self.clock.now(),
-        };
+        let audit = owner_audit(
+            caller,
+            &subscription,
+            "webhook.deleted",
+            "deleted by its owner".into(),
+            self.clock.now(),
+        );
         self.subscriptions.delete(&subscription.id, &audit).await
     }
 
@@ -350,15 +351,13 @@ impl WebhookService {
         if let Some(since) = replay_since {
             self.check_retained(since, now)?;
         }
-        let audit = AuditEntry {
-            workspace_id: Some(subscription.workspace_id),
-            actor_user_id: Some(caller.user_id),
-            action: "webhook.enabled",
-            target_type: "webhook",
-            target_id: subscription.id.to_string(),
-            reason: Some("enabled by its owner".into()),
-            at: now,
-        };
+        let audit = owner_audit(
+            caller,
+            &subscription,
+            "webhook.enabled",
+            "enabled by its owner".into(),
+            now,
+        );
         self.subscriptions
             .enable(
                 &subscription.id,
@@ -405,10 +404,8 @@ impl WebhookService {
             workspace_id: subscription.workspace_id.to_string(),
             timestamp: rfc3339(now),
         })?;
-        let mut bytes = [0u8; 16];
-        self.random.fill(&mut bytes);
         let event = Event {
-            id: EventId(uuid::Builder::from_random_bytes(bytes).into_uuid()),
+            id: EventId(self.ids.new_uuid()),
             workspace_id: subscription.workspace_id,
             event_type: EventType::WebhookTest,
             body,
@@ -442,18 +439,16 @@ impl WebhookService {
         let now = self.clock.now();
         let secret = generate_secret(self.random.as_ref());
         let previous_expires_at = now + valid_for;
-        let audit = AuditEntry {
-            workspace_id: Some(subscription.workspace_id),
-            actor_user_id: Some(caller.user_id),
-            action: "webhook.secret_rotated",
-            target_type: "webhook",
-            target_id: subscription.id.to_string(),
-            reason: Some(format!(
+        let audit = owner_audit(
+            caller,
+            &subscription,
+            "webhook.secret_rotated",
+            format!(
                 "previous secret signs until {}",
                 rfc3339(previous_expires_at)
-            )),
-            at: now,
-        };
+            ),
+            now,
+        );
         self.subscriptions
             .rotate_secret(&subscription.id, &secret, previous_expires_at, &audit)
             .await?;
@@ -696,6 +691,25 @@ impl WebhookService {
             .await?
             .filter(|s| s.workspace_id == caller.workspace_id && s.user_id == caller.user_id)
             .ok_or(DomainError::NotFound("webhook"))
+    }
+}
+
+/// An audit row of `caller`'s `action` on their `subscription`, with its reason, at `at`.
+fn owner_audit(
+    caller: &Principal,
+    subscription: &Subscription,
+    action: &'static str,
+    reason: String,
+    at: time::OffsetDateTime,
+) -> AuditEntry {
+    AuditEntry {
+        workspace_id: Some(subscription.workspace_id),
+        actor_user_id: Some(caller.user_id),
+        action,
+        target_type: "webhook",
+        target_id: subscription.id.to_string(),
+        reason: Some(reason),
+        at,
     }
 }
 

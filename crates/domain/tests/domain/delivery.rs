@@ -299,7 +299,7 @@ mod notices {
     use timetrack_domain::model::{DeliveryId, DeliveryKind, EventType, WebhookId};
     use timetrack_domain::ports::{DeliveryQueue, WebhookSender};
     use timetrack_domain::services::{DeliveryService, DeliverySettings};
-    use timetrack_testkit::fakes::{ManualClock, SeededRandom};
+    use timetrack_testkit::fakes::{ManualClock, SeededRandom, SequentialIds};
 
     /// A receiver that always answers `outcome`.
     struct Answers(AttemptOutcome);
@@ -364,6 +364,7 @@ mod notices {
             Arc::new(Unused),
             Arc::new(Answers(outcome)),
             Arc::new(ManualClock::at(NOW)),
+            Arc::new(SequentialIds::default()),
             Arc::new(SeededRandom::new(1)),
             DeliverySettings {
                 failing_after: Duration::hours(24),

@@ -449,3 +449,30 @@ fn filters_match_only_events_with_a_value_they_allow() {
         EventType::WebhookFailing
     ));
 }
+
+#[test]
+fn a_replay_stops_before_the_instant_of_the_first_event_left_out() {
+    use time::macros::datetime;
+    let t = |s: i64| datetime!(2026-03-01 09:00 UTC) + time::Duration::seconds(s);
+    let window = |limit| ReplayWindow {
+        since: t(0),
+        until: t(100),
+        only_failed: true,
+        limit,
+        at: t(100),
+    };
+    assert_eq!(window(3).cut(&[t(1), t(2)]), (2, None), "all of them");
+    assert_eq!(window(2).cut(&[t(1), t(2)]), (2, None), "exactly the limit");
+    assert_eq!(window(2).cut(&[t(1), t(2), t(3)]), (2, Some(t(3))));
+    assert_eq!(
+        window(2).cut(&[t(1), t(2), t(2)]),
+        (1, Some(t(2))),
+        "the instant left out waits whole"
+    );
+    assert_eq!(
+        window(2).cut(&[t(2), t(2), t(2)]),
+        (2, Some(t(2))),
+        "unless nothing would be left"
+    );
+    assert_eq!(window(0).cut(&[t(1)]), (0, Some(t(1))));
+}
