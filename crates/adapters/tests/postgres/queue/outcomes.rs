@@ -360,3 +360,73 @@ async fn housekeeping_removes_what_outlived_its_retention_and_keeps_the_rest() {
         "1"
     );
 }
+
+#[tokio::test]
+async fn a_notice_reaches_the_owners_other_webhooks_that_list_it_once_per_streak() {
+    use timetrack_domain::delivery::Notice;
+    use timetrack_domain::ids::{EventId, WorkspaceId};
+    use timetrack_domain::model::{Event, EventSubject, EventType, WebhookId};
+    let (db, queue) = setup(1).await;
+    // The failing webhook (wh_a) lists the notices too; the owner has another webhook that
+    // lists them (wh_c); another member of the workspace has one (wh_d).
+    for statement in [
+        "INSERT INTO users (id, name, email, created_at) VALUES ('00000000-0000-0000-0000-0000000000b2', 'V', 'v@example.com', now())",
+        "INSERT INTO memberships VALUES ('00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000b2', now())",
+        "INSERT INTO api_keys (id, workspace_id, user_id, key_prefix, key_hash, created_at) VALUES ('00000000-0000-0000-0000-0000000000c2', '00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000b2', 'tt_y', decode(repeat('11', 32), 'hex'), now())",
+        "INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, secret, status, created_at, updated_at) VALUES \
+         ('wh_cccccccccccccccccccccccc', '00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000b1', '00000000-0000-0000-0000-0000000000c1', 'https://c.example.com/h', ARRAY['WEBHOOK_FAILING'], 'x', 'ACTIVE', now(), now()), \
+         ('wh_dddddddddddddddddddddddd', '00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000b2', '00000000-0000-0000-0000-0000000000c2', 'https://d.example.com/h', ARRAY['WEBHOOK_FAILING'], 'x', 'ACTIVE', now(), now())",
+        "UPDATE webhook_subscriptions SET events = ARRAY['CLIENT_CREATED', 'WEBHOOK_FAILING'], failing_since = now() - interval '2 days' WHERE id LIKE 'wh_a%'",
+    ] {
+        sql(&db, statement).await;
+    }
+    let claimed = queue
+        .claim(T0, T0 + Duration::seconds(30), 10, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed.len(),
+        1,
+        "the disabled webhook's delivery is not claimed"
+    );
+    let failed = AttemptOutcome::Rejected {
+        status: 500,
+        retry_after: None,
+    };
+    let notice = |n: u128| Notice {
+        event: Event {
+            id: EventId(uuid::Uuid::from_u128(0xfeed_0000 + n)),
+            workspace_id: WorkspaceId(claimed[0].workspace_id.0),
+            event_type: EventType::WebhookFailing,
+            body: "{}".into(),
+            created_at: T0 + Duration::seconds(2),
+            subject: EventSubject::default(),
+        },
+        about: WebhookId::parse("wh_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap(),
+        streak_started_by: Some(OffsetDateTime::now_utc() - Duration::days(1)),
+    };
+    let mut attempt = record(NextStep::RetryAt(T0 + Duration::hours(1)), failed);
+    attempt.notice = Some(notice(1));
+    assert!(queue.record(&claimed[0], &attempt).await.unwrap(), "told");
+    assert_eq!(
+        text(
+            &db,
+            "SELECT string_agg(subscription_id, ',') AS v FROM deliveries \
+             WHERE event_id = '00000000-0000-0000-0000-0000feed0001'"
+        )
+        .await,
+        "wh_cccccccccccccccccccccccc",
+        "not the webhook it is about, not another member's"
+    );
+    // Once per streak: a second failing attempt tells nothing more.
+    attempt.notice = Some(notice(2));
+    assert!(!queue.record(&claimed[0], &attempt).await.unwrap());
+    assert_eq!(
+        text(
+            &db,
+            "SELECT count(*)::text AS v FROM events WHERE event_type = 'WEBHOOK_FAILING'"
+        )
+        .await,
+        "1"
+    );
+}
