@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use timetrack_domain::ids::{ClientId, WorkspaceId};
 use timetrack_domain::model::{Client, Event, Page, PageRequest};
-use timetrack_domain::ports::ClientRepository;
+use timetrack_domain::ports::{ClientRepository, WriteOutcome};
 use timetrack_domain::{DomainError, DomainResult};
 use tokio::sync::Semaphore;
 
@@ -96,11 +96,16 @@ impl ClientRepository for SlottedSearches {
         self.inner.newest(workspace).await
     }
 
-    async fn update(&self, client: &Client) -> DomainResult<()> {
-        self.inner.update(client).await
+    async fn update(
+        &self,
+        before: &Client,
+        after: &Client,
+        events: &[Event],
+    ) -> DomainResult<WriteOutcome> {
+        self.inner.update(before, after, events).await
     }
 
-    async fn delete(&self, workspace: WorkspaceId, id: ClientId) -> DomainResult<()> {
-        self.inner.delete(workspace, id).await
+    async fn delete(&self, client: &Client, events: &[Event]) -> DomainResult<WriteOutcome> {
+        self.inner.delete(client, events).await
     }
 }

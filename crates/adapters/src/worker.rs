@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use timetrack_domain::delivery::{AttemptOutcome, AttemptRecord, ClaimedDelivery, NextStep};
 use timetrack_domain::model::WebhookId;
-use timetrack_domain::ports::{Clock, Housekeeping};
+use timetrack_domain::ports::{Clock, Housekeeping, Retention};
 use timetrack_domain::services::DeliveryService;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio_postgres::{AsyncMessage, NoTls};
@@ -399,7 +399,7 @@ async fn listen(
 pub async fn run_housekeeping(
     store: Arc<dyn Housekeeping>,
     clock: Arc<dyn Clock>,
-    retention: time::Duration,
+    retention: Retention,
     interval: Duration,
     mut shutdown: watch::Receiver<bool>,
 ) {

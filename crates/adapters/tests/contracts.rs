@@ -26,8 +26,8 @@ use timetrack_domain::model::{
 };
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, DeliveryLog, EntryFilter,
-    SubscriptionRepository, TimeEntryRepository, TimerStop, TimerWrite, UserRepository,
-    WorkspaceRepository,
+    SubscriptionRepository, TimeEntryRepository, TimerStop, UserRepository, WorkspaceRepository,
+    WriteOutcome,
 };
 use timetrack_testkit::TestDatabase;
 use timetrack_testkit::fakes::InMemoryStore;
@@ -143,7 +143,10 @@ async fn postgres() -> Subject {
             pool.clone(),
             DeliveryAnnouncer::new(),
         )),
-        catalog: Arc::new(PgCatalogRepository::new(pool.clone())),
+        catalog: Arc::new(PgCatalogRepository::new(
+            pool.clone(),
+            DeliveryAnnouncer::new(),
+        )),
         subscriptions: Arc::new(PgSubscriptionRepository::new(
             pool.clone(),
             SecretBox::ephemeral(),
@@ -182,6 +185,7 @@ contract!(clients_are_unique_by_name_per_workspace_and_listed_newest_first);
 contract!(client_search_is_a_literal_substring_of_the_lowercased_name);
 contract!(client_updates_and_deletes_name_what_is_missing);
 contract!(projects_tasks_and_tags_stay_in_their_workspace);
+contract!(projects_are_changed_and_deleted_with_their_events_unless_in_use);
 contract!(subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly);
 contract!(subscriptions_are_listed_per_member_and_changed_unless_deleted);
 contract!(the_delivery_log_pages_tests_resends_and_replays_alike);
@@ -468,15 +472,30 @@ async fn client_updates_and_deletes_name_what_is_missing(s: Subject) {
         updated_at: T0 + Duration::hours(1),
         ..acme.clone()
     };
-    s.clients.update(&renamed).await.unwrap();
-    assert_eq!(s.clients.get(ws.id, acme.id).await.unwrap(), Some(renamed));
+    let updated = event(40, ws.id, EventType::ClientUpdated, 60);
+    assert_eq!(
+        s.clients
+            .update(&acme, &renamed, std::slice::from_ref(&updated))
+            .await
+            .unwrap(),
+        WriteOutcome::Applied
+    );
+    assert_eq!(
+        s.clients.get(ws.id, acme.id).await.unwrap(),
+        Some(renamed.clone())
+    );
+    assert_eq!(s.outbox.events().await, std::slice::from_ref(&updated));
 
     match s
         .clients
-        .update(&Client {
-            name: "beta".into(),
-            ..acme.clone()
-        })
+        .update(
+            &renamed,
+            &Client {
+                name: "beta".into(),
+                ..renamed.clone()
+            },
+            &[],
+        )
         .await
     {
         Err(DomainError::AlreadyExists { what, id }) => {
@@ -484,22 +503,63 @@ async fn client_updates_and_deletes_name_what_is_missing(s: Subject) {
         }
         other => panic!("{other:?}"),
     }
-    assert!(matches!(
-        s.clients.update(&client(99, &ws, "Ghost", 2)).await,
-        Err(DomainError::NotFound("client"))
-    ));
+    // A client changed since it was read, a missing one and another workspace's are not written,
+    // nor are their events.
+    let ghost = client(99, &ws, "Ghost", 2);
+    for (before, after) in [
+        (
+            &acme,
+            &Client {
+                name: "Stale".into(),
+                ..acme.clone()
+            },
+        ),
+        (&ghost, &ghost),
+        (
+            &Client {
+                workspace_id: WorkspaceId(id(2)),
+                ..renamed.clone()
+            },
+            &Client {
+                workspace_id: WorkspaceId(id(2)),
+                name: "Moved".into(),
+                ..renamed.clone()
+            },
+        ),
+    ] {
+        let stray = event(41, ws.id, EventType::ClientUpdated, 61);
+        assert_eq!(
+            s.clients.update(before, after, &[stray]).await.unwrap(),
+            WriteOutcome::Raced,
+            "{after:?}"
+        );
+    }
+    assert_eq!(
+        s.clients.get(ws.id, acme.id).await.unwrap(),
+        Some(renamed.clone())
+    );
+    assert_eq!(s.outbox.events().await, std::slice::from_ref(&updated));
 
-    s.clients.delete(ws.id, beta.id).await.unwrap();
+    let deleted = event(42, ws.id, EventType::ClientDeleted, 62);
+    assert_eq!(
+        s.clients
+            .delete(&beta, std::slice::from_ref(&deleted))
+            .await
+            .unwrap(),
+        WriteOutcome::Applied
+    );
     assert_eq!(s.clients.get(ws.id, beta.id).await.unwrap(), None);
-    assert!(matches!(
-        s.clients.delete(ws.id, beta.id).await,
-        Err(DomainError::NotFound("client"))
-    ));
-    let (other, _) = seeded(&s, 2).await;
-    assert!(matches!(
-        s.clients.delete(other.id, acme.id).await,
-        Err(DomainError::NotFound("client"))
-    ));
+    assert_eq!(s.outbox.events().await, [updated.clone(), deleted.clone()]);
+    assert_eq!(
+        s.clients.delete(&beta, &[]).await.unwrap(),
+        WriteOutcome::Raced
+    );
+    // A stale read of a client is not deleted.
+    assert_eq!(
+        s.clients.delete(&acme, &[]).await.unwrap(),
+        WriteOutcome::Raced
+    );
+    assert!(s.clients.get(ws.id, acme.id).await.unwrap().is_some());
 }
 
 async fn projects_tasks_and_tags_stay_in_their_workspace(s: Subject) {
@@ -519,14 +579,14 @@ async fn projects_tasks_and_tags_stay_in_their_workspace(s: Subject) {
     };
 
     let website = project(20, Some(acme.id), 1);
-    s.catalog.create_project(&website).await.unwrap();
+    s.catalog.create_project(&website, &[]).await.unwrap();
     s.catalog
-        .create_project(&project(21, None, 2))
+        .create_project(&project(21, None, 2), &[])
         .await
         .unwrap();
     match s
         .catalog
-        .create_project(&project(22, Some(foreign.id), 3))
+        .create_project(&project(22, Some(foreign.id), 3), &[])
         .await
     {
         Err(DomainError::Validation(message)) => assert_eq!(
@@ -548,7 +608,7 @@ async fn projects_tasks_and_tags_stay_in_their_workspace(s: Subject) {
     let listed: Vec<ProjectId> = listed.items.iter().map(|p| p.id).collect();
     assert_eq!(listed, [ProjectId(id(21)), website.id], "newest first");
     // A client a project refers to cannot be deleted.
-    match s.clients.delete(ws.id, acme.id).await {
+    match s.clients.delete(&acme, &[]).await {
         Err(DomainError::Conflict(message)) => assert_eq!(message, "Client is used by projects"),
         other => panic!("{other:?}"),
     }
@@ -608,6 +668,118 @@ async fn projects_tasks_and_tags_stay_in_their_workspace(s: Subject) {
         .await
         .unwrap();
     assert_eq!(page.items, [later, urgent], "newest first");
+}
+
+async fn projects_are_changed_and_deleted_with_their_events_unless_in_use(s: Subject) {
+    let (ws, member) = seeded(&s, 1).await;
+    let (other, _) = seeded(&s, 2).await;
+    let acme = client(10, &ws, "Acme", 0);
+    let foreign = client(11, &other, "Foreign", 0);
+    s.clients.create(&acme, &[]).await.unwrap();
+    s.clients.create(&foreign, &[]).await.unwrap();
+    let website = stored_project(&s, 20, &ws).await;
+    let created = event(600, ws.id, EventType::ProjectCreated, 0);
+    let intranet = Project {
+        id: ProjectId(id(21)),
+        name: "Intranet".into(),
+        ..website.clone()
+    };
+    s.catalog
+        .create_project(&intranet, std::slice::from_ref(&created))
+        .await
+        .unwrap();
+
+    let renamed = Project {
+        name: "Website 2".into(),
+        client_id: Some(acme.id),
+        updated_at: T0 + Duration::minutes(5),
+        ..website.clone()
+    };
+    let updated = event(601, ws.id, EventType::ProjectUpdated, 5);
+    assert_eq!(
+        s.catalog
+            .update_project(&website, &renamed, std::slice::from_ref(&updated))
+            .await
+            .unwrap(),
+        WriteOutcome::Applied
+    );
+    assert_eq!(
+        s.catalog.project(ws.id, website.id).await.unwrap(),
+        Some(renamed.clone())
+    );
+    // Stale, and another workspace's client: nothing written.
+    assert_eq!(
+        s.catalog
+            .update_project(
+                &website,
+                &website,
+                &[event(602, ws.id, EventType::ProjectUpdated, 6)]
+            )
+            .await
+            .unwrap(),
+        WriteOutcome::Raced
+    );
+    match s
+        .catalog
+        .update_project(
+            &renamed,
+            &Project {
+                client_id: Some(foreign.id),
+                ..renamed.clone()
+            },
+            &[event(603, ws.id, EventType::ProjectUpdated, 6)],
+        )
+        .await
+    {
+        Err(DomainError::Validation(m)) => {
+            assert_eq!(m, "client_id does not name a client of this workspace");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.outbox.events().await, [created.clone(), updated.clone()]);
+
+    // A project a time entry is booked on stays; its tasks go with it otherwise.
+    let task = stored_task(&s, 30, &renamed).await;
+    let entry = TimeEntry {
+        project_id: Some(renamed.id),
+        ..manual(100, &ws, &member, 0)
+    };
+    s.entries.create(&entry, &[]).await.unwrap();
+    match s
+        .catalog
+        .delete_project(&renamed, &[event(604, ws.id, EventType::ProjectDeleted, 7)])
+        .await
+    {
+        Err(DomainError::Conflict(m)) => assert_eq!(m, "Project is used by time entries"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        s.catalog
+            .project(ws.id, renamed.id)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        s.entries.delete(&entry, &[]).await.unwrap(),
+        WriteOutcome::Applied
+    );
+    assert_eq!(
+        s.catalog.delete_project(&website, &[]).await.unwrap(),
+        WriteOutcome::Raced,
+        "a stale read is not deleted"
+    );
+    let deleted = event(605, ws.id, EventType::ProjectDeleted, 8);
+    assert_eq!(
+        s.catalog
+            .delete_project(&renamed, std::slice::from_ref(&deleted))
+            .await
+            .unwrap(),
+        WriteOutcome::Applied
+    );
+    assert_eq!(s.catalog.project(ws.id, renamed.id).await.unwrap(), None);
+    assert_eq!(s.catalog.task(ws.id, task.id).await.unwrap(), None);
+    assert_eq!(s.outbox.events().await, [created, updated, deleted]);
 }
 
 /// An API key of `member` in `ws`, stored.
@@ -907,7 +1079,7 @@ async fn stored_project(s: &Subject, n: u128, ws: &Workspace) -> Project {
         created_at: T0,
         updated_at: T0,
     };
-    s.catalog.create_project(&project).await.unwrap();
+    s.catalog.create_project(&project, &[]).await.unwrap();
     project
 }
 
@@ -951,7 +1123,7 @@ async fn timers_run_one_per_user_and_stop_only_while_running(s: Subject) {
             .start(None, &first, std::slice::from_ref(&first_started))
             .await
             .unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
     assert_eq!(
         s.entries.running(member.id).await.unwrap(),
@@ -970,7 +1142,7 @@ async fn timers_run_one_per_user_and_stop_only_while_running(s: Subject) {
     let theirs = timer(101, &other, &colleague, 1);
     assert_eq!(
         s.entries.start(None, &theirs, &[]).await.unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
     assert_eq!(
         s.entries.running(colleague.id).await.unwrap(),
@@ -992,7 +1164,7 @@ async fn timers_run_one_per_user_and_stop_only_while_running(s: Subject) {
             )
             .await
             .unwrap(),
-        TimerWrite::Raced
+        WriteOutcome::Raced
     );
     // Stopping a timer that is not running (no entry has this id) before starting.
     let ghost = timer(199, &ws, &member, 0);
@@ -1005,7 +1177,7 @@ async fn timers_run_one_per_user_and_stop_only_while_running(s: Subject) {
             )
             .await
             .unwrap(),
-        TimerWrite::Raced
+        WriteOutcome::Raced
     );
     assert_eq!(
         s.entries.get(other.id, second.id).await.unwrap(),
@@ -1035,7 +1207,7 @@ async fn timers_run_one_per_user_and_stop_only_while_running(s: Subject) {
             )
             .await
             .unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
     let first_stopped = stopped(&first, &stop_first);
     assert_eq!(
@@ -1059,7 +1231,7 @@ async fn timers_run_one_per_user_and_stop_only_while_running(s: Subject) {
     // A stopped timer stops no more, alone or before a start: nothing written.
     assert_eq!(
         s.entries.stop(&stop_of(&first, 506, 40)).await.unwrap(),
-        TimerWrite::Raced
+        WriteOutcome::Raced
     );
     let third = timer(103, &ws, &member, 40);
     assert_eq!(
@@ -1071,7 +1243,7 @@ async fn timers_run_one_per_user_and_stop_only_while_running(s: Subject) {
             )
             .await
             .unwrap(),
-        TimerWrite::Raced
+        WriteOutcome::Raced
     );
     assert_eq!(
         s.entries.get(ws.id, first.id).await.unwrap(),
@@ -1086,7 +1258,7 @@ async fn timers_run_one_per_user_and_stop_only_while_running(s: Subject) {
     let stop_second = stop_of(&second, 509, 60);
     assert_eq!(
         s.entries.stop(&stop_second).await.unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
     assert_eq!(s.entries.running(member.id).await.unwrap(), None);
     assert_eq!(
@@ -1095,11 +1267,11 @@ async fn timers_run_one_per_user_and_stop_only_while_running(s: Subject) {
     );
     assert_eq!(
         s.entries.stop(&stop_of(&second, 510, 70)).await.unwrap(),
-        TimerWrite::Raced
+        WriteOutcome::Raced
     );
     assert_eq!(
         s.entries.stop(&stop_of(&ghost, 511, 70)).await.unwrap(),
-        TimerWrite::Raced
+        WriteOutcome::Raced
     );
     assert_eq!(
         s.entries.running(colleague.id).await.unwrap(),
@@ -1232,7 +1404,7 @@ async fn entry_writes_refuse_references_outside_the_workspace_and_write_nothing(
         ),
     ];
     for (refused, message) in &replacements {
-        match s.entries.update(refused).await {
+        match s.entries.update(&kept, refused, &[]).await {
             Err(DomainError::Validation(m)) => assert_eq!(m, *message),
             other => panic!("{message}: {other:?}"),
         }
@@ -1251,7 +1423,7 @@ async fn entry_writes_refuse_references_outside_the_workspace_and_write_nothing(
             .start(None, &running, std::slice::from_ref(&started))
             .await
             .unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
     let next = TimeEntry {
         project_id: Some(their_project.id),
@@ -1329,7 +1501,14 @@ async fn entries_are_read_replaced_and_deleted_only_in_their_workspace(s: Subjec
         updated_at: at(60),
         ..entry.clone()
     };
-    s.entries.update(&replaced).await.unwrap();
+    let updated = event(501, ws.id, EventType::TimeEntryUpdated, 60);
+    assert_eq!(
+        s.entries
+            .update(&entry, &replaced, std::slice::from_ref(&updated))
+            .await
+            .unwrap(),
+        WriteOutcome::Applied
+    );
     assert_eq!(
         s.entries.get(ws.id, entry.id).await.unwrap(),
         Some(replaced.clone())
@@ -1337,33 +1516,49 @@ async fn entries_are_read_replaced_and_deleted_only_in_their_workspace(s: Subjec
     let untagged = TimeEntry {
         tag_ids: vec![],
         updated_at: at(61),
-        ..replaced
+        ..replaced.clone()
     };
-    s.entries.update(&untagged).await.unwrap();
+    assert_eq!(
+        s.entries.update(&replaced, &untagged, &[]).await.unwrap(),
+        WriteOutcome::Applied
+    );
     assert_eq!(
         s.entries.get(ws.id, entry.id).await.unwrap(),
         Some(untagged.clone())
     );
     assert_eq!(
         s.outbox.events().await,
-        [created],
-        "replacements record no event"
+        [created.clone(), updated.clone()],
+        "a replacement records the events it is given"
     );
 
-    for missing in [
-        TimeEntry {
-            workspace_id: other.id,
-            description: "Moved".into(),
-            ..untagged.clone()
-        },
-        manual(101, &ws, &member, 0),
+    // A stale read, another workspace's entry and a missing one are not written.
+    for (before, after) in [
+        (
+            &replaced,
+            &TimeEntry {
+                description: "Stale".into(),
+                ..untagged.clone()
+            },
+        ),
+        (
+            &TimeEntry {
+                workspace_id: other.id,
+                ..untagged.clone()
+            },
+            &TimeEntry {
+                workspace_id: other.id,
+                description: "Moved".into(),
+                ..untagged.clone()
+            },
+        ),
+        (&manual(101, &ws, &member, 0), &manual(101, &ws, &member, 0)),
     ] {
-        assert!(
-            matches!(
-                s.entries.update(&missing).await,
-                Err(DomainError::NotFound("time entry"))
-            ),
-            "{missing:?}"
+        let stray = event(502, ws.id, EventType::TimeEntryUpdated, 62);
+        assert_eq!(
+            s.entries.update(before, after, &[stray]).await.unwrap(),
+            WriteOutcome::Raced,
+            "{after:?}"
         );
     }
     assert_eq!(
@@ -1375,33 +1570,57 @@ async fn entries_are_read_replaced_and_deleted_only_in_their_workspace(s: Subjec
         None
     );
 
-    assert!(matches!(
-        s.entries.delete(other.id, entry.id).await,
-        Err(DomainError::NotFound("time entry"))
-    ));
+    assert_eq!(
+        s.entries
+            .delete(
+                &TimeEntry {
+                    workspace_id: other.id,
+                    ..untagged.clone()
+                },
+                &[]
+            )
+            .await
+            .unwrap(),
+        WriteOutcome::Raced
+    );
+    assert_eq!(
+        s.entries.delete(&replaced, &[]).await.unwrap(),
+        WriteOutcome::Raced
+    );
     assert_eq!(
         s.entries.get(ws.id, entry.id).await.unwrap(),
-        Some(untagged)
+        Some(untagged.clone())
     );
-    s.entries.delete(ws.id, entry.id).await.unwrap();
+    let deleted = event(503, ws.id, EventType::TimeEntryDeleted, 63);
+    assert_eq!(
+        s.entries
+            .delete(&untagged, std::slice::from_ref(&deleted))
+            .await
+            .unwrap(),
+        WriteOutcome::Applied
+    );
     assert_eq!(s.entries.get(ws.id, entry.id).await.unwrap(), None);
-    assert!(matches!(
-        s.entries.delete(ws.id, entry.id).await,
-        Err(DomainError::NotFound("time entry"))
-    ));
+    assert_eq!(s.outbox.events().await, [created, updated, deleted]);
+    assert_eq!(
+        s.entries.delete(&untagged, &[]).await.unwrap(),
+        WriteOutcome::Raced
+    );
 
     // Deleting a running timer lets its user start another.
     let first = timer(102, &ws, &member, 30);
     assert_eq!(
         s.entries.start(None, &first, &[]).await.unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
-    s.entries.delete(ws.id, first.id).await.unwrap();
+    assert_eq!(
+        s.entries.delete(&first, &[]).await.unwrap(),
+        WriteOutcome::Applied
+    );
     assert_eq!(s.entries.running(member.id).await.unwrap(), None);
     let second = timer(103, &ws, &member, 40);
     assert_eq!(
         s.entries.start(None, &second, &[]).await.unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
     assert_eq!(s.entries.running(member.id).await.unwrap(), Some(second));
 }
@@ -1443,7 +1662,7 @@ async fn entries_are_listed_latest_start_first_filtered_and_paged(s: Subject) {
     let running = timer(115, &ws, &member, 240);
     assert_eq!(
         s.entries.start(None, &running, &[]).await.unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
 
     let all = EntryFilter::default();
@@ -1582,7 +1801,7 @@ async fn latest_manual_stopped_and_started_entries_are_per_workspace(s: Subject)
     for timer in [&early, &late] {
         assert_eq!(
             s.entries.start(None, timer, &[]).await.unwrap(),
-            TimerWrite::Applied
+            WriteOutcome::Applied
         );
     }
     assert_eq!(
@@ -1594,7 +1813,7 @@ async fn latest_manual_stopped_and_started_entries_are_per_workspace(s: Subject)
     let stop_late = stop_of(&late, 500, 160);
     let stop_early = stop_of(&early, 501, 200);
     for stop in [&stop_late, &stop_early] {
-        assert_eq!(s.entries.stop(stop).await.unwrap(), TimerWrite::Applied);
+        assert_eq!(s.entries.stop(stop).await.unwrap(), WriteOutcome::Applied);
     }
     assert_eq!(
         s.entries.latest_stopped(ws.id).await.unwrap(),
@@ -1611,11 +1830,11 @@ async fn latest_manual_stopped_and_started_entries_are_per_workspace(s: Subject)
     let stop_tied = stop_of(&tied, 502, 200);
     assert_eq!(
         s.entries.start(None, &tied, &[]).await.unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
     assert_eq!(
         s.entries.stop(&stop_tied).await.unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
     let latest_stop = stopped(&tied, &stop_tied);
     assert_eq!(
@@ -1627,7 +1846,7 @@ async fn latest_manual_stopped_and_started_entries_are_per_workspace(s: Subject)
     let current = timer(113, &ws, &member, 250);
     assert_eq!(
         s.entries.start(None, &current, &[]).await.unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
     s.entries
         .create(&manual(104, &ws, &member, 300), &[])
@@ -1652,11 +1871,11 @@ async fn latest_manual_stopped_and_started_entries_are_per_workspace(s: Subject)
     let stop_theirs = stop_of(&theirs, 503, 1100);
     assert_eq!(
         s.entries.start(None, &theirs, &[]).await.unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
     assert_eq!(
         s.entries.stop(&stop_theirs).await.unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
     assert_eq!(
         s.entries.latest_started(ws.id).await.unwrap(),

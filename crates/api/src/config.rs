@@ -21,6 +21,7 @@
 //! | `serve --webhook-concurrency` | `TIMETRACK_WEBHOOK_CONCURRENCY` | `64` |
 //! | `serve --webhook-max-in-flight` | `TIMETRACK_WEBHOOK_MAX_IN_FLIGHT` | `10` (per subscription) |
 //! | `serve --delivery-retention-days` | `TIMETRACK_DELIVERY_RETENTION_DAYS` | `7` |
+//! | `serve --event-retention-days` | `TIMETRACK_EVENT_RETENTION_DAYS` | `30` |
 //! | `serve --rate-limit-per-minute` | `TIMETRACK_RATE_LIMIT_PER_MINUTE` | `100` |
 //! | `serve --rate-limit-per-second` | `TIMETRACK_RATE_LIMIT_PER_SECOND` | `10` |
 //! | `serve --auth-failures-per-minute` | `TIMETRACK_AUTH_FAILURES_PER_MINUTE` | `30` |
@@ -187,9 +188,13 @@ pub struct ServeSettings {
     /// Most deliveries in flight to one subscription, across every process.
     #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_MAX_IN_FLIGHT", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub webhook_max_in_flight: u32,
-    /// Days events, deliveries and attempts are kept once final (the delivery log's reach).
+    /// Days delivery attempts are kept (the delivery log's reach).
     #[arg(long, hide_env_values = true, env = "TIMETRACK_DELIVERY_RETENTION_DAYS", default_value_t = 7, value_parser = clap::value_parser!(u16).range(1..=3650))]
     pub delivery_retention_days: u16,
+    /// Days events and their deliveries are kept once final (the catch-up feed's and a replay's
+    /// reach; never less than the delivery retention).
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_EVENT_RETENTION_DAYS", default_value_t = 30, value_parser = clap::value_parser!(u16).range(1..=3650))]
+    pub event_retention_days: u16,
     /// Requests per API key per rolling 60 s.
     #[arg(long, hide_env_values = true, env = "TIMETRACK_RATE_LIMIT_PER_MINUTE", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub rate_limit_per_minute: u32,

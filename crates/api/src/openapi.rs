@@ -135,7 +135,8 @@ impl Modify for OptionalBodies {
     modifiers(&BearerAuth),
     tags(
         (name = "Health"), (name = "Account"), (name = "Clients"), (name = "Projects"),
-        (name = "Tags"), (name = "Time entries"), (name = "Webhooks"), (name = "Triggers"),
+        (name = "Tags"), (name = "Time entries"), (name = "Webhooks"), (name = "Events"),
+        (name = "Triggers"),
     )
 )]
 pub struct ApiDoc;

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use timetrack_adapters::postgres::{
     DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgDeliveryLog,
-    PgHealthProbe, PgIdempotencyStore, PgSubscriptionRepository, PgTimeEntryRepository,
-    PgUserRepository, PgWorkspaceRepository,
+    PgEventFeed, PgHealthProbe, PgIdempotencyStore, PgSubscriptionRepository,
+    PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
 };
 use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore, SearchSlots, SlottedSearches};
 use timetrack_adapters::{Metrics, PgPool};
@@ -17,7 +17,7 @@ use timetrack_domain::ports::{
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::{
     AccountService, Admission, AdmissionLimits, Authenticator, CatalogService, ClientService,
-    TimeEntryService, WebhookService, WebhookSettings,
+    FeedService, TimeEntryService, WebhookService, WebhookSettings,
 };
 
 use crate::client_ip::TrustedProxies;
@@ -35,6 +35,8 @@ pub struct AppState {
     pub clients: ClientService,
     /// Webhook subscriptions.
     pub webhooks: WebhookService,
+    /// The catch-up feed of events.
+    pub feed: FeedService,
     /// Projects, tasks and tags.
     pub catalog: CatalogService,
     /// Time entries.
@@ -177,13 +179,13 @@ impl AppState {
         let workspaces = Arc::new(PgWorkspaceRepository::new(pool.clone()));
         let users = Arc::new(PgUserRepository::new(pool.clone()));
         let keys = Arc::new(PgApiKeyRepository::new(pool.clone()));
-        let catalog = Arc::new(PgCatalogRepository::new(pool.clone()));
         let ids = Arc::new(UuidV7Ids);
         let Shared {
             in_process_limiter,
             metrics,
             announcer,
         } = shared;
+        let catalog = Arc::new(PgCatalogRepository::new(pool.clone(), announcer.clone()));
         let mut client_repository: Arc<dyn ClientRepository> =
             Arc::new(PgClientRepository::new(pool.clone(), announcer.clone()));
         if let Some(slots) = settings.search_concurrency {
@@ -219,7 +221,7 @@ impl AppState {
             trusted_proxies: settings.trusted_proxies.clone(),
             accounts: AccountService::new(users.clone(), workspaces.clone()),
             clients: ClientService::new(
-                client_repository,
+                client_repository.clone(),
                 workspaces.clone(),
                 clock.clone(),
                 ids.clone(),
@@ -236,7 +238,21 @@ impl AppState {
                 Arc::new(OsRandom),
                 settings.webhooks,
             ),
-            catalog: CatalogService::new(catalog.clone(), clock.clone(), ids.clone()),
+            feed: FeedService::new(
+                Arc::new(PgEventFeed::new(pool.clone())),
+                clock.clone(),
+                settings
+                    .webhooks
+                    .event_retention
+                    .max(settings.webhooks.retention),
+            ),
+            catalog: CatalogService::new(
+                catalog.clone(),
+                client_repository,
+                workspaces.clone(),
+                clock.clone(),
+                ids.clone(),
+            ),
             entries: TimeEntryService::new(
                 Arc::new(PgTimeEntryRepository::new(pool.clone(), announcer.clone())),
                 catalog,

@@ -57,9 +57,13 @@ pub struct ClientPayload {
     pub created_at: String,
     /// Last modification time.
     pub updated_at: String,
+    /// `CLIENT_UPDATED` only: the fields whose value changed, sorted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed_fields: Option<Vec<String>>,
 }
 
-/// The payload of `client` created in `workspace`.
+/// The payload of `client` of `workspace` (`CLIENT_CREATED`, `CLIENT_DELETED`, and
+/// `CLIENT_UPDATED` before its `changedFields` are set).
 pub fn client_created(client: &Client, workspace: &Workspace) -> ClientPayload {
     ClientPayload {
         id: client.id.to_string(),
@@ -72,7 +76,75 @@ pub fn client_created(client: &Client, workspace: &Workspace) -> ClientPayload {
         workspace: Ref::new(workspace.id, &workspace.name),
         created_at: rfc3339(client.created_at),
         updated_at: rfc3339(client.updated_at),
+        changed_fields: None,
     }
+}
+
+/// The `PROJECT_CREATED`, `PROJECT_UPDATED` and `PROJECT_DELETED` payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectPayload {
+    /// Project id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// The client the project is for, null when none.
+    pub client: Option<Ref>,
+    /// The project's workspace.
+    pub workspace: Ref,
+    /// Creation time.
+    pub created_at: String,
+    /// Last modification time.
+    pub updated_at: String,
+    /// `PROJECT_UPDATED` only: the fields whose value changed, sorted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed_fields: Option<Vec<String>>,
+}
+
+/// The payload of `project` (for `client`, when it has one) of `workspace`.
+pub fn project(
+    project: &Project,
+    client: Option<&Client>,
+    workspace: &Workspace,
+) -> ProjectPayload {
+    ProjectPayload {
+        id: project.id.to_string(),
+        name: project.name.clone(),
+        client: client.map(|c| Ref::new(c.id, &c.name)),
+        workspace: Ref::new(workspace.id, &workspace.name),
+        created_at: rfc3339(project.created_at),
+        updated_at: rfc3339(project.updated_at),
+        changed_fields: None,
+    }
+}
+
+/// The names of the top-level fields whose values differ between `before` and `after` (two
+/// payloads of one thing), sorted; `updatedAt`, which every change moves, is not counted. Empty
+/// when the change is invisible in the payload, which then emits no event.
+pub fn changed_fields<T: Serialize>(before: &T, after: &T) -> DomainResult<Vec<String>> {
+    fn fields(
+        payload: &impl Serialize,
+    ) -> DomainResult<serde_json::Map<String, serde_json::Value>> {
+        match serde_json::to_value(payload) {
+            Ok(serde_json::Value::Object(map)) => Ok(map),
+            Ok(other) => Err(DomainError::Unexpected(anyhow::anyhow!(
+                "a payload is an object, not {other}"
+            ))),
+            Err(e) => Err(DomainError::Unexpected(e.into())),
+        }
+    }
+    let (before, after) = (fields(before)?, fields(after)?);
+    let mut names: Vec<String> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|k| !matches!(k.as_str(), "updatedAt" | "changedFields"))
+        .filter(|k| before.get(*k) != after.get(*k))
+        .cloned()
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
 }
 
 /// Which time-entry trigger a payload is for; it decides `action` and whether the end is shown.
@@ -84,6 +156,10 @@ pub enum EntryAction {
     StopTimer,
     /// `manual_entry`: the full entry.
     ManualEntry,
+    /// `update` (`TIME_ENTRY_UPDATED`): the entry after the change; the end shown when it has one.
+    Update,
+    /// `delete` (`TIME_ENTRY_DELETED`): the entry as it was; the end shown when it had one.
+    Delete,
 }
 
 impl EntryAction {
@@ -93,6 +169,8 @@ impl EntryAction {
             Self::StartTimer => "start_timer",
             Self::StopTimer => "stop_timer",
             Self::ManualEntry => "manual_entry",
+            Self::Update => "update",
+            Self::Delete => "delete",
         }
     }
 
@@ -102,6 +180,8 @@ impl EntryAction {
             Self::StartTimer => EventType::TimerStarted,
             Self::StopTimer => EventType::TimerStopped,
             Self::ManualEntry => EventType::TimeEntryCreated,
+            Self::Update => EventType::TimeEntryUpdated,
+            Self::Delete => EventType::TimeEntryDeleted,
         }
     }
 }
@@ -144,6 +224,9 @@ pub struct TimeEntryPayload {
     pub created_at: String,
     /// Last update (for a stopped timer, the stop).
     pub updated_at: String,
+    /// `TIME_ENTRY_UPDATED` only: the fields whose value changed, sorted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed_fields: Option<Vec<String>>,
 }
 
 /// What a time-entry payload names besides the entry itself.
@@ -181,6 +264,10 @@ pub fn time_entry(
             })?;
             (Some(rfc3339(end)), entry.duration_seconds())
         }
+        EntryAction::Update | EntryAction::Delete => match entry.end {
+            Some(end) => (Some(rfc3339(end)), entry.duration_seconds()),
+            None => (None, None),
+        },
     };
     Ok(TimeEntryPayload {
         id: entry.id.to_string(),
@@ -198,6 +285,7 @@ pub fn time_entry(
         tags: ctx.tags.iter().map(|t| Ref::new(t.id, &t.name)).collect(),
         created_at: rfc3339(entry.created_at),
         updated_at: rfc3339(entry.updated_at),
+        changed_fields: None,
     })
 }
 
@@ -651,5 +739,25 @@ mod tests {
         assert!(start.get("endTime").is_none() && start.get("duration").is_none());
         let manual: Value = serde_json::from_str(&bodies()[3]).unwrap();
         assert_eq!(manual["action"], "manual_entry");
+    }
+
+    #[test]
+    fn changed_fields_are_the_differing_payload_fields_sorted_without_updated_at() {
+        let before = json!({"id": "1", "name": "A", "tags": [], "updatedAt": "x", "b": 1});
+        let after =
+            json!({"id": "1", "name": "B", "tags": [{"id": "t"}], "updatedAt": "y", "b": 1});
+        assert_eq!(changed_fields(&before, &after).unwrap(), ["name", "tags"]);
+        // A field only one side has (an end a running timer gains) is a change.
+        let running = json!({"id": "1", "updatedAt": "x"});
+        let stopped = json!({"id": "1", "endTime": "z", "duration": 5, "updatedAt": "y"});
+        assert_eq!(
+            changed_fields(&running, &stopped).unwrap(),
+            ["duration", "endTime"]
+        );
+        assert!(changed_fields(&before, &before).unwrap().is_empty());
+        assert!(
+            changed_fields(&json!(1), &json!(2)).is_err(),
+            "payloads are objects"
+        );
     }
 }

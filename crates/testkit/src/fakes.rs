@@ -28,7 +28,7 @@ use timetrack_domain::model::{
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, Clock, DeliveryLog, EntryFilter,
     HostResolver, IdGenerator, RandomSource, SubscriptionRepository, TimeEntryRepository,
-    TimerStop, TimerWrite, UserRepository, WorkspaceRepository,
+    TimerStop, UserRepository, WorkspaceRepository, WriteOutcome,
 };
 use timetrack_domain::services::{
     AdminService, CatalogService, ClientService, NewWorkspace, TimeEntryService, WebhookService,
@@ -392,12 +392,17 @@ impl ClientRepository for InMemoryStore {
         Ok(self.search(workspace, "", 1).await?.pop())
     }
 
-    async fn update(&self, client: &Client) -> DomainResult<()> {
+    async fn update(
+        &self,
+        before: &Client,
+        after: &Client,
+        events: &[Event],
+    ) -> DomainResult<WriteOutcome> {
         let mut t = self.tables();
-        let key = Client::name_key(&client.name);
+        let key = Client::name_key(&after.name);
         if let Some(other) = t.clients.iter().find(|c| {
-            c.workspace_id == client.workspace_id
-                && c.id != client.id
+            c.workspace_id == after.workspace_id
+                && c.id != after.id
                 && Client::name_key(&c.name) == key
         }) {
             return Err(DomainError::AlreadyExists {
@@ -405,30 +410,37 @@ impl ClientRepository for InMemoryStore {
                 id: other.id.to_string(),
             });
         }
-        let stored = t
-            .clients
-            .iter_mut()
-            .find(|c| c.id == client.id && c.workspace_id == client.workspace_id)
-            .ok_or(DomainError::NotFound("client"))?;
-        *stored = client.clone();
-        Ok(())
+        let Some(stored) = t.clients.iter_mut().find(|c| {
+            c.id == before.id
+                && c.workspace_id == before.workspace_id
+                && c.updated_at == before.updated_at
+        }) else {
+            return Ok(WriteOutcome::Raced);
+        };
+        *stored = after.clone();
+        t.record(events);
+        Ok(WriteOutcome::Applied)
     }
 
-    async fn delete(&self, workspace: WorkspaceId, id: ClientId) -> DomainResult<()> {
+    async fn delete(&self, client: &Client, events: &[Event]) -> DomainResult<WriteOutcome> {
         let mut t = self.tables();
         if t.projects
             .iter()
-            .any(|p| p.workspace_id == workspace && p.client_id == Some(id))
+            .any(|p| p.workspace_id == client.workspace_id && p.client_id == Some(client.id))
         {
             return Err(DomainError::Conflict("Client is used by projects".into()));
         }
         let before = t.clients.len();
-        t.clients
-            .retain(|c| !(c.workspace_id == workspace && c.id == id));
+        t.clients.retain(|c| {
+            !(c.workspace_id == client.workspace_id
+                && c.id == client.id
+                && c.updated_at == client.updated_at)
+        });
         if t.clients.len() == before {
-            return Err(DomainError::NotFound("client"));
+            return Ok(WriteOutcome::Raced);
         }
-        Ok(())
+        t.record(events);
+        Ok(WriteOutcome::Applied)
     }
 }
 
@@ -894,20 +906,60 @@ fn page_of<T: Clone>(
 
 #[async_trait]
 impl CatalogRepository for InMemoryStore {
-    async fn create_project(&self, project: &Project) -> DomainResult<()> {
+    async fn create_project(&self, project: &Project, events: &[Event]) -> DomainResult<()> {
         let mut t = self.tables();
-        if let Some(client) = project.client_id
-            && !t
-                .clients
-                .iter()
-                .any(|c| c.id == client && c.workspace_id == project.workspace_id)
+        t.check_client(project)?;
+        t.projects.push(project.clone());
+        t.record(events);
+        Ok(())
+    }
+
+    async fn update_project(
+        &self,
+        before: &Project,
+        after: &Project,
+        events: &[Event],
+    ) -> DomainResult<WriteOutcome> {
+        let mut t = self.tables();
+        t.check_client(after)?;
+        let Some(stored) = t.projects.iter_mut().find(|p| {
+            p.id == before.id
+                && p.workspace_id == before.workspace_id
+                && p.updated_at == before.updated_at
+        }) else {
+            return Ok(WriteOutcome::Raced);
+        };
+        *stored = after.clone();
+        t.record(events);
+        Ok(WriteOutcome::Applied)
+    }
+
+    async fn delete_project(
+        &self,
+        project: &Project,
+        events: &[Event],
+    ) -> DomainResult<WriteOutcome> {
+        let mut t = self.tables();
+        if t.entries
+            .iter()
+            .any(|e| e.workspace_id == project.workspace_id && e.project_id == Some(project.id))
         {
-            return Err(DomainError::validation(
-                "client_id does not name a client of this workspace",
+            return Err(DomainError::Conflict(
+                "Project is used by time entries".into(),
             ));
         }
-        t.projects.push(project.clone());
-        Ok(())
+        let before = t.projects.len();
+        t.projects.retain(|p| {
+            !(p.workspace_id == project.workspace_id
+                && p.id == project.id
+                && p.updated_at == project.updated_at)
+        });
+        if t.projects.len() == before {
+            return Ok(WriteOutcome::Raced);
+        }
+        t.tasks.retain(|task| task.project_id != project.id);
+        t.record(events);
+        Ok(WriteOutcome::Applied)
     }
 
     async fn project(
@@ -1044,6 +1096,23 @@ impl Tables {
         }
     }
 
+    /// Refuses a project whose client is not one of its workspace's, as the foreign key does.
+    fn check_client(&self, project: &Project) -> DomainResult<()> {
+        match project.client_id {
+            Some(client)
+                if !self
+                    .clients
+                    .iter()
+                    .any(|c| c.id == client && c.workspace_id == project.workspace_id) =>
+            {
+                Err(DomainError::validation(
+                    "client_id does not name a client of this workspace",
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Refuses what the database's composite foreign keys refuse in an entry, in the order it
     /// checks them: its user must be a member of its workspace (an unexpected failure: no caller
     /// gets there), its project and task the workspace's (the task of that project), its tags
@@ -1109,7 +1178,7 @@ impl TimeEntryRepository for InMemoryStore {
         stop: Option<&TimerStop>,
         entry: &TimeEntry,
         events: &[Event],
-    ) -> DomainResult<TimerWrite> {
+    ) -> DomainResult<WriteOutcome> {
         let mut t = self.tables();
         // As the database's transaction: the stop (of whichever running entry it names), then the
         // insert, which loses to any other running timer of the user; all of it or nothing.
@@ -1118,7 +1187,7 @@ impl TimeEntryRepository for InMemoryStore {
                 .iter()
                 .any(|e| e.id == stop.entry && e.end.is_none())
         }) {
-            return Ok(TimerWrite::Raced);
+            return Ok(WriteOutcome::Raced);
         }
         let other_running = entry.end.is_none()
             && t.entries.iter().any(|e| {
@@ -1127,7 +1196,7 @@ impl TimeEntryRepository for InMemoryStore {
                     && stop.is_none_or(|stop| e.id != stop.entry)
             });
         if other_running {
-            return Ok(TimerWrite::Raced);
+            return Ok(WriteOutcome::Raced);
         }
         t.check_references(entry)?;
         if let Some(stop) = stop {
@@ -1135,14 +1204,14 @@ impl TimeEntryRepository for InMemoryStore {
         }
         t.entries.push(as_stored(entry));
         t.record(events);
-        Ok(TimerWrite::Applied)
+        Ok(WriteOutcome::Applied)
     }
 
-    async fn stop(&self, stop: &TimerStop) -> DomainResult<TimerWrite> {
+    async fn stop(&self, stop: &TimerStop) -> DomainResult<WriteOutcome> {
         Ok(if self.tables().apply_stop(stop) {
-            TimerWrite::Applied
+            WriteOutcome::Applied
         } else {
-            TimerWrite::Raced
+            WriteOutcome::Raced
         })
     }
 
@@ -1189,27 +1258,39 @@ impl TimeEntryRepository for InMemoryStore {
         }))
     }
 
-    async fn update(&self, entry: &TimeEntry) -> DomainResult<()> {
+    async fn update(
+        &self,
+        before: &TimeEntry,
+        after: &TimeEntry,
+        events: &[Event],
+    ) -> DomainResult<WriteOutcome> {
         let mut t = self.tables();
-        let position = t
-            .entries
-            .iter()
-            .position(|e| e.id == entry.id && e.workspace_id == entry.workspace_id)
-            .ok_or(DomainError::NotFound("time entry"))?;
-        t.check_references(entry)?;
-        t.entries[position] = as_stored(entry);
-        Ok(())
+        let Some(position) = t.entries.iter().position(|e| {
+            e.id == before.id
+                && e.workspace_id == before.workspace_id
+                && e.updated_at == before.updated_at
+        }) else {
+            return Ok(WriteOutcome::Raced);
+        };
+        t.check_references(after)?;
+        t.entries[position] = as_stored(after);
+        t.record(events);
+        Ok(WriteOutcome::Applied)
     }
 
-    async fn delete(&self, workspace: WorkspaceId, id: TimeEntryId) -> DomainResult<()> {
+    async fn delete(&self, entry: &TimeEntry, events: &[Event]) -> DomainResult<WriteOutcome> {
         let mut t = self.tables();
         let before = t.entries.len();
-        t.entries
-            .retain(|e| !(e.workspace_id == workspace && e.id == id));
+        t.entries.retain(|e| {
+            !(e.workspace_id == entry.workspace_id
+                && e.id == entry.id
+                && e.updated_at == entry.updated_at)
+        });
         if t.entries.len() == before {
-            return Err(DomainError::NotFound("time entry"));
+            return Ok(WriteOutcome::Raced);
         }
-        Ok(())
+        t.record(events);
+        Ok(WriteOutcome::Applied)
     }
 
     async fn latest_manual(
@@ -1337,7 +1418,13 @@ impl TestWorld {
             Arc::new(SeededRandom::new(77)),
             WebhookSettings::default(),
         );
-        let catalog = CatalogService::new(store.clone(), clock.clone(), ids.clone());
+        let catalog = CatalogService::new(
+            store.clone(),
+            store.clone(),
+            store.clone(),
+            clock.clone(),
+            ids.clone(),
+        );
         let entries = TimeEntryService::new(
             store.clone(),
             store.clone(),

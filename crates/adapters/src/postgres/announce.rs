@@ -40,6 +40,19 @@ impl DeliveryAnnouncer {
         }
     }
 
+    /// The outcome of a committed conditional write: `Some(queued)` when it found its row (the
+    /// deliveries it queued are announced), `None` when the row had changed (nothing written).
+    pub(crate) fn outcome(&self, queued: Option<i64>) -> timetrack_domain::ports::WriteOutcome {
+        use timetrack_domain::ports::WriteOutcome;
+        match queued {
+            Some(queued) => {
+                self.announce(queued);
+                WriteOutcome::Applied
+            }
+            None => WriteOutcome::Raced,
+        }
+    }
+
     /// What this process's delivery worker waits on: [`announce`](Self::announce) and the
     /// notifications of the other processes both wake it.
     pub fn local_wake(&self) -> Arc<Notify> {

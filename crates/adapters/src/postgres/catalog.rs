@@ -2,15 +2,17 @@
 
 use async_trait::async_trait;
 use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ClientId, ProjectId, TagId, TaskId, WorkspaceId};
-use timetrack_domain::model::{Cursor, Page, PageRequest, Project, Tag, Task};
-use timetrack_domain::ports::CatalogRepository;
+use timetrack_domain::model::{Cursor, Event, Page, PageRequest, Project, Tag, Task};
+use timetrack_domain::ports::{CatalogRepository, WriteOutcome};
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
+use super::announce::DeliveryAnnouncer;
 use super::errors::violated_constraint;
+use super::outbox::record_events;
 use super::schema::{projects, tags, tasks};
 use super::{PgPool, keyset_before, map_db_error, map_pool_error, opaque_debug};
 
@@ -87,43 +89,125 @@ fn page<R, T: From<R>>(rows: Vec<R>, limit: u32, position: impl Fn(&T) -> Cursor
     Page::from_overfetch(rows.into_iter().map(T::from).collect(), limit, position)
 }
 
+impl From<&Project> for ProjectRow {
+    fn from(project: &Project) -> Self {
+        Self {
+            id: project.id.0,
+            workspace_id: project.workspace_id.0,
+            client_id: project.client_id.map(|c| c.0),
+            name: project.name.clone(),
+            created_at: project.created_at,
+            updated_at: project.updated_at,
+        }
+    }
+}
+
+/// A project write's error: a client of another workspace is the caller's mistake, and so is
+/// deleting a project time entries are booked on.
+fn project_error(err: diesel::result::Error, context: &'static str) -> DomainError {
+    match violated_constraint(&err) {
+        Some("projects_client_fkey") => {
+            DomainError::validation("client_id does not name a client of this workspace")
+        }
+        Some("time_entries_project_fkey" | "time_entries_task_fkey") => {
+            DomainError::Conflict("Project is used by time entries".into())
+        }
+        _ => map_db_error(err, context),
+    }
+}
+
 /// [`CatalogRepository`] on PostgreSQL.
 #[derive(Clone)]
 pub struct PgCatalogRepository {
     pool: PgPool,
+    announcer: DeliveryAnnouncer,
 }
 
 opaque_debug!(PgCatalogRepository);
 
 impl PgCatalogRepository {
-    /// The repository on `pool`.
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+    /// The repository on `pool`; `announcer` hears of the deliveries its writes queue.
+    pub fn new(pool: PgPool, announcer: DeliveryAnnouncer) -> Self {
+        Self { pool, announcer }
     }
 }
 
 #[async_trait]
 impl CatalogRepository for PgCatalogRepository {
-    async fn create_project(&self, project: &Project) -> DomainResult<()> {
+    async fn create_project(&self, project: &Project, events: &[Event]) -> DomainResult<()> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        diesel::insert_into(projects::table)
-            .values(&ProjectRow {
-                id: project.id.0,
-                workspace_id: project.workspace_id.0,
-                client_id: project.client_id.map(|c| c.0),
-                name: project.name.clone(),
-                created_at: project.created_at,
-                updated_at: project.updated_at,
+        let queued = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                diesel::insert_into(projects::table)
+                    .values(&ProjectRow::from(project))
+                    .execute(conn)
+                    .await?;
+                record_events(conn, events).await
             })
-            .execute(&mut conn)
             .await
-            .map_err(|e| match violated_constraint(&e) {
-                Some("projects_client_fkey") => {
-                    DomainError::validation("client_id does not name a client of this workspace")
-                }
-                _ => map_db_error(e, "creating a project"),
-            })?;
+            .map_err(|e| project_error(e, "creating a project"))?;
+        self.announcer.announce(queued);
         Ok(())
+    }
+
+    async fn update_project(
+        &self,
+        before: &Project,
+        after: &Project,
+        events: &[Event],
+    ) -> DomainResult<WriteOutcome> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let row = ProjectRow::from(after);
+        let queued = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                // The row first: its lock orders this change's events after any earlier one's.
+                let n = diesel::update(
+                    projects::table
+                        .filter(projects::workspace_id.eq(before.workspace_id.0))
+                        .filter(projects::id.eq(before.id.0))
+                        .filter(projects::updated_at.eq(before.updated_at)),
+                )
+                .set((
+                    projects::name.eq(&row.name),
+                    projects::client_id.eq(row.client_id),
+                    projects::updated_at.eq(row.updated_at),
+                ))
+                .execute(conn)
+                .await?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                record_events(conn, events).await.map(Some)
+            })
+            .await
+            .map_err(|e| project_error(e, "updating a project"))?;
+        Ok(self.announcer.outcome(queued))
+    }
+
+    async fn delete_project(
+        &self,
+        project: &Project,
+        events: &[Event],
+    ) -> DomainResult<WriteOutcome> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let queued = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let n = diesel::delete(
+                    projects::table
+                        .filter(projects::workspace_id.eq(project.workspace_id.0))
+                        .filter(projects::id.eq(project.id.0))
+                        .filter(projects::updated_at.eq(project.updated_at)),
+                )
+                .execute(conn)
+                .await?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                record_events(conn, events).await.map(Some)
+            })
+            .await
+            .map_err(|e| project_error(e, "deleting a project"))?;
+        Ok(self.announcer.outcome(queued))
     }
 
     async fn project(

@@ -5,17 +5,17 @@ use std::sync::LazyLock;
 use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel::sql_types::{Nullable, Text, Timestamptz, Uuid as SqlUuid};
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ClientId, WorkspaceId};
 use timetrack_domain::model::{Client, ClientStatus, ClientType, Cursor, Event, Page, PageRequest};
-use timetrack_domain::ports::ClientRepository;
+use timetrack_domain::ports::{ClientRepository, WriteOutcome};
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
 use super::announce::DeliveryAnnouncer;
 use super::errors::violated_constraint;
-use super::outbox::{EventColumns, Queued, outbox_query, outbox_statement};
+use super::outbox::{EventColumns, Queued, outbox_query, outbox_statement, record_events};
 use super::prepared::{Prepared, Typed};
 use super::schema::clients;
 use super::sql::numbered;
@@ -338,43 +338,63 @@ impl ClientRepository for PgClientRepository {
             .transpose()
     }
 
-    async fn update(&self, client: &Client) -> DomainResult<()> {
+    async fn update(
+        &self,
+        before: &Client,
+        after: &Client,
+        events: &[Event],
+    ) -> DomainResult<WriteOutcome> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let row = ClientRow::from(client);
-        let updated = diesel::update(
-            clients::table
-                .filter(clients::workspace_id.eq(client.workspace_id.0))
-                .filter(clients::id.eq(client.id.0)),
-        )
-        .set(&row)
-        .execute(&mut conn)
-        .await;
-        match updated {
-            Ok(0) => Err(DomainError::NotFound("client")),
-            Ok(_) => Ok(()),
-            Err(err) => Err(name_clash(&mut conn, err, client, "updating a client").await),
+        let row = ClientRow::from(after);
+        let queued = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                // The row first: its lock orders this change's events after any earlier one's.
+                let n = diesel::update(
+                    clients::table
+                        .filter(clients::workspace_id.eq(before.workspace_id.0))
+                        .filter(clients::id.eq(before.id.0))
+                        .filter(clients::updated_at.eq(before.updated_at)),
+                )
+                .set(&row)
+                .execute(conn)
+                .await?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                record_events(conn, events).await.map(Some)
+            })
+            .await;
+        match queued {
+            Ok(queued) => Ok(self.announcer.outcome(queued)),
+            Err(err) => Err(name_clash(&mut conn, err, after, "updating a client").await),
         }
     }
 
-    async fn delete(&self, workspace: WorkspaceId, id: ClientId) -> DomainResult<()> {
+    async fn delete(&self, client: &Client, events: &[Event]) -> DomainResult<WriteOutcome> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let deleted = diesel::delete(
-            clients::table
-                .filter(clients::workspace_id.eq(workspace.0))
-                .filter(clients::id.eq(id.0)),
-        )
-        .execute(&mut conn)
-        .await
-        .map_err(|e| match violated_constraint(&e) {
-            Some("projects_client_fkey") => {
-                DomainError::Conflict("Client is used by projects".into())
-            }
-            _ => map_db_error(e, "deleting a client"),
-        })?;
-        if deleted == 0 {
-            return Err(DomainError::NotFound("client"));
-        }
-        Ok(())
+        let queued = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let n = diesel::delete(
+                    clients::table
+                        .filter(clients::workspace_id.eq(client.workspace_id.0))
+                        .filter(clients::id.eq(client.id.0))
+                        .filter(clients::updated_at.eq(client.updated_at)),
+                )
+                .execute(conn)
+                .await?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                record_events(conn, events).await.map(Some)
+            })
+            .await
+            .map_err(|e| match violated_constraint(&e) {
+                Some("projects_client_fkey") => {
+                    DomainError::Conflict("Client is used by projects".into())
+                }
+                _ => map_db_error(e, "deleting a client"),
+            })?;
+        Ok(self.announcer.outcome(queued))
     }
 }
 

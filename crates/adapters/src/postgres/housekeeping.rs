@@ -7,7 +7,7 @@ use diesel::sql_types::{BigInt, Timestamptz};
 use diesel_async::RunQueryDsl;
 use time::{Duration, OffsetDateTime};
 use timetrack_domain::DomainResult;
-use timetrack_domain::ports::{Housekeeping, Purged};
+use timetrack_domain::ports::{Housekeeping, Purged, Retention};
 
 use super::sql::numbered;
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
@@ -99,10 +99,17 @@ impl PgHousekeeping {
 
 #[async_trait]
 impl Housekeeping for PgHousekeeping {
-    async fn purge(&self, now: OffsetDateTime, retention: Duration) -> DomainResult<Purged> {
+    async fn purge(&self, now: OffsetDateTime, retention: Retention) -> DomainResult<Purged> {
         Ok(Purged {
-            events: self.drain(Purge::Events, now - retention).await?,
-            attempts: self.drain(Purge::Attempts, now - retention).await?,
+            events: self
+                .drain(
+                    Purge::Events,
+                    now - retention.events.max(retention.deliveries),
+                )
+                .await?,
+            attempts: self
+                .drain(Purge::Attempts, now - retention.deliveries)
+                .await?,
             idempotency_keys: self
                 .drain(Purge::IdempotencyKeys, now - Duration::hours(24))
                 .await?,

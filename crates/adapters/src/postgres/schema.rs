@@ -91,6 +91,8 @@ diesel::table! {
         client_id -> Nullable<Uuid>,
         user_id -> Nullable<Uuid>,
         billable -> Nullable<Bool>,
+        seq -> Int8,
+        txid -> Int8,
     }
 }
 

@@ -9,7 +9,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId};
 use timetrack_domain::model::{Cursor, EntrySource, Event, Page, PageRequest, TimeEntry};
-use timetrack_domain::ports::{EntryFilter, TimeEntryRepository, TimerStop, TimerWrite};
+use timetrack_domain::ports::{EntryFilter, TimeEntryRepository, TimerStop, WriteOutcome};
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
@@ -240,7 +240,7 @@ impl TimeEntryRepository for PgTimeEntryRepository {
         stop: Option<&TimerStop>,
         entry: &TimeEntry,
         events: &[Event],
-    ) -> DomainResult<TimerWrite> {
+    ) -> DomainResult<WriteOutcome> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let result = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
@@ -248,12 +248,12 @@ impl TimeEntryRepository for PgTimeEntryRepository {
                 if let Some(stop) = stop {
                     match apply_stop(conn, stop).await? {
                         Some(n) => queued += n,
-                        None => return Ok((TimerWrite::Raced, 0)),
+                        None => return Ok((WriteOutcome::Raced, 0)),
                     }
                 }
                 insert_entry(conn, entry).await?;
                 queued += record_events(conn, events).await?;
-                Ok((TimerWrite::Applied, queued))
+                Ok((WriteOutcome::Applied, queued))
             })
             .await;
         match result {
@@ -262,12 +262,12 @@ impl TimeEntryRepository for PgTimeEntryRepository {
                 Ok(outcome)
             }
             // Another start of the same user committed first; the whole transaction rolled back.
-            Err(e) if violated_constraint(&e) == Some(ONE_RUNNING_TIMER) => Ok(TimerWrite::Raced),
+            Err(e) if violated_constraint(&e) == Some(ONE_RUNNING_TIMER) => Ok(WriteOutcome::Raced),
             Err(e) => Err(write_error(e, "starting a timer")),
         }
     }
 
-    async fn stop(&self, stop: &TimerStop) -> DomainResult<TimerWrite> {
+    async fn stop(&self, stop: &TimerStop) -> DomainResult<WriteOutcome> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let applied = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| apply_stop(conn, stop).await)
@@ -276,9 +276,9 @@ impl TimeEntryRepository for PgTimeEntryRepository {
         Ok(match applied {
             Some(queued) => {
                 self.announcer.announce(queued);
-                TimerWrite::Applied
+                WriteOutcome::Applied
             }
-            None => TimerWrite::Raced,
+            None => WriteOutcome::Raced,
         })
     }
 
@@ -346,53 +346,65 @@ impl TimeEntryRepository for PgTimeEntryRepository {
         }))
     }
 
-    async fn update(&self, entry: &TimeEntry) -> DomainResult<()> {
+    async fn update(
+        &self,
+        before: &TimeEntry,
+        after: &TimeEntry,
+        events: &[Event],
+    ) -> DomainResult<WriteOutcome> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let row = EntryRow::from(entry);
-        let updated = conn
+        let row = EntryRow::from(after);
+        let queued = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
+                // The row first: its lock orders this change's events after any earlier one's.
                 let n = diesel::update(
                     time_entries::table
-                        .filter(time_entries::workspace_id.eq(entry.workspace_id.0))
-                        .filter(time_entries::id.eq(entry.id.0)),
+                        .filter(time_entries::workspace_id.eq(before.workspace_id.0))
+                        .filter(time_entries::id.eq(before.id.0))
+                        .filter(time_entries::updated_at.eq(before.updated_at)),
                 )
                 .set(&row)
                 .execute(conn)
                 .await?;
                 if n == 0 {
-                    return Ok(false);
+                    return Ok(None);
                 }
-                diesel::delete(
-                    time_entry_tags::table.filter(time_entry_tags::time_entry_id.eq(entry.id.0)),
-                )
-                .execute(conn)
-                .await?;
-                insert_tags(conn, entry).await?;
-                Ok(true)
+                if before.tag_ids != after.tag_ids {
+                    diesel::delete(
+                        time_entry_tags::table
+                            .filter(time_entry_tags::time_entry_id.eq(after.id.0)),
+                    )
+                    .execute(conn)
+                    .await?;
+                    insert_tags(conn, after).await?;
+                }
+                record_events(conn, events).await.map(Some)
             })
             .await
             .map_err(|e| write_error(e, "updating a time entry"))?;
-        if updated {
-            Ok(())
-        } else {
-            Err(DomainError::NotFound("time entry"))
-        }
+        Ok(self.announcer.outcome(queued))
     }
 
-    async fn delete(&self, workspace: WorkspaceId, id: TimeEntryId) -> DomainResult<()> {
+    async fn delete(&self, entry: &TimeEntry, events: &[Event]) -> DomainResult<WriteOutcome> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let deleted = diesel::delete(
-            time_entries::table
-                .filter(time_entries::workspace_id.eq(workspace.0))
-                .filter(time_entries::id.eq(id.0)),
-        )
-        .execute(&mut conn)
-        .await
-        .map_err(|e| map_db_error(e, "deleting a time entry"))?;
-        if deleted == 0 {
-            return Err(DomainError::NotFound("time entry"));
-        }
-        Ok(())
+        let queued = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let n = diesel::delete(
+                    time_entries::table
+                        .filter(time_entries::workspace_id.eq(entry.workspace_id.0))
+                        .filter(time_entries::id.eq(entry.id.0))
+                        .filter(time_entries::updated_at.eq(entry.updated_at)),
+                )
+                .execute(conn)
+                .await?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                record_events(conn, events).await.map(Some)
+            })
+            .await
+            .map_err(|e| map_db_error(e, "deleting a time entry"))?;
+        Ok(self.announcer.outcome(queued))
     }
 
     async fn latest_manual(

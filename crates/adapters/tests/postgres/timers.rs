@@ -10,7 +10,7 @@ use timetrack_adapters::postgres::{
 };
 use timetrack_domain::ids::{EventId, TimeEntryId, UserId, WorkspaceId};
 use timetrack_domain::model::{EntrySource, Event, EventType, TimeEntry};
-use timetrack_domain::ports::{TimeEntryRepository, TimerStop, TimerWrite};
+use timetrack_domain::ports::{TimeEntryRepository, TimerStop, WriteOutcome};
 use timetrack_domain::services::{AdminService, NewWorkspace};
 use timetrack_testkit::TestDatabase;
 use timetrack_testkit::fakes::{ManualClock, SeededRandom, SequentialIds};
@@ -94,7 +94,7 @@ async fn a_start_that_loses_to_another_running_timer_rolls_back_its_stop_and_eve
         repo.start(None, &first, &[event(ws, EventType::TimerStarted, 100)])
             .await
             .unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
 
     // A start that would insert a second running timer without stopping the first: raced.
@@ -103,7 +103,7 @@ async fn a_start_that_loses_to_another_running_timer_rolls_back_its_stop_and_eve
         repo.start(None, &second, &[event(ws, EventType::TimerStarted, 101)])
             .await
             .unwrap(),
-        TimerWrite::Raced
+        WriteOutcome::Raced
     );
 
     // A stop of an entry that is not running, bundled with a start: raced, nothing written.
@@ -120,7 +120,7 @@ async fn a_start_that_loses_to_another_running_timer_rolls_back_its_stop_and_eve
         )
         .await
         .unwrap(),
-        TimerWrite::Raced
+        WriteOutcome::Raced
     );
 
     assert_eq!(
@@ -151,12 +151,12 @@ async fn a_start_that_loses_to_another_running_timer_rolls_back_its_stop_and_eve
         )
         .await
         .unwrap(),
-        TimerWrite::Applied
+        WriteOutcome::Applied
     );
     assert_eq!(count(&db, "SELECT count(*) AS n FROM events").await, 3);
     assert_eq!(repo.running(user).await.unwrap().unwrap().id, second.id);
     // Stopping the already stopped first timer again: raced, no event.
-    assert_eq!(repo.stop(&stop).await.unwrap(), TimerWrite::Raced);
+    assert_eq!(repo.stop(&stop).await.unwrap(), WriteOutcome::Raced);
     assert_eq!(count(&db, "SELECT count(*) AS n FROM events").await, 3);
 }
 

@@ -12,6 +12,7 @@ use timetrack_adapters::{
     HyperWebhookSender, OsRandom, PoolSettings, SecretBox, SecretKey, SenderSettings, SystemClock,
     UuidV7Ids, WorkerSettings, build_pool, run_housekeeping, run_listener, run_worker,
 };
+use timetrack_domain::ports::Retention;
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::WebhookSettings;
 use timetrack_domain::services::{DeliveryService, DeliverySettings};
@@ -151,6 +152,10 @@ async fn run_server(
     } else {
         None
     };
+    let retention = Retention {
+        events: time::Duration::days(i64::from(settings.event_retention_days)),
+        deliveries: time::Duration::days(i64::from(settings.delivery_retention_days)),
+    };
     let state = AppState::new(
         pool.clone(),
         Arc::new(SystemClock),
@@ -158,7 +163,8 @@ async fn run_server(
             auth_cache_ttl: time::Duration::seconds(i64::from(settings.auth_cache_seconds)),
             webhooks: WebhookSettings {
                 allow_private_targets: settings.webhook_allow_private_targets,
-                retention: time::Duration::days(i64::from(settings.delivery_retention_days)),
+                retention: retention.deliveries,
+                event_retention: retention.events,
                 ..WebhookSettings::default()
             },
             rate_limits: RateLimits {
@@ -232,7 +238,7 @@ async fn run_server(
     let housekeeping = tokio::spawn(run_housekeeping(
         Arc::new(PgHousekeeping::new(pool.clone())),
         Arc::new(SystemClock),
-        time::Duration::days(i64::from(settings.delivery_retention_days)),
+        retention,
         Duration::from_secs(600),
         stopped,
     ));

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use timetrack_domain::DomainError;
 use timetrack_domain::ids::{ClientId, ProjectId};
 use timetrack_domain::model::{Project, Tag, Task};
+use timetrack_domain::services::ProjectPatch;
 use timetrack_domain::timefmt::rfc3339;
 use timetrack_domain::values::Name;
 use uuid::Uuid;
@@ -159,6 +160,108 @@ pub async fn list_projects(
 ) -> Result<HttpResponse, ApiError> {
     let page = state.catalog.projects(&caller.0, query.page()?).await?;
     Ok(HttpResponse::Ok().json(ListResponse::from_page(page, ProjectResponse::from)))
+}
+
+/// Body of `PATCH /api/projects/{id}`: absent fields are kept; a null `client_id` clears it.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct UpdateProjectBody {
+    #[schema(schema_with = fields::optional_name)]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
+    #[schema(schema_with = fields::client_ref)]
+    client_id: Option<Option<Uuid>>,
+}
+
+/// `GET /api/projects/{id}`.
+#[utoipa::path(
+    operation_id = "getProject",
+    get,
+    path = "/api/projects/{id}",
+    tag = "Projects",
+    summary = "Get a project",
+    security(("bearer_auth" = [])),
+    params(("id" = Uuid, Path, description = "Project id (a malformed one is 404, like an unknown one)")),
+    responses(
+        (status = 200, description = "The project", body = ProjectResponse),
+        (status = 404, description = "Project not found", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn get_project(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<web::Json<ProjectResponse>, ApiError> {
+    let project = state.catalog.project(&caller.0, project_id(&id)?).await?;
+    Ok(web::Json(project.into()))
+}
+
+/// `PATCH /api/projects/{id}`: emits `PROJECT_UPDATED` when something changed.
+#[utoipa::path(
+    operation_id = "updateProject",
+    patch,
+    path = "/api/projects/{id}",
+    tag = "Projects",
+    summary = "Change a project (a null client_id clears it)",
+    security(("bearer_auth" = [])),
+    params(("id" = Uuid, Path, description = "Project id (a malformed one is 404, like an unknown one)")),
+    request_body = UpdateProjectBody,
+    responses(
+        (status = 200, description = "The changed project", body = ProjectResponse),
+        (status = 400, description = "Invalid name or another workspace's client", body = crate::openapi::ErrorBody),
+        (status = 404, description = "Project not found", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn update_project(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+    body: JsonBody<UpdateProjectBody>,
+) -> Result<web::Json<ProjectResponse>, ApiError> {
+    let id = project_id(&id)?;
+    let body = body.into_inner();
+    // An unknown project first, then the fields.
+    state.catalog.project(&caller.0, id).await?;
+    let patch = ProjectPatch {
+        name: body
+            .name
+            .as_deref()
+            .map(|name| Name::parse("name", name))
+            .transpose()?,
+        client_id: body.client_id.map(|client| client.map(ClientId)),
+    };
+    let project = state.catalog.update_project(&caller.0, id, &patch).await?;
+    Ok(web::Json(project.into()))
+}
+
+/// `DELETE /api/projects/{id}`: 200 `{success: true}` (its tasks go with it); 409 while a time
+/// entry is booked on it.
+#[utoipa::path(
+    operation_id = "deleteProject",
+    delete,
+    path = "/api/projects/{id}",
+    tag = "Projects",
+    summary = "Delete a project and its tasks",
+    security(("bearer_auth" = [])),
+    params(("id" = Uuid, Path, description = "Project id (a malformed one is 404, like an unknown one)")),
+    responses(
+        (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
+        (status = 404, description = "Project not found", body = crate::openapi::ErrorBody),
+        (status = 409, description = "Project is used by time entries", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn delete_project(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    state
+        .catalog
+        .delete_project(&caller.0, project_id(&id)?)
+        .await?;
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "success": true })))
 }
 
 /// `POST /api/projects/{id}/tasks`: 201 with the task; 404 for another workspace's project.

@@ -3,6 +3,7 @@
 pub(crate) mod catalog;
 pub(crate) mod clients;
 pub(crate) mod docs;
+pub(crate) mod events;
 pub(crate) mod fallbacks;
 pub(crate) mod find_client;
 pub(crate) mod health;
@@ -126,6 +127,9 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         endpoint!(clients::delete),
         endpoint!(catalog::create_project),
         endpoint!(catalog::list_projects),
+        endpoint!(catalog::get_project),
+        endpoint!(catalog::update_project),
+        endpoint!(catalog::delete_project),
         endpoint!(catalog::create_task),
         endpoint!(catalog::list_tasks),
         endpoint!(catalog::create_tag),
@@ -150,6 +154,7 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         endpoint!(webhook_deliveries::deliveries),
         endpoint!(webhook_deliveries::delivery),
         endpoint!(webhook_deliveries::resend),
+        endpoint!(events::feed),
     ]
 });
 

@@ -4,6 +4,8 @@ mod auth;
 mod catalog;
 mod clients;
 mod errors;
+mod events_changes;
+mod events_feed;
 mod fallbacks;
 mod find_client;
 mod guide;

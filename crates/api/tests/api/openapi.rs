@@ -22,6 +22,10 @@ fn served() -> Vec<(&'static str, String)> {
         ("delete", "/api/clients/{id}"),
         ("post", "/api/projects"),
         ("get", "/api/projects"),
+        ("get", "/api/projects/{id}"),
+        ("get", "/api/integrations/automation/events"),
+        ("patch", "/api/projects/{id}"),
+        ("delete", "/api/projects/{id}"),
         ("post", "/api/projects/{id}/tasks"),
         ("get", "/api/projects/{id}/tasks"),
         ("post", "/api/tags"),
@@ -297,8 +301,15 @@ async fn list_limits_are_documented_with_the_bounds_the_service_enforces() {
         let schema = &limit["schema"];
         assert_eq!(types(schema), ["integer"], "{method} {path} limit");
         let (min, max) = (schema["minimum"].as_i64(), schema["maximum"].as_i64());
-        assert_eq!((min, max), (Some(1), Some(200)), "{method} {path} limit");
-        let cursor = params.iter().find(|p| p["name"] == "cursor");
+        // The catch-up feed pages up to 1000 events and goes on `after` a cursor.
+        let feed = path == "/api/integrations/automation/events";
+        let (top, cursor_name) = if feed {
+            (1000, "after")
+        } else {
+            (200, "cursor")
+        };
+        assert_eq!((min, max), (Some(1), Some(top)), "{method} {path} limit");
+        let cursor = params.iter().find(|p| p["name"] == cursor_name);
         let cursor = cursor.unwrap_or_else(|| panic!("{method} {path} has no cursor"));
         assert_eq!(
             types(&cursor["schema"]),
@@ -313,7 +324,7 @@ async fn list_limits_are_documented_with_the_bounds_the_service_enforces() {
             project["id"].as_str().unwrap()
         };
         let uri = path.replace("{id}", id);
-        for (value, expected) in [(1, 200), (200, 200), (0, 400), (201, 400), (-1, 400)] {
+        for (value, expected) in [(1, 200), (top, 200), (0, 400), (top + 1, 400), (-1, 400)] {
             let req = test::TestRequest::get()
                 .uri(&format!("{uri}?limit={value}"))
                 .insert_header(t.bearer())
@@ -322,7 +333,7 @@ async fn list_limits_are_documented_with_the_bounds_the_service_enforces() {
             assert_eq!(status, expected, "{method} {uri}?limit={value}: {body}");
         }
     }
-    assert_eq!(lists, 6, "the paginated lists");
+    assert_eq!(lists, 7, "the paginated lists");
 }
 
 #[actix_web::test]
@@ -428,6 +439,13 @@ async fn required_fields_and_enums_match_the_validation() {
             "TIMER_STOPPED",
             "TIME_ENTRY_CREATED",
             "CLIENT_CREATED",
+            "TIME_ENTRY_UPDATED",
+            "TIME_ENTRY_DELETED",
+            "CLIENT_UPDATED",
+            "CLIENT_DELETED",
+            "PROJECT_CREATED",
+            "PROJECT_UPDATED",
+            "PROJECT_DELETED",
             "WEBHOOK_FAILING",
             "WEBHOOK_DISABLED",
             "WEBHOOK_RECOVERED"

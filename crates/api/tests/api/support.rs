@@ -141,6 +141,61 @@ impl TestApp {
         rows[0].n
     }
 
+    /// The bodies of the workspace events of `event_type`, oldest first.
+    pub async fn events(&self, event_type: &str) -> Vec<Value> {
+        use diesel_async::RunQueryDsl;
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            body: String,
+        }
+        let mut conn = self.pool.get().await.unwrap();
+        let rows: Vec<Row> = diesel::sql_query(
+            "SELECT body FROM events WHERE event_type = $1 ORDER BY created_at, id",
+        )
+        .bind::<diesel::sql_types::Text, _>(event_type)
+        .load(&mut conn)
+        .await
+        .unwrap();
+        rows.iter()
+            .map(|r| serde_json::from_str(&r.body).unwrap())
+            .collect()
+    }
+
+    /// The stored body of event `id`.
+    pub async fn event_body(&self, id: &str) -> String {
+        self.texts(&format!("SELECT body AS t FROM events WHERE id = '{id}'"))
+            .await
+            .remove(0)
+    }
+
+    /// The ids of the `CLIENT_CREATED` events of these clients.
+    pub async fn event_ids_of_clients(&self, clients: &[String]) -> Vec<String> {
+        let list = clients
+            .iter()
+            .map(|c| format!("'{c}'"))
+            .collect::<Vec<_>>()
+            .join(",");
+        self.texts(&format!(
+            "SELECT id::text AS t FROM events WHERE event_type = 'CLIENT_CREATED' \
+             AND client_id IN ({list})"
+        ))
+        .await
+    }
+
+    /// The first column (`t`, text) of every row of `sql`.
+    pub async fn texts(&self, sql: &str) -> Vec<String> {
+        use diesel_async::RunQueryDsl;
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            t: String,
+        }
+        let mut conn = self.pool.get().await.unwrap();
+        let rows: Vec<Row> = diesel::sql_query(sql).load(&mut conn).await.unwrap();
+        rows.into_iter().map(|r| r.t).collect()
+    }
+
     /// Runs SQL for its effect.
     pub async fn execute(&self, sql: &str) {
         use diesel_async::RunQueryDsl;

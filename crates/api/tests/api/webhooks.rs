@@ -159,8 +159,8 @@ async fn unknown_events_and_long_descriptions_are_400() {
     let app = t.service().await;
     let cases = [
         (
-            json!({"url": "https://hooks.example.com/h", "events": ["CLIENT_CREATED", "CLIENT_DELETED"]}),
-            "Invalid event type: CLIENT_DELETED",
+            json!({"url": "https://hooks.example.com/h", "events": ["CLIENT_CREATED", "CLIENT_ARCHIVED"]}),
+            "Invalid event type: CLIENT_ARCHIVED",
         ),
         (
             json!({"url": "https://hooks.example.com/h", "events": ["timer_started"]}),

@@ -453,7 +453,7 @@ async fn enable_makes_a_disabled_webhook_active_again_once_and_audited() {
         (status, error_of(&answer)),
         (
             400,
-            json!({"error": "since is older than the retained events (7 days)"})
+            json!({"error": "since is older than the retained events (30 days)"})
         )
     );
     let (_, _, still) = call(&app, request("GET", &auth, &format!("/{id}"), None)).await;

@@ -464,13 +464,13 @@ async fn replay_queues_what_the_webhook_missed_in_the_window_oldest_first() {
     // Refusals, each changing nothing.
     let before = t.scalar("SELECT count(*) AS n FROM deliveries").await;
     let old = timetrack_domain::timefmt::rfc3339(
-        time::OffsetDateTime::now_utc() - time::Duration::days(8),
+        time::OffsetDateTime::now_utc() - time::Duration::days(31),
     );
     for (body, status, message) in [
         (
             json!({"since": old}),
             400,
-            "since is older than the retained events (7 days)",
+            "since is older than the retained events (30 days)",
         ),
         (
             json!({"since": since, "until": since}),

@@ -17,6 +17,21 @@ pub enum EventType {
     TimeEntryCreated,
     /// A client was created.
     ClientCreated,
+    /// A time entry (finished or running) was changed by a PATCH (payload `action` = `update`,
+    /// plus `changedFields`).
+    TimeEntryUpdated,
+    /// A time entry was deleted (payload as it was, `action` = `delete`).
+    TimeEntryDeleted,
+    /// A client was changed (plus `changedFields`).
+    ClientUpdated,
+    /// A client was deleted (payload as it was).
+    ClientDeleted,
+    /// A project was created.
+    ProjectCreated,
+    /// A project was changed (plus `changedFields`).
+    ProjectUpdated,
+    /// A project was deleted (payload as it was).
+    ProjectDeleted,
     /// A webhook's deliveries have failed without a success for the configured time (once per
     /// failing streak); sent to the other webhooks of its workspace that list it.
     WebhookFailing,
@@ -31,11 +46,18 @@ pub enum EventType {
 
 impl EventType {
     /// Every event type, in the order they are documented.
-    pub const ALL: [EventType; 8] = [
+    pub const ALL: [EventType; 15] = [
         Self::TimerStarted,
         Self::TimerStopped,
         Self::TimeEntryCreated,
         Self::ClientCreated,
+        Self::TimeEntryUpdated,
+        Self::TimeEntryDeleted,
+        Self::ClientUpdated,
+        Self::ClientDeleted,
+        Self::ProjectCreated,
+        Self::ProjectUpdated,
+        Self::ProjectDeleted,
         Self::WebhookFailing,
         Self::WebhookDisabled,
         Self::WebhookRecovered,
@@ -49,6 +71,13 @@ impl EventType {
             Self::TimerStopped => "TIMER_STOPPED",
             Self::TimeEntryCreated => "TIME_ENTRY_CREATED",
             Self::ClientCreated => "CLIENT_CREATED",
+            Self::TimeEntryUpdated => "TIME_ENTRY_UPDATED",
+            Self::TimeEntryDeleted => "TIME_ENTRY_DELETED",
+            Self::ClientUpdated => "CLIENT_UPDATED",
+            Self::ClientDeleted => "CLIENT_DELETED",
+            Self::ProjectCreated => "PROJECT_CREATED",
+            Self::ProjectUpdated => "PROJECT_UPDATED",
+            Self::ProjectDeleted => "PROJECT_DELETED",
             Self::WebhookFailing => "WEBHOOK_FAILING",
             Self::WebhookDisabled => "WEBHOOK_DISABLED",
             Self::WebhookRecovered => "WEBHOOK_RECOVERED",
@@ -65,7 +94,27 @@ impl EventType {
     pub fn is_time_entry(self) -> bool {
         matches!(
             self,
-            Self::TimerStarted | Self::TimerStopped | Self::TimeEntryCreated
+            Self::TimerStarted
+                | Self::TimerStopped
+                | Self::TimeEntryCreated
+                | Self::TimeEntryUpdated
+                | Self::TimeEntryDeleted
+        )
+    }
+
+    /// Whether it is about a client.
+    pub fn is_client(self) -> bool {
+        matches!(
+            self,
+            Self::ClientCreated | Self::ClientUpdated | Self::ClientDeleted
+        )
+    }
+
+    /// Whether it is about a project.
+    pub fn is_project(self) -> bool {
+        matches!(
+            self,
+            Self::ProjectCreated | Self::ProjectUpdated | Self::ProjectDeleted
         )
     }
 

@@ -232,8 +232,11 @@ impl SubscriptionFilters {
     /// Whether the filter `name` can match events of `event_type`.
     pub fn applies(name: &str, event_type: EventType) -> bool {
         match name {
-            "client_ids" => event_type.is_time_entry() || event_type == EventType::ClientCreated,
-            "project_ids" | "user_ids" | "billable" => event_type.is_time_entry(),
+            "client_ids" => {
+                event_type.is_time_entry() || event_type.is_client() || event_type.is_project()
+            }
+            "project_ids" => event_type.is_time_entry() || event_type.is_project(),
+            "user_ids" | "billable" => event_type.is_time_entry(),
             _ => false,
         }
     }

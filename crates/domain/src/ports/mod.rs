@@ -15,9 +15,9 @@ pub mod system;
 
 use crate::model::{
     ApiKey, AttemptSummary, AuditEntry, Client, DeliveryDetail, DeliveryId, DeliveryQuery,
-    DeliveryRecord, Event, HourlyStats, KeyHash, Page, PageRequest, Project, ReplayOutcome,
-    ReplayWindow, Subscription, SubscriptionChange, Tag, Task, TimeEntry, User, WebhookId,
-    Workspace,
+    DeliveryRecord, Event, EventType, FeedPosition, FeedRead, HourlyStats, KeyHash, Page,
+    PageRequest, Project, ReplayOutcome, ReplayWindow, Subscription, SubscriptionChange, Tag, Task,
+    TimeEntry, User, WebhookId, Workspace,
 };
 
 /// Storage of workspaces.
@@ -121,16 +121,23 @@ pub trait ClientRepository: Send + Sync {
     /// The workspace's newest client, or `None`.
     async fn newest(&self, workspace: WorkspaceId) -> DomainResult<Option<Client>>;
 
-    /// Replaces the stored client with `client` (same id and workspace).
+    /// Replaces the stored client `before` with `after` (same id and workspace) and stores
+    /// `events`, atomically, if the stored client is still `before` (same `updated_at`);
+    /// otherwise writes nothing and returns `Raced`.
     ///
-    /// MUST return `NotFound("client")` if it does not exist and `AlreadyExists` as `create` does.
-    async fn update(&self, client: &Client) -> DomainResult<()>;
+    /// MUST return `AlreadyExists` as `create` does.
+    async fn update(
+        &self,
+        before: &Client,
+        after: &Client,
+        events: &[Event],
+    ) -> DomainResult<WriteOutcome>;
 
-    /// Deletes the workspace's client.
+    /// Deletes `client` and stores `events`, atomically, if the stored client is still `client`
+    /// (same `updated_at`); otherwise deletes nothing and returns `Raced`.
     ///
-    /// MUST return `NotFound("client")` if it does not exist and `Conflict` while a project refers
-    /// to it.
-    async fn delete(&self, workspace: WorkspaceId, id: ClientId) -> DomainResult<()>;
+    /// MUST return `Conflict("Client is used by projects")` while a project refers to it.
+    async fn delete(&self, client: &Client, events: &[Event]) -> DomainResult<WriteOutcome>;
 }
 
 /// Storage of webhook subscriptions.
@@ -270,7 +277,28 @@ pub trait HostResolver: Send + Sync {
 pub trait CatalogRepository: Send + Sync {
     /// Stores a project. Its client, if any, MUST be a client of the same workspace: otherwise
     /// `Validation("client_id does not name a client of this workspace")`.
-    async fn create_project(&self, project: &Project) -> DomainResult<()>;
+    /// `events` are stored with it, atomically.
+    async fn create_project(&self, project: &Project, events: &[Event]) -> DomainResult<()>;
+
+    /// Replaces the stored project `before` with `after` and stores `events`, atomically, if the
+    /// stored project is still `before` (same `updated_at`); otherwise `Raced`. A client of
+    /// another workspace is the `Validation` of `create_project`.
+    async fn update_project(
+        &self,
+        before: &Project,
+        after: &Project,
+        events: &[Event],
+    ) -> DomainResult<WriteOutcome>;
+
+    /// Deletes `project` (and its tasks) and stores `events`, atomically, if the stored project
+    /// is still `project`; otherwise `Raced`.
+    ///
+    /// MUST return `Conflict("Project is used by time entries")` while a time entry refers to it.
+    async fn delete_project(
+        &self,
+        project: &Project,
+        events: &[Event],
+    ) -> DomainResult<WriteOutcome>;
 
     /// The workspace's project, or `None`.
     async fn project(&self, workspace: WorkspaceId, id: ProjectId)
@@ -319,12 +347,13 @@ pub struct TimerStop {
     pub event: Event,
 }
 
-/// Whether a conditional timer write applied, or lost a race with a concurrent one.
+/// Whether a conditional write applied, or lost a race with a concurrent one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TimerWrite {
+pub enum WriteOutcome {
     /// Written, with its events.
     Applied,
-    /// Nothing written: the running timer changed meanwhile (stopped, or another one started).
+    /// Nothing written: the row changed meanwhile (for a timer: stopped, or another one started;
+    /// for an update or a delete: changed or deleted since it was read).
     Raced,
 }
 
@@ -353,10 +382,10 @@ pub trait TimeEntryRepository: Send + Sync {
         stop: Option<&TimerStop>,
         entry: &TimeEntry,
         events: &[Event],
-    ) -> DomainResult<TimerWrite>;
+    ) -> DomainResult<WriteOutcome>;
 
     /// Stops `stop` (only if still running) with its event; `Raced` if it was not running.
-    async fn stop(&self, stop: &TimerStop) -> DomainResult<TimerWrite>;
+    async fn stop(&self, stop: &TimerStop) -> DomainResult<WriteOutcome>;
 
     /// Inserts a finished entry (manual) with `events`.
     async fn create(&self, entry: &TimeEntry, events: &[Event]) -> DomainResult<()>;
@@ -374,12 +403,19 @@ pub trait TimeEntryRepository: Send + Sync {
         page: PageRequest,
     ) -> DomainResult<Page<TimeEntry>>;
 
-    /// Replaces the stored entry (same id and workspace), tags included. `NotFound("time entry")`
-    /// if it is gone.
-    async fn update(&self, entry: &TimeEntry) -> DomainResult<()>;
+    /// Replaces the stored entry `before` with `after` (same id and workspace), tags included,
+    /// and stores `events`, atomically, if the stored entry is still `before` (same
+    /// `updated_at`); otherwise writes nothing and returns `Raced`.
+    async fn update(
+        &self,
+        before: &TimeEntry,
+        after: &TimeEntry,
+        events: &[Event],
+    ) -> DomainResult<WriteOutcome>;
 
-    /// Deletes the workspace's entry. `NotFound("time entry")` if it does not exist.
-    async fn delete(&self, workspace: WorkspaceId, id: TimeEntryId) -> DomainResult<()>;
+    /// Deletes `entry` and stores `events`, atomically, if the stored entry is still `entry`
+    /// (same `updated_at`); otherwise deletes nothing and returns `Raced`.
+    async fn delete(&self, entry: &TimeEntry, events: &[Event]) -> DomainResult<WriteOutcome>;
 
     /// The user's most recently created manual entry in the workspace.
     async fn latest_manual(
@@ -539,11 +575,39 @@ pub struct Purged {
     pub rate_limit_hits: u64,
 }
 
+/// The catch-up feed's reads.
+#[async_trait]
+pub trait EventFeed: Send + Sync {
+    /// Up to `limit` of `workspace`'s events of `types` that sort after `after`, oldest first,
+    /// among those whose transaction had ended when the read began (and every older
+    /// transaction too: see [`crate::model::feed`]), with that horizon. A notice about a webhook
+    /// (`WEBHOOK_FAILING`, ...) is shown only to `viewer` when `viewer` owns that webhook.
+    async fn read(
+        &self,
+        workspace: WorkspaceId,
+        viewer: UserId,
+        after: FeedPosition,
+        types: &[EventType],
+        limit: u32,
+    ) -> DomainResult<FeedRead>;
+}
+
+/// How long rows are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Events, with their deliveries (the catch-up feed's and a replay's reach); never less than
+    /// `deliveries`.
+    pub events: time::Duration,
+    /// Delivery attempts (the delivery log's reach).
+    pub deliveries: time::Duration,
+}
+
 /// Removal of rows that have outlived their use, so tables do not grow without bound.
 #[async_trait]
 pub trait Housekeeping: Send + Sync {
-    /// Removes, as of `now`: events older than `retention` whose deliveries are all final (with
-    /// those deliveries and their attempts), attempt rows older than `retention`, idempotency keys
-    /// older than 24 hours, and rate-limit rows older than 60 s. Works in bounded batches.
-    async fn purge(&self, now: OffsetDateTime, retention: time::Duration) -> DomainResult<Purged>;
+    /// Removes, as of `now`: events older than `retention.events` (or `retention.deliveries`, if
+    /// longer) whose deliveries are all final (with those deliveries and their attempts), attempt
+    /// rows older than `retention.deliveries`, idempotency keys older than 24 hours, and
+    /// rate-limit rows older than 60 s. Works in bounded batches.
+    async fn purge(&self, now: OffsetDateTime, retention: Retention) -> DomainResult<Purged>;
 }

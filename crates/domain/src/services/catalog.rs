@@ -2,16 +2,34 @@
 
 use std::sync::Arc;
 
+use time::OffsetDateTime;
+
 use crate::error::{DomainError, DomainResult};
-use crate::ids::{ClientId, ProjectId, TagId, TaskId};
-use crate::model::{Page, PageRequest, Principal, Project, Tag, Task};
-use crate::ports::{CatalogRepository, Clock, IdGenerator};
+use crate::ids::{ClientId, EventId, ProjectId, TagId, TaskId, WorkspaceId};
+use crate::model::{
+    Event, EventSubject, EventType, Page, PageRequest, Principal, Project, Tag, Task, Workspace,
+};
+use crate::payload::{self, ProjectPayload};
+use crate::ports::{
+    CatalogRepository, ClientRepository, Clock, IdGenerator, WorkspaceRepository, WriteOutcome,
+};
 use crate::values::Name;
+
+/// Changes to a project: `None` keeps a field; `client_id: Some(None)` clears the client.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProjectPatch {
+    /// New name.
+    pub name: Option<Name>,
+    /// New client (of the same workspace), or `Some(None)` for none.
+    pub client_id: Option<Option<ClientId>>,
+}
 
 /// Project, task and tag operations.
 #[derive(Clone)]
 pub struct CatalogService {
     catalog: Arc<dyn CatalogRepository>,
+    clients: Arc<dyn ClientRepository>,
+    workspaces: Arc<dyn WorkspaceRepository>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
 }
@@ -26,17 +44,72 @@ impl CatalogService {
     /// Builds the service on its ports.
     pub fn new(
         catalog: Arc<dyn CatalogRepository>,
+        clients: Arc<dyn ClientRepository>,
+        workspaces: Arc<dyn WorkspaceRepository>,
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdGenerator>,
     ) -> Self {
         Self {
             catalog,
+            clients,
+            workspaces,
             clock,
             ids,
         }
     }
 
-    /// Creates a project, optionally for a client of the same workspace.
+    async fn workspace(&self, id: WorkspaceId) -> DomainResult<Workspace> {
+        self.workspaces
+            .get(id)
+            .await?
+            .ok_or(DomainError::NotFound("workspace"))
+    }
+
+    /// The payload of `project`: its client must be one of its workspace.
+    async fn payload(
+        &self,
+        project: &Project,
+        workspace: &Workspace,
+    ) -> DomainResult<ProjectPayload> {
+        let client = match project.client_id {
+            Some(id) => Some(
+                self.clients
+                    .get(project.workspace_id, id)
+                    .await?
+                    .ok_or_else(|| {
+                        DomainError::validation(
+                            "client_id does not name a client of this workspace",
+                        )
+                    })?,
+            ),
+            None => None,
+        };
+        Ok(payload::project(project, client.as_ref(), workspace))
+    }
+
+    fn event(
+        &self,
+        event_type: EventType,
+        project: &Project,
+        body: &ProjectPayload,
+        at: OffsetDateTime,
+    ) -> DomainResult<Event> {
+        super::event_of(
+            EventId(self.ids.new_uuid()),
+            project.workspace_id,
+            event_type,
+            body,
+            at,
+            EventSubject {
+                project_id: Some(project.id),
+                client_id: project.client_id,
+                ..EventSubject::default()
+            },
+        )
+    }
+
+    /// Creates a project, optionally for a client of the same workspace, and records
+    /// `PROJECT_CREATED`.
     pub async fn create_project(
         &self,
         caller: &Principal,
@@ -52,8 +125,77 @@ impl CatalogService {
             created_at: now,
             updated_at: now,
         };
-        self.catalog.create_project(&project).await?;
+        let workspace = self.workspace(caller.workspace_id).await?;
+        let body = self.payload(&project, &workspace).await?;
+        let event = self.event(EventType::ProjectCreated, &project, &body, now)?;
+        self.catalog.create_project(&project, &[event]).await?;
         Ok(project)
+    }
+
+    /// The caller's project `id`; `NotFound("project")` for anything else.
+    pub async fn project(&self, caller: &Principal, id: ProjectId) -> DomainResult<Project> {
+        self.catalog
+            .project(caller.workspace_id, id)
+            .await?
+            .ok_or(DomainError::NotFound("project"))
+    }
+
+    /// Applies `patch` to the caller's project `id` and records `PROJECT_UPDATED` with the fields
+    /// that changed; a patch that changes nothing writes nothing.
+    pub async fn update_project(
+        &self,
+        caller: &Principal,
+        id: ProjectId,
+        patch: &ProjectPatch,
+    ) -> DomainResult<Project> {
+        let workspace = self.workspace(caller.workspace_id).await?;
+        for _ in 0..super::WRITE_ATTEMPTS {
+            let before = self.project(caller, id).await?;
+            let mut after = before.clone();
+            if let Some(name) = &patch.name {
+                after.name = name.to_string();
+            }
+            if let Some(client) = patch.client_id {
+                after.client_id = client;
+            }
+            if after == before {
+                return Ok(before);
+            }
+            after.updated_at = self.clock.now();
+            let mut body = self.payload(&after, &workspace).await?;
+            let changed =
+                payload::changed_fields(&self.payload(&before, &workspace).await?, &body)?;
+            let events = if changed.is_empty() {
+                Vec::new()
+            } else {
+                body.changed_fields = Some(changed);
+                vec![self.event(EventType::ProjectUpdated, &after, &body, after.updated_at)?]
+            };
+            if self
+                .catalog
+                .update_project(&before, &after, &events)
+                .await?
+                == WriteOutcome::Applied
+            {
+                return Ok(after);
+            }
+        }
+        Err(super::kept_changing("project"))
+    }
+
+    /// Deletes the caller's project `id` (and its tasks) and records `PROJECT_DELETED` with the
+    /// project as it was; 409 while a time entry is booked on it.
+    pub async fn delete_project(&self, caller: &Principal, id: ProjectId) -> DomainResult<()> {
+        let workspace = self.workspace(caller.workspace_id).await?;
+        for _ in 0..super::WRITE_ATTEMPTS {
+            let project = self.project(caller, id).await?;
+            let body = self.payload(&project, &workspace).await?;
+            let event = self.event(EventType::ProjectDeleted, &project, &body, self.clock.now())?;
+            if self.catalog.delete_project(&project, &[event]).await? == WriteOutcome::Applied {
+                return Ok(());
+            }
+        }
+        Err(super::kept_changing("project"))
     }
 
     /// A page of the workspace's projects.

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::{WRITE_ATTEMPTS, kept_changing};
 use crate::error::{DomainError, DomainResult};
 use crate::ids::{ClientId, EventId, WorkspaceId};
 use crate::model::{
@@ -9,7 +10,7 @@ use crate::model::{
     Page, PageRequest, Principal, Workspace,
 };
 use crate::payload;
-use crate::ports::{ClientRepository, Clock, IdGenerator, WorkspaceRepository};
+use crate::ports::{ClientRepository, Clock, IdGenerator, WorkspaceRepository, WriteOutcome};
 use crate::values::{Currency, Email, MAX_NAME_CHARS, Text};
 
 /// Most results of a client search.
@@ -74,17 +75,8 @@ impl ClientService {
             created_at: now,
             updated_at: now,
         };
-        let event = Event {
-            id: EventId(self.ids.new_uuid()),
-            workspace_id: workspace.id,
-            event_type: EventType::ClientCreated,
-            body: payload::to_body(&payload::client_created(&client, &workspace))?,
-            created_at: now,
-            subject: EventSubject {
-                client_id: Some(client.id),
-                ..EventSubject::default()
-            },
-        };
+        let body = payload::client_created(&client, &workspace);
+        let event = self.event(EventType::ClientCreated, &client, &body, now)?;
         self.clients.create(&client, &[event]).await?;
         Ok(client)
     }
@@ -102,23 +94,73 @@ impl ClientService {
         self.clients.list(caller.workspace_id, page).await
     }
 
-    /// Applies `patch` to the caller's client `id`.
+    /// Applies `patch` to the caller's client `id` and records `CLIENT_UPDATED` with the fields
+    /// of the payload that changed. A patch that changes nothing writes nothing; one that changes
+    /// only what the payload does not show (`note`, `currency`) is written without an event.
     pub async fn update(
         &self,
         caller: &Principal,
         id: ClientId,
         patch: &ClientPatch,
     ) -> DomainResult<Client> {
-        let mut client = self.get(caller, id).await?;
-        patch.apply(&mut client);
-        client.updated_at = self.clock.now();
-        self.clients.update(&client).await?;
-        Ok(client)
+        let workspace = self.workspace(caller.workspace_id).await?;
+        for _ in 0..WRITE_ATTEMPTS {
+            let before = self.get(caller, id).await?;
+            let mut after = before.clone();
+            patch.apply(&mut after);
+            if after == before {
+                return Ok(before);
+            }
+            after.updated_at = self.clock.now();
+            let mut body = payload::client_created(&after, &workspace);
+            let changed =
+                payload::changed_fields(&payload::client_created(&before, &workspace), &body)?;
+            let events = if changed.is_empty() {
+                Vec::new()
+            } else {
+                body.changed_fields = Some(changed);
+                vec![self.event(EventType::ClientUpdated, &after, &body, after.updated_at)?]
+            };
+            if self.clients.update(&before, &after, &events).await? == WriteOutcome::Applied {
+                return Ok(after);
+            }
+        }
+        Err(kept_changing("client"))
     }
 
-    /// Deletes the caller's client `id`; refused while a project uses it.
+    /// Deletes the caller's client `id` and records `CLIENT_DELETED` with the client as it was;
+    /// 409 while a project is for it.
     pub async fn delete(&self, caller: &Principal, id: ClientId) -> DomainResult<()> {
-        self.clients.delete(caller.workspace_id, id).await
+        let workspace = self.workspace(caller.workspace_id).await?;
+        for _ in 0..WRITE_ATTEMPTS {
+            let client = self.get(caller, id).await?;
+            let body = payload::client_created(&client, &workspace);
+            let event = self.event(EventType::ClientDeleted, &client, &body, self.clock.now())?;
+            if self.clients.delete(&client, &[event]).await? == WriteOutcome::Applied {
+                return Ok(());
+            }
+        }
+        Err(kept_changing("client"))
+    }
+
+    fn event(
+        &self,
+        event_type: EventType,
+        client: &Client,
+        body: &payload::ClientPayload,
+        at: time::OffsetDateTime,
+    ) -> DomainResult<Event> {
+        super::event_of(
+            EventId(self.ids.new_uuid()),
+            client.workspace_id,
+            event_type,
+            body,
+            at,
+            EventSubject {
+                client_id: Some(client.id),
+                ..EventSubject::default()
+            },
+        )
     }
 
     /// Clients of `workspace` whose name contains `name`, ignoring case (Unicode lowercase), newest

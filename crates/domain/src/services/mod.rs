@@ -7,6 +7,7 @@ pub mod auth;
 pub mod catalog;
 pub mod clients;
 pub mod delivery;
+pub mod feed;
 pub mod time_entries;
 pub mod webhooks;
 
@@ -14,11 +15,40 @@ pub use account::{AccountService, Profile};
 pub use admin::{AdminService, NewWorkspace};
 pub use admission::{Admission, AdmissionLimits, Admitted, Refusal};
 pub use auth::Authenticator;
-pub use catalog::CatalogService;
+pub use catalog::{CatalogService, ProjectPatch};
 pub use clients::ClientService;
 pub use delivery::{DeliveryService, DeliverySettings};
+pub use feed::FeedService;
 pub use time_entries::{EntryDraft, EntryPatch, TimeEntryService};
 pub use webhooks::{
     DeliveryFilter, NewSubscription, ReplayRequest, RotatedSecret, WebhookChange, WebhookService,
     WebhookSettings,
 };
+
+/// How many times an update or a delete is tried against concurrent changes of the same row
+/// (each try re-reads it, so the event describes exactly the change written).
+pub(crate) const WRITE_ATTEMPTS: usize = 5;
+
+/// The conflict after [`WRITE_ATTEMPTS`] lost races.
+pub(crate) fn kept_changing(what: &str) -> crate::error::DomainError {
+    crate::error::DomainError::Conflict(format!("The {what} kept changing; try again"))
+}
+
+/// An event of `event_type` in `workspace`, its body the serialized `payload`.
+pub(crate) fn event_of(
+    id: crate::ids::EventId,
+    workspace: crate::ids::WorkspaceId,
+    event_type: crate::model::EventType,
+    payload: &impl serde::Serialize,
+    created_at: time::OffsetDateTime,
+    subject: crate::model::EventSubject,
+) -> crate::error::DomainResult<crate::model::Event> {
+    Ok(crate::model::Event {
+        id,
+        workspace_id: workspace,
+        event_type,
+        body: crate::payload::to_body(payload)?,
+        created_at,
+        subject,
+    })
+}

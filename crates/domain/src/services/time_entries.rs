@@ -13,8 +13,8 @@ use crate::model::{
 };
 use crate::payload::{self, EntryAction, EntryContext, TimeEntryPayload};
 use crate::ports::{
-    CatalogRepository, Clock, EntryFilter, IdGenerator, TimeEntryRepository, TimerStop, TimerWrite,
-    UserRepository, WorkspaceRepository,
+    CatalogRepository, Clock, EntryFilter, IdGenerator, TimeEntryRepository, TimerStop,
+    UserRepository, WorkspaceRepository, WriteOutcome,
 };
 use crate::values;
 
@@ -57,6 +57,11 @@ pub struct EntryPatch {
     pub start: Option<OffsetDateTime>,
     /// New end (finished entries only).
     pub end: Option<OffsetDateTime>,
+}
+
+/// Whether `a` and `b` hold the same ids, in any order.
+fn same_set(a: &[TagId], b: &[TagId]) -> bool {
+    a.iter().all(|id| b.contains(id)) && b.iter().all(|id| a.contains(id))
 }
 
 /// The project, task and tags an entry refers to, checked to be the workspace's.
@@ -195,6 +200,17 @@ impl TimeEntryService {
         member: &User,
         refs: &Refs,
     ) -> DomainResult<Event> {
+        let body = Self::payload(entry, action, workspace, member, refs)?;
+        self.event_with(entry, action, &body, entry.updated_at, refs)
+    }
+
+    fn payload(
+        entry: &TimeEntry,
+        action: EntryAction,
+        workspace: &Workspace,
+        member: &User,
+        refs: &Refs,
+    ) -> DomainResult<TimeEntryPayload> {
         let ctx = EntryContext {
             workspace,
             member,
@@ -202,19 +218,30 @@ impl TimeEntryService {
             task: refs.task.as_ref(),
             tags: &refs.tags,
         };
-        Ok(Event {
-            id: EventId(self.ids.new_uuid()),
-            workspace_id: entry.workspace_id,
-            event_type: action.event_type(),
-            body: payload::to_body(&payload::time_entry(entry, action, &ctx)?)?,
-            created_at: entry.updated_at,
-            subject: EventSubject {
+        payload::time_entry(entry, action, &ctx)
+    }
+
+    fn event_with(
+        &self,
+        entry: &TimeEntry,
+        action: EntryAction,
+        body: &TimeEntryPayload,
+        at: OffsetDateTime,
+        refs: &Refs,
+    ) -> DomainResult<Event> {
+        super::event_of(
+            EventId(self.ids.new_uuid()),
+            entry.workspace_id,
+            action.event_type(),
+            body,
+            at,
+            EventSubject {
                 project_id: entry.project_id,
                 client_id: refs.project.as_ref().and_then(|p| p.client_id),
                 user_id: Some(entry.user_id),
                 billable: Some(entry.billable),
             },
-        })
+        )
     }
 
     /// The stop of `running` at `end`, with its `TIMER_STOPPED` event (in its own workspace).
@@ -291,7 +318,7 @@ impl TimeEntryService {
                 .entries
                 .start(stop.as_ref(), &entry, &[started])
                 .await?
-                == TimerWrite::Applied
+                == WriteOutcome::Applied
             {
                 return Ok(entry);
             }
@@ -313,13 +340,13 @@ impl TimeEntryService {
             .stop_of(&running, &member, whole_seconds(self.clock.now()))
             .await?;
         match self.entries.stop(&stop).await? {
-            TimerWrite::Applied => {
+            WriteOutcome::Applied => {
                 let mut stopped = running;
                 stopped.end = Some(stop.end);
                 stopped.updated_at = stop.event.created_at;
                 Ok(stopped)
             }
-            TimerWrite::Raced => Err(DomainError::Conflict(NO_RUNNING_TIMER.into())),
+            WriteOutcome::Raced => Err(DomainError::Conflict(NO_RUNNING_TIMER.into())),
         }
     }
 
@@ -400,14 +427,47 @@ impl TimeEntryService {
         self.entries.list(caller.workspace_id, filter, page).await
     }
 
-    /// Applies `patch` to the workspace's entry `id`.
+    /// Applies `patch` to the workspace's entry `id` and records `TIME_ENTRY_UPDATED` with the
+    /// fields of the payload that changed; a patch that changes nothing writes nothing.
     pub async fn update(
         &self,
         caller: &Principal,
         id: TimeEntryId,
         patch: &EntryPatch,
     ) -> DomainResult<TimeEntry> {
-        let mut entry = self.get(caller, id).await?;
+        for _ in 0..super::WRITE_ATTEMPTS {
+            let before = self.get(caller, id).await?;
+            let (mut after, refs) = self.patched(&before, patch).await?;
+            if after == before {
+                return Ok(before);
+            }
+            after.updated_at = self.clock.now();
+            let workspace = self.workspace(before.workspace_id).await?;
+            let member = self.user(before.user_id).await?;
+            let old_refs = self.stored_refs(&before).await?;
+            let old = Self::payload(&before, EntryAction::Update, &workspace, &member, &old_refs)?;
+            let mut new = Self::payload(&after, EntryAction::Update, &workspace, &member, &refs)?;
+            let changed = payload::changed_fields(&old, &new)?;
+            let events = if changed.is_empty() {
+                Vec::new()
+            } else {
+                new.changed_fields = Some(changed);
+                vec![self.event_with(&after, EntryAction::Update, &new, after.updated_at, &refs)?]
+            };
+            if self.entries.update(&before, &after, &events).await? == WriteOutcome::Applied {
+                return Ok(after);
+            }
+        }
+        Err(super::kept_changing("time entry"))
+    }
+
+    /// `entry` with `patch` applied and checked, and its references.
+    async fn patched(
+        &self,
+        entry: &TimeEntry,
+        patch: &EntryPatch,
+    ) -> DomainResult<(TimeEntry, Refs)> {
+        let mut entry = entry.clone();
         if let Some(description) = &patch.description {
             entry.description = Self::validated_description(Some(description))?;
         }
@@ -421,10 +481,11 @@ impl TimeEntryService {
             (None, Some(_)) => None,
             (None, None) => entry.task_id,
         };
-        let tag_ids = patch
-            .tag_ids
-            .clone()
-            .unwrap_or_else(|| entry.tag_ids.clone());
+        // The same tags in another order are no change: the stored order is kept.
+        let tag_ids = match &patch.tag_ids {
+            Some(ids) if !same_set(ids, &entry.tag_ids) => ids.clone(),
+            _ => entry.tag_ids.clone(),
+        };
         let refs = self
             .refs(entry.workspace_id, project, task, &tag_ids)
             .await?;
@@ -459,14 +520,25 @@ impl TimeEntryService {
             }
             _ => {}
         }
-        entry.updated_at = self.clock.now();
-        self.entries.update(&entry).await?;
-        Ok(entry)
+        Ok((entry, refs))
     }
 
-    /// Deletes the workspace's entry `id`.
+    /// Deletes the workspace's entry `id` and records `TIME_ENTRY_DELETED` with the entry as it
+    /// was.
     pub async fn delete(&self, caller: &Principal, id: TimeEntryId) -> DomainResult<()> {
-        self.entries.delete(caller.workspace_id, id).await
+        for _ in 0..super::WRITE_ATTEMPTS {
+            let entry = self.get(caller, id).await?;
+            let workspace = self.workspace(entry.workspace_id).await?;
+            let member = self.user(entry.user_id).await?;
+            let refs = self.stored_refs(&entry).await?;
+            let body = Self::payload(&entry, EntryAction::Delete, &workspace, &member, &refs)?;
+            let event =
+                self.event_with(&entry, EntryAction::Delete, &body, self.clock.now(), &refs)?;
+            if self.entries.delete(&entry, &[event]).await? == WriteOutcome::Applied {
+                return Ok(());
+            }
+        }
+        Err(super::kept_changing("time entry"))
     }
 
     async fn payload_of(
@@ -477,14 +549,7 @@ impl TimeEntryService {
         let workspace = self.workspace(entry.workspace_id).await?;
         let member = self.user(entry.user_id).await?;
         let refs = self.stored_refs(entry).await?;
-        let ctx = EntryContext {
-            workspace: &workspace,
-            member: &member,
-            project: refs.project.as_ref(),
-            task: refs.task.as_ref(),
-            tags: &refs.tags,
-        };
-        payload::time_entry(entry, action, &ctx)
+        Self::payload(entry, action, &workspace, &member, &refs)
     }
 
     /// The fallback of the manual-entry trigger: the caller's newest manual entry, or the sample.

@@ -43,9 +43,10 @@ pub struct WebhookSettings {
     pub allow_private_targets: bool,
     /// Most active subscriptions per workspace.
     pub max_active_per_workspace: u32,
-    /// How long deliveries and their events are kept: the reach of the delivery log and of a
-    /// replay.
+    /// How long delivery attempts are kept: the reach of the delivery log.
     pub retention: Duration,
+    /// How long events (and their deliveries) are kept: the reach of a replay.
+    pub event_retention: Duration,
 }
 
 impl Default for WebhookSettings {
@@ -54,6 +55,7 @@ impl Default for WebhookSettings {
             allow_private_targets: false,
             max_active_per_workspace: 100,
             retention: Duration::days(7),
+            event_retention: Duration::days(30),
         }
     }
 }
@@ -572,10 +574,11 @@ impl WebhookService {
         since: time::OffsetDateTime,
         now: time::OffsetDateTime,
     ) -> DomainResult<()> {
-        if since < now - self.settings.retention {
+        let retained = self.settings.event_retention.max(self.settings.retention);
+        if since < now - retained {
             return Err(DomainError::validation(format!(
                 "since is older than the retained events ({} days)",
-                self.settings.retention.whole_days()
+                retained.whole_days()
             )));
         }
         Ok(())

@@ -4,7 +4,7 @@ use super::{Claim, T0, record, setup, sql, text};
 use diesel_async::RunQueryDsl;
 use time::{Duration, OffsetDateTime};
 use timetrack_domain::delivery::{AttemptOutcome, FailureReason, NextStep};
-use timetrack_domain::ports::DeliveryQueue;
+use timetrack_domain::ports::{DeliveryQueue, Retention};
 
 #[tokio::test]
 async fn outcomes_move_the_delivery_and_the_failure_clock() {
@@ -324,7 +324,13 @@ async fn housekeeping_removes_what_outlived_its_retention_and_keeps_the_rest() {
     sql(&db, "INSERT INTO rate_limit_hits (key, at) VALUES ('k', now() - interval '2 minutes'), ('k', now())").await;
 
     let purged = PgHousekeeping::new(db.pool())
-        .purge(OffsetDateTime::now_utc(), Duration::days(7))
+        .purge(
+            OffsetDateTime::now_utc(),
+            Retention {
+                events: Duration::days(7),
+                deliveries: Duration::days(7),
+            },
+        )
         .await
         .unwrap();
     assert_eq!(

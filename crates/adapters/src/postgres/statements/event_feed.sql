@@ -1,0 +1,23 @@
+-- A page of the catch-up feed: the workspace's events of `types` after (`after_txid`,
+-- `after_seq`), oldest first, among those of transactions below the oldest transaction still
+-- running (`horizon`, returned on every row, and alone on a row of nulls when there is no event).
+-- A notice about a webhook shows only to that webhook's owner (`viewer`).
+WITH h AS (
+    SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon
+)
+SELECT h.horizon, e.id, e.event_type, e.created_at, e.body, e.txid, e.seq
+FROM h
+LEFT JOIN LATERAL (
+    SELECT e.id, e.event_type, e.created_at, e.body, e.txid, e.seq
+    FROM events e
+    WHERE e.workspace_id = :workspace
+      AND (e.txid, e.seq) > (:after_txid, :after_seq)
+      AND e.txid < h.horizon
+      AND e.event_type = ANY (:types)
+      AND (e.about_webhook_id IS NULL
+           OR EXISTS (SELECT 1 FROM webhook_subscriptions s
+                      WHERE s.id = e.about_webhook_id AND s.user_id = :viewer))
+    ORDER BY e.txid, e.seq
+    LIMIT :limit
+) e ON true
+ORDER BY e.txid, e.seq

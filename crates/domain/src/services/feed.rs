@@ -1,0 +1,124 @@
+//! The catch-up feed (`events.md` section 5): what a poller reads instead of, or besides, its
+//! webhooks, and what a subscriber reads after an outage to prove it has every event.
+
+use std::sync::Arc;
+
+use time::Duration;
+
+use crate::error::{DomainError, DomainResult};
+use crate::model::{EventType, FeedCursor, FeedPage, FeedPosition, Principal};
+use crate::ports::{Clock, EventFeed};
+
+/// The most events a page holds.
+pub const MAX_FEED_LIMIT: u32 = 1000;
+/// The events a page holds when the caller does not say.
+pub const DEFAULT_FEED_LIMIT: u32 = 100;
+/// The refusal of a cursor from before the retained events.
+pub const CURSOR_TOO_OLD: &str = "cursor is older than the retained events";
+
+/// Reads of the caller's workspace's events.
+#[derive(Clone)]
+pub struct FeedService {
+    feed: Arc<dyn EventFeed>,
+    clock: Arc<dyn Clock>,
+    retention: Duration,
+}
+
+impl std::fmt::Debug for FeedService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FeedService")
+            .field("retention", &self.retention)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FeedService {
+    /// The service on its port; events are kept for `retention`.
+    pub fn new(feed: Arc<dyn EventFeed>, clock: Arc<dyn Clock>, retention: Duration) -> Self {
+        Self {
+            feed,
+            clock,
+            retention,
+        }
+    }
+
+    /// How long events are kept.
+    pub fn retention(&self) -> Duration {
+        self.retention
+    }
+
+    /// The page after `after` (a cursor of an earlier page; `None`: from the oldest retained
+    /// event) of the caller's workspace's events of `types` (empty: every type the feed shows),
+    /// at most `limit` (1 to [`MAX_FEED_LIMIT`]).
+    ///
+    /// The next cursor is the last event's position on a full page; on a page that reached the
+    /// end it is the feed's horizon (or the last event, if later), so a poller of a quiet
+    /// workspace keeps a fresh cursor. A cursor belongs to its `types`: read with other types,
+    /// it may have passed events of those.
+    pub async fn page(
+        &self,
+        caller: &Principal,
+        after: Option<&str>,
+        types: &[EventType],
+        limit: u32,
+    ) -> DomainResult<FeedPage> {
+        if !(1..=MAX_FEED_LIMIT).contains(&limit) {
+            return Err(DomainError::validation(format!(
+                "limit must be between 1 and {MAX_FEED_LIMIT}"
+            )));
+        }
+        if let Some(test) = types.iter().find(|t| !Self::shown(**t)) {
+            return Err(DomainError::validation(format!(
+                "Invalid event type: {}",
+                test.as_str()
+            )));
+        }
+        let now = self.clock.now();
+        let after = match after {
+            Some(text) => {
+                let cursor = FeedCursor::decode(text)?;
+                if cursor.at < now - self.retention {
+                    return Err(DomainError::validation(CURSOR_TOO_OLD));
+                }
+                cursor.position
+            }
+            None => FeedPosition::default(),
+        };
+        let types: Vec<EventType> = if types.is_empty() {
+            EventType::ALL
+                .into_iter()
+                .filter(|t| Self::shown(*t))
+                .collect()
+        } else {
+            types.to_vec()
+        };
+        let read = self
+            .feed
+            .read(caller.workspace_id, caller.user_id, after, &types, limit)
+            .await?;
+        let full = read.events.len() >= limit as usize;
+        let next = match read.events.last() {
+            Some(last) if full => FeedCursor {
+                position: last.position,
+                at: last.created_at,
+            },
+            last => FeedCursor {
+                position: last
+                    .map_or(after, |e| e.position)
+                    .max(after)
+                    .max(read.horizon),
+                at: now,
+            },
+        };
+        Ok(FeedPage {
+            events: read.events,
+            next,
+        })
+    }
+
+    /// Whether the feed shows events of `event_type`: every type but `WEBHOOK_TEST`, which is
+    /// one webhook's check and not a workspace event.
+    pub fn shown(event_type: EventType) -> bool {
+        event_type != EventType::WebhookTest
+    }
+}
