@@ -131,7 +131,16 @@ impl Modify for OptionalBodies {
                        core time-tracking API. Authenticate with `Authorization: Bearer <API key>`."
     ),
     servers((url = "/", description = "The server that serves this document")),
-    components(schemas(ErrorBody, ConflictBody, SuccessBody)),
+    components(schemas(
+        ErrorBody,
+        ConflictBody,
+        SuccessBody,
+        timetrack_domain::payload::TimeEntryPayload,
+        timetrack_domain::payload::ClientPayload,
+        timetrack_domain::payload::ProjectPayload,
+        timetrack_domain::payload::WebhookNoticePayload,
+        timetrack_domain::payload::WebhookTestPayload,
+    )),
     modifiers(&BearerAuth),
     tags(
         (name = "Health"), (name = "Account"), (name = "Clients"), (name = "Projects"),

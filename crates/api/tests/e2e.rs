@@ -878,6 +878,24 @@ mod deliveries {
                 .unwrap()
         }
 
+        /// `method` on `path` with an optional JSON body: status and body (`null` when empty).
+        async fn send(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+            let mut req = self
+                .client
+                .request(
+                    method.parse().unwrap(),
+                    format!("{}{path}", self.server.base),
+                )
+                .bearer_auth(&self.key);
+            if let Some(body) = body {
+                req = req.json(&body);
+            }
+            let res = req.send().await.unwrap();
+            let status = res.status().as_u16();
+            let text = res.text().await.unwrap();
+            (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+        }
+
         async fn subscribe(&self, path: &str, events: &[&str]) -> (String, String) {
             let (status, body) = self
                 .post(
@@ -895,6 +913,216 @@ mod deliveries {
 
     fn on<'a>(received: &'a [Received], path: &str) -> Vec<&'a Received> {
         received.iter().filter(|r| r.path == path).collect()
+    }
+
+    /// The `jsonschema` package (draft 2020-12), an independent validator.
+    fn json_schema_package() -> std::path::PathBuf {
+        static INSTALLED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+        INSTALLED
+            .get_or_init(|| {
+                timetrack_testkit::python_package(
+                    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+                    "jsonschema==4.26.0",
+                    "jsonschema",
+                )
+            })
+            .clone()
+    }
+
+    /// Validates every one of `received` against the schema the event-type catalog gives for its
+    /// `X-Webhook-Event`, and every sample of the catalog against its own schema, with the
+    /// `jsonschema` package; returns the types seen.
+    async fn assert_valid_against_the_catalog(s: &Setup, received: &[&Received]) -> Vec<String> {
+        let catalog = s.get("/api/integrations/automation/event-types").await;
+        let schemas: serde_json::Map<String, Value> = catalog
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["type"].as_str().unwrap().to_owned(), e["schema"].clone()))
+            .collect();
+        let mut bodies: Vec<Value> = catalog
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| json!({"type": e["type"], "body": e["sample"].to_string(), "what": "sample"}))
+            .collect();
+        let mut types = Vec::new();
+        for r in received {
+            let t = r.header("x-webhook-event").unwrap().to_owned();
+            bodies.push(json!({
+                "type": t,
+                "body": String::from_utf8(r.body.clone()).unwrap(),
+                "what": "delivery",
+            }));
+            types.push(t);
+        }
+        let script = "import json, sys\n\
+                      from jsonschema import Draft202012Validator\n\
+                      case = json.load(sys.stdin)\n\
+                      for schema in case['schemas'].values():\n\
+                      \x20   Draft202012Validator.check_schema(schema)\n\
+                      bad = []\n\
+                      for item in case['bodies']:\n\
+                      \x20   v = Draft202012Validator(case['schemas'][item['type']])\n\
+                      \x20   for e in v.iter_errors(json.loads(item['body'])):\n\
+                      \x20       bad.append(item['what'] + ' ' + item['type'] + ': ' + e.message)\n\
+                      canary = Draft202012Validator(case['schemas']['TIMER_STARTED'])\n\
+                      caught = len(list(canary.iter_errors(json.loads(case['canary']))))\n\
+                      print(json.dumps({'checked': len(case['bodies']), 'bad': bad, 'caught': caught}))\n";
+        let mut child = Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .env("PYTHONPATH", json_schema_package())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(
+                json!({
+                    "schemas": schemas,
+                    "bodies": bodies,
+                    // A stopped timer is not a started one: the validator must say so.
+                    "canary": catalog[1]["sample"].to_string(),
+                })
+                .to_string()
+                .as_bytes(),
+            )
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let verdict: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+            panic!(
+                "the validator failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert_eq!(verdict["bad"], json!([]), "{verdict}");
+        assert_eq!(verdict["checked"], bodies.len());
+        assert!(verdict["caught"].as_u64().unwrap() > 0, "{verdict}");
+        types.sort();
+        types.dedup();
+        types
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn every_delivered_body_of_every_type_validates_against_the_catalogs_schema() {
+        let s = Setup::new().await;
+        let subscribable: Vec<String> = s
+            .get("/api/integrations/automation/event-types")
+            .await
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["subscribable"] == true)
+            .map(|e| e["type"].as_str().unwrap().to_owned())
+            .collect();
+        let listed: Vec<&str> = subscribable.iter().map(String::as_str).collect();
+        let (id, _) = s.subscribe("/all", &listed).await;
+        let created = |(status, body): (u16, Value)| {
+            assert!(status < 300, "{status} {body}");
+            body["id"].as_str().unwrap_or_default().to_owned()
+        };
+        let client = created(
+            s.send(
+                "POST",
+                "/api/clients",
+                Some(json!({"name": "Acme", "email": "a@acme.example"})),
+            )
+            .await,
+        );
+        created(
+            s.send(
+                "PATCH",
+                &format!("/api/clients/{client}"),
+                Some(json!({"name": "Acme 2", "phone": null})),
+            )
+            .await,
+        );
+        let project = created(
+            s.send(
+                "POST",
+                "/api/projects",
+                Some(json!({"name": "Site", "client_id": client})),
+            )
+            .await,
+        );
+        created(
+            s.send(
+                "PATCH",
+                &format!("/api/projects/{project}"),
+                Some(json!({"name": "Site 2"})),
+            )
+            .await,
+        );
+        let timer = created(
+            s.send(
+                "POST",
+                "/api/time-entries/start",
+                Some(json!({"project_id": project, "billable": true})),
+            )
+            .await,
+        );
+        created(
+            s.send(
+                "PATCH",
+                &format!("/api/time-entries/{timer}"),
+                Some(json!({"description": "Call"})),
+            )
+            .await,
+        );
+        created(s.send("POST", "/api/time-entries/stop", None).await);
+        let manual = created(
+            s.send(
+                "POST",
+                "/api/time-entries",
+                Some(json!({"start": "2026-01-05T09:00:00Z", "end": "2026-01-05T10:00:00Z"})),
+            )
+            .await,
+        );
+        created(
+            s.send(
+                "PATCH",
+                &format!("/api/time-entries/{manual}"),
+                Some(json!({"end": "2026-01-05T11:00:00Z", "project_id": project})),
+            )
+            .await,
+        );
+        for path in [
+            format!("/api/time-entries/{timer}"),
+            format!("/api/time-entries/{manual}"),
+            format!("/api/projects/{project}"),
+            format!("/api/clients/{client}"),
+        ] {
+            assert_eq!(s.send("DELETE", &path, None).await.0, 200, "{path}");
+        }
+        let (status, _) = s
+            .post(
+                &format!("/api/integrations/automation/webhooks/{id}/test"),
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, 202);
+        let received =
+            received_until(&s, Duration::from_secs(20), |r| on(r, "/all").len() >= 14).await;
+        let all = on(&received, "/all");
+        assert_eq!(all.len(), 14);
+        let seen = assert_valid_against_the_catalog(&s, &all).await;
+        let mut expected: Vec<String> = subscribable
+            .iter()
+            .filter(|t| !t.starts_with("WEBHOOK_"))
+            .cloned()
+            .chain(["WEBHOOK_TEST".to_owned()])
+            .collect();
+        expected.sort();
+        assert_eq!(
+            seen, expected,
+            "every data type and the test, each validated"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread")]
@@ -1457,6 +1685,11 @@ mod deliveries {
         assert_eq!(recovered["last_status_code"], 200);
         assert_eq!(recovered["last_error"], Value::Null);
         assert_eq!(recovered["reason"], Value::Null);
+        // The notices fit the catalog's schemas.
+        assert_eq!(
+            assert_valid_against_the_catalog(&s, &on(&received, "/watch")).await,
+            ["WEBHOOK_DISABLED", "WEBHOOK_FAILING", "WEBHOOK_RECOVERED"]
+        );
         // Once per streak: nothing more.
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert_eq!(on(&s.receiver.received(), "/watch").len(), 3);

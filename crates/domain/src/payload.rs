@@ -186,8 +186,8 @@ impl EntryAction {
     }
 }
 
-/// A time-entry payload (`TIMER_STARTED`, `TIMER_STOPPED`, `TIME_ENTRY_CREATED` and their
-/// fallbacks).
+/// A time-entry payload (`TIMER_STARTED`, `TIMER_STOPPED`, `TIME_ENTRY_CREATED`,
+/// `TIME_ENTRY_UPDATED`, `TIME_ENTRY_DELETED`, and the fallbacks).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
@@ -395,6 +395,89 @@ pub mod samples {
             updated_at: at,
         };
         client_created(&client, &workspace())
+    }
+
+    /// The sample project payload.
+    pub fn project() -> ProjectPayload {
+        let at = datetime!(2026-01-02 00:00 UTC);
+        let project = Project {
+            id: ProjectId(id(4)),
+            workspace_id: WorkspaceId(id(1)),
+            client_id: Some(ClientId(id(2))),
+            name: "Website Redesign".into(),
+            created_at: at,
+            updated_at: at,
+        };
+        let client = Client {
+            id: ClientId(id(2)),
+            workspace_id: WorkspaceId(id(1)),
+            name: "Acme Corporation".into(),
+            client_type: ClientType::Company,
+            status: ClientStatus::Active,
+            email: None,
+            phone: None,
+            address: None,
+            note: None,
+            currency: "USD".into(),
+            created_at: at,
+            updated_at: at,
+        };
+        super::project(&project, Some(&client), &workspace())
+    }
+
+    /// The sample body of an event of `event_type`: the fallback-style record, with
+    /// `changedFields` on the change events.
+    pub fn body(event_type: EventType) -> String {
+        let changed = |names: &[&str]| Some(names.iter().map(|n| (*n).to_owned()).collect());
+        let body = match event_type {
+            EventType::TimerStarted => to_body(&time_entry(EntryAction::StartTimer)),
+            EventType::TimerStopped => to_body(&time_entry(EntryAction::StopTimer)),
+            EventType::TimeEntryCreated => to_body(&time_entry(EntryAction::ManualEntry)),
+            EventType::TimeEntryUpdated => to_body(&TimeEntryPayload {
+                changed_fields: changed(&["description"]),
+                ..time_entry(EntryAction::Update)
+            }),
+            EventType::TimeEntryDeleted => to_body(&time_entry(EntryAction::Delete)),
+            EventType::ClientCreated | EventType::ClientDeleted => to_body(&client()),
+            EventType::ClientUpdated => to_body(&ClientPayload {
+                changed_fields: changed(&["email", "name"]),
+                ..client()
+            }),
+            EventType::ProjectCreated | EventType::ProjectDeleted => to_body(&project()),
+            EventType::ProjectUpdated => to_body(&ProjectPayload {
+                changed_fields: changed(&["name"]),
+                ..project()
+            }),
+            EventType::WebhookFailing
+            | EventType::WebhookDisabled
+            | EventType::WebhookRecovered => to_body(&notice(event_type)),
+            EventType::WebhookTest => to_body(&WebhookTestPayload {
+                event: EventType::WebhookTest.as_str(),
+                webhook_id: "wh_SampleWebhook0000000000".into(),
+                workspace_id: id(1).to_string(),
+                timestamp: "2026-01-05T09:00:00Z".into(),
+            }),
+        };
+        body.expect("a sample serializes")
+    }
+
+    fn notice(event_type: EventType) -> WebhookNoticePayload {
+        let disabled = event_type == EventType::WebhookDisabled;
+        let recovered = event_type == EventType::WebhookRecovered;
+        WebhookNoticePayload {
+            event: event_type.as_str(),
+            webhook: NoticeWebhook {
+                id: "wh_SampleWebhook0000000000".into(),
+                url: "https://hooks.example.com/catch/1".into(),
+                description: Some("Sample webhook".into()),
+                status: if disabled { "DISABLED" } else { "ACTIVE" },
+            },
+            reason: disabled.then_some("failing"),
+            failing_since: Some("2026-01-04T09:00:00Z".into()),
+            last_status_code: if recovered { Some(200) } else { Some(503) },
+            last_error: (!recovered).then(|| "HTTP 503".to_owned()),
+            timestamp: "2026-01-05T09:00:00Z".into(),
+        }
     }
 
     /// The sample time-entry payload for `action`.

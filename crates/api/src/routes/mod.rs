@@ -3,6 +3,7 @@
 pub(crate) mod catalog;
 pub(crate) mod clients;
 pub(crate) mod docs;
+pub(crate) mod event_types;
 pub(crate) mod events;
 pub(crate) mod fallbacks;
 pub(crate) mod find_client;
@@ -155,6 +156,7 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         endpoint!(webhook_deliveries::delivery),
         endpoint!(webhook_deliveries::resend),
         endpoint!(events::feed),
+        endpoint!(event_types::list),
     ]
 });
 

@@ -4,6 +4,7 @@ mod auth;
 mod catalog;
 mod clients;
 mod errors;
+mod event_types;
 mod events_changes;
 mod events_feed;
 mod fallbacks;

@@ -24,6 +24,7 @@ fn served() -> Vec<(&'static str, String)> {
         ("get", "/api/projects"),
         ("get", "/api/projects/{id}"),
         ("get", "/api/integrations/automation/events"),
+        ("get", "/api/integrations/automation/event-types"),
         ("patch", "/api/projects/{id}"),
         ("delete", "/api/projects/{id}"),
         ("post", "/api/projects/{id}/tasks"),

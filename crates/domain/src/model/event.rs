@@ -85,6 +85,37 @@ impl EventType {
         }
     }
 
+    /// What it reports, as the event-type catalog says it.
+    pub fn description(self) -> &'static str {
+        match self {
+            Self::TimerStarted => "A timer started (no endTime or duration yet).",
+            Self::TimerStopped => "A running timer stopped.",
+            Self::TimeEntryCreated => "A finished time entry was created by hand.",
+            Self::ClientCreated => "A client was created.",
+            Self::TimeEntryUpdated => {
+                "A time entry, finished or running, was changed; changedFields names what changed."
+            }
+            Self::TimeEntryDeleted => {
+                "A time entry was deleted; the payload is the entry as it was."
+            }
+            Self::ClientUpdated => "A client was changed; changedFields names what changed.",
+            Self::ClientDeleted => "A client was deleted; the payload is the client as it was.",
+            Self::ProjectCreated => "A project was created.",
+            Self::ProjectUpdated => "A project was changed; changedFields names what changed.",
+            Self::ProjectDeleted => "A project was deleted; the payload is the project as it was.",
+            Self::WebhookFailing => {
+                "One of the owner's webhooks has failed without a success for the configured time."
+            }
+            Self::WebhookDisabled => {
+                "One of the owner's webhooks was disabled (failing) or deleted after a 410 (gone)."
+            }
+            Self::WebhookRecovered => "A webhook its owner was told was failing succeeded again.",
+            Self::WebhookTest => {
+                "A test delivery to one webhook, on its owner's request; not subscribable."
+            }
+        }
+    }
+
     /// Whether a subscription may list it (every type but `WEBHOOK_TEST`).
     pub fn is_subscribable(self) -> bool {
         self != Self::WebhookTest
