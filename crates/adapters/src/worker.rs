@@ -442,6 +442,8 @@ mod tests {
             secret: "whsec_x".into(),
             previous_secret: None,
             attempts: 0,
+            ordering_key: "c1".into(),
+            sequence: 1,
             failing_since: None,
             failing_notified: false,
         }

@@ -90,11 +90,13 @@ async fn stored_events(pool: &PgPool) -> Vec<Event> {
         user_id: Option<Uuid>,
         #[diesel(sql_type = Nullable<diesel::sql_types::Bool>)]
         billable: Option<bool>,
+        #[diesel(sql_type = Nullable<Text>)]
+        ordering_key: Option<String>,
     }
     let mut conn = pool.get().await.unwrap();
     let rows: Vec<Row> = diesel::sql_query(
         "SELECT id, workspace_id, event_type, body, created_at, project_id, client_id, user_id, \
-         billable FROM events",
+         billable, ordering_key FROM events",
     )
     .load(&mut conn)
     .await
@@ -112,6 +114,7 @@ async fn stored_events(pool: &PgPool) -> Vec<Event> {
                 user_id: row.user_id.map(UserId),
                 billable: row.billable,
             },
+            ordering_key: row.ordering_key.unwrap_or_default(),
         })
         .collect()
 }
@@ -1041,6 +1044,7 @@ fn event(n: u128, workspace: WorkspaceId, event_type: EventType, minutes: i64) -
         body: format!(r#"{{"n":{n}}}"#),
         created_at: at(minutes),
         subject: EventSubject::default(),
+        ordering_key: format!("k{n}"),
     }
 }
 
@@ -1997,6 +2001,7 @@ async fn the_delivery_log_pages_tests_resends_and_replays_alike(s: Subject) {
         body: r#"{"name": "Acme", "id": 1}"#.into(),
         created_at: T0 + Duration::minutes(1),
         subject: EventSubject::default(),
+        ordering_key: "c11".into(),
     };
     s.clients
         .create(&client(11, &ws, "Acme", 1), std::slice::from_ref(&created))
@@ -2025,6 +2030,7 @@ async fn the_delivery_log_pages_tests_resends_and_replays_alike(s: Subject) {
         body: r#"{"event": "WEBHOOK_TEST"}"#.into(),
         created_at: T0 + Duration::minutes(2),
         subject: EventSubject::default(),
+        ordering_key: hook.id.to_string(),
     };
     let tested = s.log.queue_test(&hook.id, &test).await.unwrap();
     assert_eq!(

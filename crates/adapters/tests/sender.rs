@@ -28,6 +28,10 @@ fn request(url: &str) -> WebhookRequest {
         "CLIENT_CREATED",
         r#"{"id":"c1","name":"Acme"}"#,
         time::OffsetDateTime::now_utc(),
+        timetrack_domain::delivery::Ordering {
+            key: "c1",
+            sequence: 1,
+        },
     )
     .unwrap()
 }

@@ -2053,6 +2053,172 @@ mod deliveries {
         drop((a, b));
     }
 
+    /// Sends a JSON request to the first of `bases` that answers (a killed server refuses).
+    async fn to_any(
+        client: &::reqwest::Client,
+        bases: &[String],
+        key: &str,
+        method: ::reqwest::Method,
+        path: &str,
+        body: Value,
+    ) -> Value {
+        for _ in 0..50 {
+            for base in bases {
+                let res = client
+                    .request(method.clone(), format!("{base}{path}"))
+                    .bearer_auth(key)
+                    .json(&body)
+                    .send()
+                    .await;
+                if let Ok(res) = res
+                    && res.status().is_success()
+                {
+                    return res.json().await.unwrap();
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("no server took {method} {path}");
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn one_entitys_events_arrive_in_order_across_retries_two_processes_and_a_kill_9() {
+        let _heavy = HEAVY.lock().await;
+        let db = TestDatabase::new().await;
+        let receiver = HttpsReceiver::start().await;
+        // Every third of the first 240 answers is a 503: retries all along.
+        let mut statuses: Vec<u16> = (0..240)
+            .map(|n| if n % 3 == 1 { 503 } else { 200 })
+            .collect();
+        statuses.push(200);
+        receiver.respond("/ordered", Behaviour::Sequence(statuses));
+        let (url, ca) = (db.url().to_owned(), receiver.ca_pem_path());
+        // Retries every 300 ms, long enough never to fail for good here.
+        let ordering_server = |url: &str, ca: &std::path::Path| {
+            serve(url)
+                .trusting_receiver(ca)
+                .env(
+                    "TIMETRACK_WEBHOOK_RETRY_SCHEDULE",
+                    vec!["300ms"; 40].join(","),
+                )
+                .env("TIMETRACK_WEBHOOK_TIMEOUT", "2")
+                .env("TIMETRACK_RATE_LIMIT_PER_MINUTE", "1000000")
+                .env("TIMETRACK_RATE_LIMIT_PER_SECOND", "1000000")
+                .start_blocking()
+                .unwrap()
+        };
+        let (key, mut a, b) = {
+            let (url, ca) = (url.clone(), ca.clone());
+            tokio::task::spawn_blocking(move || {
+                let key = seed_account(&url, &["--name", "Ordered"]);
+                (key, ordering_server(&url, &ca), ordering_server(&url, &ca))
+            })
+            .await
+            .unwrap()
+        };
+        let client = ::reqwest::Client::new();
+        let bases = [a.base.clone(), b.base.clone()];
+        to_any(
+            &client,
+            &bases,
+            &key,
+            ::reqwest::Method::POST,
+            "/api/integrations/automation/webhooks/subscribe",
+            json!({"url": receiver.url("/ordered"), "events": ["CLIENT_CREATED", "CLIENT_UPDATED"]}),
+        )
+        .await;
+
+        // 12 clients, each created then renamed 4 times, through both processes at once.
+        let writers: Vec<_> = (0..12)
+            .map(|c| {
+                let (client, key) = (client.clone(), key.clone());
+                let mut bases = bases.to_vec();
+                bases.rotate_left(c % 2);
+                tokio::spawn(async move {
+                    let created = to_any(
+                        &client,
+                        &bases,
+                        &key,
+                        ::reqwest::Method::POST,
+                        "/api/clients",
+                        json!({"name": format!("C{c}")}),
+                    )
+                    .await;
+                    let id = created["id"].as_str().unwrap().to_owned();
+                    for r in 0..4 {
+                        bases.rotate_left(1);
+                        to_any(
+                            &client,
+                            &bases,
+                            &key,
+                            ::reqwest::Method::PATCH,
+                            &format!("/api/clients/{id}"),
+                            json!({"name": format!("C{c} r{r}")}),
+                        )
+                        .await;
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        // One process dies by kill -9 while deliveries and retries are under way; another
+        // takes its place.
+        a.kill9();
+        let _ = a.wait();
+        let c = {
+            let (url, ca) = (url.clone(), ca.clone());
+            tokio::task::spawn_blocking(move || ordering_server(&url, &ca))
+                .await
+                .unwrap()
+        };
+
+        let expected = count_events(&db).await;
+        assert_eq!(expected, 60);
+        let delivered_ids = |received: &[Received]| -> std::collections::HashSet<String> {
+            on(received, "/ordered")
+                .into_iter()
+                .filter(|r| r.answered.is_some_and(|s| s < 300))
+                .map(|r| r.header("webhook-id").unwrap().to_owned())
+                .collect()
+        };
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while delivered_ids(&receiver.received()).len() < expected && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let received = receiver.received();
+        assert_eq!(delivered_ids(&received).len(), expected, "nothing lost");
+        // Per key, in arrival order: nothing arrives behind a delivered later event of its key.
+        let mut delivered_up_to: std::collections::HashMap<String, i64> =
+            std::collections::HashMap::new();
+        let mut keys = std::collections::HashSet::new();
+        for r in on(&received, "/ordered") {
+            let key = r.header("webhook-ordering-key").unwrap().to_owned();
+            let sequence: i64 = r.header("webhook-sequence").unwrap().parse().unwrap();
+            let body = body_of(r);
+            assert_eq!(
+                body["id"].as_str(),
+                Some(key.as_str()),
+                "the key is the client's id"
+            );
+            if let Some(&done) = delivered_up_to.get(&key) {
+                assert!(
+                    sequence >= done,
+                    "{key}: sequence {sequence} arrived after {done} was delivered"
+                );
+            }
+            if r.answered.is_some_and(|s| s < 300) {
+                delivered_up_to.insert(key.clone(), sequence);
+            }
+            keys.insert(key);
+        }
+        assert_eq!(keys.len(), 12);
+        let retried = on(&received, "/ordered").len() - expected;
+        assert!(retried >= 20, "retries happened: {retried}");
+        drop((b, c));
+    }
+
     #[tokio::test(flavor = "multi_thread")]
     async fn kill_9_in_the_middle_of_a_burst_loses_nothing() {
         let _heavy = HEAVY.lock().await;

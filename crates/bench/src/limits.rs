@@ -86,6 +86,10 @@ async fn https_rate(env: &Environment, sizes: Sizes, concurrency: usize) -> Resu
         "CLIENT_CREATED",
         &body,
         time::OffsetDateTime::now_utc(),
+        timetrack_domain::delivery::Ordering {
+            key: "c1",
+            sequence: 1,
+        },
     )?;
     let request = Arc::new(request);
     // Warm the connections first.

@@ -50,6 +50,9 @@ pub struct WebhookRequest {
 ///
 /// With a `previous_secret` (inside a rotation's window), `webhook-signature` carries both
 /// signatures separated by a space, the new one first: `v1,<new> v1,<old>`.
+///
+/// `webhook-ordering-key` and `webhook-sequence` say which entity the event is about and where
+/// it stands among that entity's events (`events.md` section 4).
 pub fn build_request(
     url: &str,
     secrets: Secrets<'_>,
@@ -57,6 +60,7 @@ pub fn build_request(
     event_type: &str,
     body: &str,
     at: OffsetDateTime,
+    ordering: Ordering<'_>,
 ) -> DomainResult<WebhookRequest> {
     let timestamp = at.unix_timestamp();
     let mut signature = sign(secrets.current, event_id, timestamp, body.as_bytes())?;
@@ -76,9 +80,20 @@ pub fn build_request(
             ("webhook-timestamp", timestamp.to_string()),
             ("webhook-signature", signature),
             ("x-webhook-event", event_type.to_owned()),
+            ("webhook-ordering-key", ordering.key.to_owned()),
+            ("webhook-sequence", ordering.sequence.to_string()),
         ],
         body: body.to_owned(),
     })
+}
+
+/// Where a delivery's event stands among the events of its entity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ordering<'a> {
+    /// The entity's id: the time entry, client or project (the webhook, for a notice or a test).
+    pub key: &'a str,
+    /// A number that grows with each event of the key.
+    pub sequence: i64,
 }
 
 /// The secrets a delivery is signed with.
@@ -128,6 +143,10 @@ pub struct ClaimedDelivery {
     pub previous_secret: Option<String>,
     /// Attempts made before this one.
     pub attempts: u32,
+    /// The event's entity (`webhook-ordering-key`).
+    pub ordering_key: String,
+    /// Where the event stands among its entity's events (`webhook-sequence`).
+    pub sequence: i64,
     /// Since when the subscription's deliveries have been failing, if they are.
     pub failing_since: Option<OffsetDateTime>,
     /// Whether the owner was told that the current failure streak has lasted

@@ -59,6 +59,8 @@ pub struct Received {
     pub body: Vec<u8>,
     /// When it arrived.
     pub at: Instant,
+    /// The status it was answered with (`None`: dropped without an answer).
+    pub answered: Option<u16>,
 }
 
 impl Received {
@@ -278,11 +280,17 @@ async fn handle(
             other => other.cloned(),
         }
     };
+    let answered = match &behaviour {
+        Some(Behaviour::Respond(status, _) | Behaviour::Slow(_, status)) => Some(*status),
+        Some(Behaviour::Reset) => None,
+        Some(Behaviour::Endless | Behaviour::Sequence(_)) | None => Some(200),
+    };
     lock(&state.received).push(Received {
         path: full_path,
         headers,
         body,
         at: Instant::now(),
+        answered,
     });
     state.arrived.notify_waiters();
     let response = match behaviour.unwrap_or(Behaviour::Respond(200, vec![])) {

@@ -333,6 +333,7 @@ impl DeliveryLog for PgDeliveryLog {
                         events::body.eq(&event.body),
                         events::created_at.eq(event.created_at),
                         events::about_webhook_id.eq(id.as_str()),
+                        events::ordering_key.eq(&event.ordering_key),
                     ))
                     .execute(conn)
                     .await?;

@@ -20,6 +20,7 @@ pub(crate) struct EventColumns<'a> {
     pub clients: Vec<Option<Uuid>>,
     pub users: Vec<Option<Uuid>>,
     pub billables: Vec<Option<bool>>,
+    pub keys: Vec<&'a str>,
 }
 
 impl<'a> EventColumns<'a> {
@@ -43,6 +44,7 @@ impl<'a> EventColumns<'a> {
                 .map(|e| e.subject.user_id.map(|u| u.0))
                 .collect(),
             billables: events.iter().map(|e| e.subject.billable).collect(),
+            keys: events.iter().map(|e| e.ordering_key.as_str()).collect(),
         }
     }
 }
@@ -50,7 +52,7 @@ impl<'a> EventColumns<'a> {
 /// A statement of `leading_ctes` (common table expressions, each followed by a comma, or
 /// nothing) and then the outbox (`statements/outbox.sql`), on the named parameters
 /// `event_ids`, `event_workspaces`, `event_types`, `event_bodies`, `event_times`,
-/// `event_projects`, `event_clients`, `event_users` and `event_billables` (the [`EventColumns`]
+/// `event_projects`, `event_clients`, `event_users`, `event_billables` and `event_keys` (the [`EventColumns`]
 /// arrays, bound by [`outbox_query!`]): the events, and one pending delivery per active subscription of
 /// their workspace listing their type. It returns one row, `queued`: the deliveries it queued,
 /// which the caller announces once its transaction has committed (see [`super::announce`]).
@@ -86,6 +88,7 @@ macro_rules! outbox_query {
             event_billables: diesel::sql_types::Array<
                 diesel::sql_types::Nullable<diesel::sql_types::Bool>,
             > = &$columns.billables,
+            event_keys: diesel::sql_types::Array<diesel::sql_types::Text> = &$columns.keys,
             $($rest)*
         )
     };

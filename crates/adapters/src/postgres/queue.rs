@@ -53,6 +53,10 @@ struct ClaimRow {
     failing_since: Option<OffsetDateTime>,
     #[diesel(sql_type = Bool)]
     failing_notified: bool,
+    #[diesel(sql_type = Text)]
+    ordering_key: String,
+    #[diesel(sql_type = BigInt)]
+    sequence: i64,
 }
 
 #[derive(Debug, QueryableByName)]
@@ -209,6 +213,8 @@ fn claimed(row: ClaimRow, secrets: &SecretBox) -> DomainResult<ClaimedDelivery> 
         attempts: u32::try_from(row.attempts).unwrap_or(0),
         failing_since: row.failing_since,
         failing_notified: row.failing_notified,
+        ordering_key: row.ordering_key,
+        sequence: row.sequence,
     })
 }
 

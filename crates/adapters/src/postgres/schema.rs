@@ -61,6 +61,8 @@ diesel::table! {
         updated_at -> Timestamptz,
         id -> Int8,
         kind -> Text,
+        ordering_key -> Nullable<Text>,
+        sequence -> Nullable<Int8>,
     }
 }
 
@@ -93,6 +95,7 @@ diesel::table! {
         billable -> Nullable<Bool>,
         seq -> Int8,
         txid -> Int8,
+        ordering_key -> Nullable<Text>,
     }
 }
 

@@ -74,7 +74,7 @@ async fn setup(events: u32) -> (TestDatabase, PgDeliveryQueue) {
          ('wh_aaaaaaaaaaaaaaaaaaaaaaaa', '00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000b1', '00000000-0000-0000-0000-0000000000c1', 'https://a.example.com/h', ARRAY['CLIENT_CREATED'], 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'ACTIVE', now(), now()), \
          ('wh_bbbbbbbbbbbbbbbbbbbbbbbb', '00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000b1', '00000000-0000-0000-0000-0000000000c1', 'https://b.example.com/h', ARRAY['CLIENT_CREATED'], 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'DISABLED', now(), now())".to_owned(),
         format!("INSERT INTO events (id, workspace_id, event_type, body, created_at) SELECT ('00000000-0000-0000-0000-' || lpad(g::text, 12, '0'))::uuid, '00000000-0000-0000-0000-0000000000a1', 'CLIENT_CREATED', '{{\"n\":' || g || '}}', '{T0}' FROM generate_series(1, {events}) g"),
-        format!("INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, next_attempt_at, created_at, updated_at) SELECT e.id, s.id, e.workspace_id, 'PENDING', '{T0}', '{T0}', '{T0}' FROM events e CROSS JOIN webhook_subscriptions s"),
+        format!("INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, next_attempt_at, created_at, updated_at, ordering_key, sequence) SELECT e.id, s.id, e.workspace_id, 'PENDING', '{T0}', '{T0}', '{T0}', e.id::text, e.seq FROM events e CROSS JOIN webhook_subscriptions s"),
     ] {
         sql(&db, &statement).await;
     }
@@ -306,4 +306,92 @@ async fn concurrent_claims_never_share_a_delivery() {
     let (a, b) = (a.unwrap(), b.unwrap());
     assert_eq!(a.len() + b.len(), 40);
     assert!(a.iter().all(|x| b.iter().all(|y| x.event_id != y.event_id)));
+}
+
+/// The events (1 to 3 of `setup`) of the deliveries in `claimed`, in claim order.
+fn claimed_events(claimed: &[ClaimedDelivery]) -> Vec<u128> {
+    claimed.iter().map(|c| c.event_id.0.as_u128()).collect()
+}
+
+#[tokio::test]
+async fn a_delivery_waits_while_an_earlier_one_of_its_key_is_pending_and_others_do_not() {
+    // Events 1 and 2 are about entity k1, event 3 about k2; event 4 has no key (a row written
+    // without one is never held).
+    let (db, queue) = setup(4).await;
+    sql(&db, "UPDATE deliveries SET ordering_key = CASE WHEN event_id IN ('00000000-0000-0000-0000-000000000001', '00000000-0000-0000-0000-000000000002') THEN 'k1' WHEN event_id = '00000000-0000-0000-0000-000000000003' THEN 'k2' END, sequence = CASE WHEN event_id = '00000000-0000-0000-0000-000000000004' THEN NULL ELSE right(event_id::text, 1)::bigint END").await;
+    let at = T0 + Duration::seconds(5);
+    let first = queue
+        .claim(at, at + Duration::seconds(30), 10, 100)
+        .await
+        .unwrap();
+    let mut got = claimed_events(&first);
+    got.sort_unstable();
+    assert_eq!(got, [1, 3, 4], "k1's second event waits for its first");
+    assert_eq!(first[0].ordering_key, "k1");
+    assert_eq!(first[0].sequence, 1);
+
+    // The others are delivered; the first fails and waits for its retry: the second still
+    // waits, though due.
+    for done in first.iter().filter(|c| c.event_id.0.as_u128() != 1) {
+        queue
+            .record(
+                done,
+                &record(NextStep::Done, AttemptOutcome::Delivered { status: 200 }),
+            )
+            .await
+            .unwrap();
+    }
+    let e1 = first.iter().find(|c| c.event_id.0.as_u128() == 1).unwrap();
+    queue
+        .record(
+            e1,
+            &record(
+                NextStep::RetryAt(T0 + Duration::hours(1)),
+                AttemptOutcome::Rejected {
+                    status: 500,
+                    retry_after: None,
+                },
+            ),
+        )
+        .await
+        .unwrap();
+    let later = at + Duration::seconds(40);
+    assert!(
+        queue
+            .claim(later, later + Duration::seconds(30), 10, 100)
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing of k1 passes its pending first event"
+    );
+    // The retry goes first; a final failure then releases the one behind it.
+    let retry_at = T0 + Duration::hours(1);
+    let retried = queue
+        .claim(retry_at, retry_at + Duration::seconds(30), 10, 100)
+        .await
+        .unwrap();
+    assert_eq!(claimed_events(&retried), [1]);
+    queue
+        .record(
+            &retried[0],
+            &record(
+                NextStep::GiveUp,
+                AttemptOutcome::Rejected {
+                    status: 500,
+                    retry_after: None,
+                },
+            ),
+        )
+        .await
+        .unwrap();
+    let released = queue
+        .claim(retry_at, retry_at + Duration::seconds(30), 10, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed_events(&released),
+        [2],
+        "a final failure releases the next"
+    );
+    assert_eq!(released[0].sequence, 2);
 }

@@ -56,6 +56,7 @@ fn event(ws: WorkspaceId, kind: EventType, n: u128) -> Event {
         body: "{}".into(),
         created_at: datetime!(2026-03-01 10:00 UTC),
         subject: timetrack_domain::model::EventSubject::default(),
+        ordering_key: format!("k{n}"),
     }
 }
 

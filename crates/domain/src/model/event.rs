@@ -189,6 +189,10 @@ pub struct Event {
     pub created_at: OffsetDateTime,
     /// What it is about, for subscription filters.
     pub subject: EventSubject,
+    /// The entity it is about (the time entry, client or project id; the webhook's, for a
+    /// notice or a test): a subscription gets one entity's events in the order they were
+    /// recorded (`webhook-ordering-key`).
+    pub ordering_key: String,
 }
 
 #[cfg(test)]

@@ -105,6 +105,7 @@ impl CatalogService {
                 client_id: project.client_id,
                 ..EventSubject::default()
             },
+            project.id,
         )
     }
 

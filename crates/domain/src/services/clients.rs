@@ -160,6 +160,7 @@ impl ClientService {
                 client_id: Some(client.id),
                 ..EventSubject::default()
             },
+            client.id,
         )
     }
 

@@ -7,7 +7,7 @@ use time::Duration;
 
 use crate::delivery::{
     AttemptOutcome, AttemptRecord, ClaimedDelivery, DEFAULT_DISABLE_AFTER, DEFAULT_FAILING_AFTER,
-    NextStep, Notice, RetrySchedule, Secrets, build_request, next_step, should_disable,
+    NextStep, Notice, Ordering, RetrySchedule, Secrets, build_request, next_step, should_disable,
 };
 use crate::error::DomainResult;
 use crate::ids::EventId;
@@ -132,6 +132,10 @@ impl DeliveryService {
             claimed.event_type.as_str(),
             &claimed.body,
             started,
+            Ordering {
+                key: &claimed.ordering_key,
+                sequence: claimed.sequence,
+            },
         )?;
         let report = self.sender.send(&request).await;
         let finished = started + report.latency;
@@ -229,6 +233,7 @@ impl DeliveryService {
                 body,
                 created_at: at,
                 subject: EventSubject::default(),
+                ordering_key: claimed.subscription_id.to_string(),
             },
             about: claimed.subscription_id.clone(),
             streak_started_by: (event_type == EventType::WebhookFailing)

@@ -34,7 +34,8 @@ pub(crate) fn kept_changing(what: &str) -> crate::error::DomainError {
     crate::error::DomainError::Conflict(format!("The {what} kept changing; try again"))
 }
 
-/// An event of `event_type` in `workspace`, its body the serialized `payload`.
+/// An event of `event_type` in `workspace` about the entity `ordering_key`, its body the
+/// serialized `payload`.
 pub(crate) fn event_of(
     id: crate::ids::EventId,
     workspace: crate::ids::WorkspaceId,
@@ -42,6 +43,7 @@ pub(crate) fn event_of(
     payload: &impl serde::Serialize,
     created_at: time::OffsetDateTime,
     subject: crate::model::EventSubject,
+    ordering_key: impl std::fmt::Display,
 ) -> crate::error::DomainResult<crate::model::Event> {
     Ok(crate::model::Event {
         id,
@@ -50,5 +52,6 @@ pub(crate) fn event_of(
         body: crate::payload::to_body(payload)?,
         created_at,
         subject,
+        ordering_key: ordering_key.to_string(),
     })
 }

@@ -241,6 +241,7 @@ impl TimeEntryService {
                 user_id: Some(entry.user_id),
                 billable: Some(entry.billable),
             },
+            entry.id,
         )
     }
 

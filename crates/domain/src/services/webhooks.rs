@@ -413,6 +413,7 @@ impl WebhookService {
             body,
             created_at: now,
             subject: EventSubject::default(),
+            ordering_key: subscription.id.to_string(),
         };
         self.log.queue_test(&subscription.id, &event).await
     }

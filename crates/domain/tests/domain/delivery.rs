@@ -50,6 +50,10 @@ fn requests_carry_the_signed_headers_and_the_exact_body() {
         "CLIENT_CREATED",
         r#"{"test": 2432232314}"#,
         at,
+        Ordering {
+            key: "c1",
+            sequence: 1,
+        },
     )
     .unwrap();
     assert_eq!(at.unix_timestamp(), 1_614_265_330);
@@ -66,6 +70,8 @@ fn requests_carry_the_signed_headers_and_the_exact_body() {
     assert_eq!(header("webhook-id"), Some("msg_p5jXN8AQM9LWM0D4loKWxJek"));
     assert_eq!(header("webhook-timestamp"), Some("1614265330"));
     assert_eq!(header("x-webhook-event"), Some("CLIENT_CREATED"));
+    assert_eq!(header("webhook-ordering-key"), Some("c1"));
+    assert_eq!(header("webhook-sequence"), Some("1"));
     assert_eq!(header("content-type"), Some("application/json"));
     assert!(
         header("user-agent")
@@ -265,6 +271,10 @@ fn inside_a_rotation_window_the_signature_header_carries_the_new_then_the_old_si
         "CLIENT_CREATED",
         r#"{"test": 2432232314}"#,
         at,
+        Ordering {
+            key: "c1",
+            sequence: 1,
+        },
     )
     .unwrap();
     let signature = req
@@ -354,6 +364,8 @@ mod notices {
             secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
             previous_secret: None,
             attempts: 1,
+            ordering_key: "c1".into(),
+            sequence: 1,
             failing_since: failing_for.map(|d| NOW - d),
             failing_notified: told,
         }

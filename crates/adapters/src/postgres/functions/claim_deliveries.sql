@@ -19,12 +19,20 @@
 -- credential never keeps data flowing out. A disabled subscription gets its test deliveries
 -- only.
 --
+-- Ordering (events.md section 4): a delivery is claimed only while it is the first pending one
+-- (lowest sequence) of its ordering key to its subscription, leased or not: one probe per
+-- candidate of deliveries_ordering_idx, the one index that can answer it (see its migration:
+-- through an index on the subscription alone it read every pending delivery of the
+-- subscription per candidate). Deliveries of other keys are not held back, and one without a
+-- key is never held.
+-- A claim never takes two of one key at once: the later one sees the earlier one pending.
+--
 -- The previous signing secret is returned while it has not expired (a rotation's window).
 CREATE OR REPLACE FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint)
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
                secret text, previous_secret text, attempts integer, failing_since timestamptz,
-               failing_notified boolean)
+               failing_notified boolean, ordering_key text, sequence bigint)
 LANGUAGE plpgsql
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 SET plan_cache_mode = force_generic_plan SET jit = off
@@ -59,6 +67,12 @@ RETURN QUERY
             WHERE d.subscription_id = subs.id AND d.status = 'PENDING'
               AND d.next_attempt_at >= subs.first_due AND d.next_attempt_at <= $1
               AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)
+              AND (SELECT o.sequence FROM deliveries o
+                   WHERE o.subscription_id || '/' || o.ordering_key
+                         = subs.id || '/' || d.ordering_key
+                     AND o.status NOT IN ('DELIVERED', 'FAILED', 'CANCELLED')
+                   ORDER BY o.subscription_id || '/' || o.ordering_key, o.sequence
+                   LIMIT 1) IS NOT DISTINCT FROM d.sequence
             ORDER BY d.subscription_id, d.next_attempt_at
             LIMIT least($3, greatest(0, $4 - (SELECT count(*) FROM deliveries f
                                               WHERE f.subscription_id = subs.id
@@ -96,14 +110,16 @@ RETURN QUERY
         UPDATE deliveries d
         SET lease_expires_at = $2
         WHERE d.id = ANY (ARRAY(SELECT due.id FROM due))
-        RETURNING d.id, d.kind, d.event_id, d.subscription_id, d.workspace_id, d.attempts
+        RETURNING d.id, d.kind, d.event_id, d.subscription_id, d.workspace_id, d.attempts,
+                  d.ordering_key, d.sequence
     )
     -- Each leased delivery's event and subscription, each found by its key from the delivery
     -- (lateral subqueries kept apart by their LIMIT, so no plan can drive the join from events
     -- or subscriptions instead).
     SELECT l.id, l.kind, l.event_id, l.subscription_id, l.workspace_id, e.event_type, e.body,
            s.url, s.description, s.secret, s.previous_secret, l.attempts, s.failing_since,
-           s.failing_notified
+           s.failing_notified, coalesce(l.ordering_key, l.event_id::text),
+           coalesce(l.sequence, 0)
     FROM leased l
     CROSS JOIN LATERAL (
         SELECT x.event_type, x.body FROM events x WHERE x.id = l.event_id LIMIT 1

@@ -15,7 +15,7 @@ CREATE OR REPLACE FUNCTION timetrack_record_and_claim(bigint[], text[], int[], t
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
                secret text, previous_secret text, attempts integer, failing_since timestamptz,
-               failing_notified boolean)
+               failing_notified boolean, ordering_key text, sequence bigint)
 LANGUAGE plpgsql
 SET jit = off
 AS $fn$

@@ -3,13 +3,15 @@
 -- about itself, and another member never learns its URL, a capability). Returns one row,
 -- `queued`: the deliveries it queued.
 WITH e AS (
-    INSERT INTO events (id, workspace_id, event_type, body, created_at, about_webhook_id)
-    VALUES (:id, :workspace_id, :event_type, :body, :at, :about)
-    RETURNING id, workspace_id, event_type, created_at
+    INSERT INTO events (id, workspace_id, event_type, body, created_at, about_webhook_id,
+                        ordering_key)
+    VALUES (:id, :workspace_id, :event_type, :body, :at, :about, :about)
+    RETURNING id, workspace_id, event_type, created_at, ordering_key, seq
 ), d AS (
     INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, next_attempt_at,
-                            created_at, updated_at)
-    SELECT e.id, s.id, s.workspace_id, 'PENDING', e.created_at, e.created_at, e.created_at
+                            created_at, updated_at, ordering_key, sequence)
+    SELECT e.id, s.id, s.workspace_id, 'PENDING', e.created_at, e.created_at, e.created_at,
+           e.ordering_key, e.seq
     FROM e JOIN webhook_subscriptions s
       ON s.workspace_id = e.workspace_id AND s.status = 'ACTIVE' AND e.event_type = ANY (s.events)
      AND s.id <> :about

@@ -4,16 +4,18 @@
 -- one row, `queued`: the deliveries it queued.
 e AS (
     INSERT INTO events (id, workspace_id, event_type, body, created_at, project_id, client_id,
-                        user_id, billable)
+                        user_id, billable, ordering_key)
     SELECT * FROM unnest(:event_ids::uuid[], :event_workspaces::uuid[], :event_types::text[],
                          :event_bodies::text[], :event_times::timestamptz[],
                          :event_projects::uuid[], :event_clients::uuid[], :event_users::uuid[],
-                         :event_billables::bool[])
-    RETURNING id, workspace_id, event_type, created_at, project_id, client_id, user_id, billable
+                         :event_billables::bool[], :event_keys::text[])
+    RETURNING id, workspace_id, event_type, created_at, project_id, client_id, user_id, billable,
+              ordering_key, seq
 ), d AS (
     INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, next_attempt_at,
-                            created_at, updated_at)
-    SELECT e.id, s.id, s.workspace_id, 'PENDING', e.created_at, e.created_at, e.created_at
+                            created_at, updated_at, ordering_key, sequence)
+    SELECT e.id, s.id, s.workspace_id, 'PENDING', e.created_at, e.created_at, e.created_at,
+           e.ordering_key, e.seq
     FROM e JOIN webhook_subscriptions s
       ON s.workspace_id = e.workspace_id AND s.status = 'ACTIVE' AND e.event_type = ANY (s.events)
      AND (s.filter_project_ids IS NULL OR e.project_id = ANY (s.filter_project_ids))

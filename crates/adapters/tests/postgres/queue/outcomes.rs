@@ -407,6 +407,7 @@ async fn a_notice_reaches_the_owners_other_webhooks_that_list_it_once_per_streak
             body: "{}".into(),
             created_at: T0 + Duration::seconds(2),
             subject: EventSubject::default(),
+            ordering_key: "wh_aaaaaaaaaaaaaaaaaaaaaaaa".into(),
         },
         about: WebhookId::parse("wh_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap(),
         streak_started_by: Some(OffsetDateTime::now_utc() - Duration::days(1)),

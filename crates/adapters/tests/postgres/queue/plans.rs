@@ -283,7 +283,7 @@ async fn a_claim_planned_on_statistics_of_a_tiny_queue_still_claims_by_key_in_a_
                 .unwrap();
         }
         burst_of_events(&db).await;
-        sql(&db, "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, next_attempt_at, created_at, updated_at) SELECT e.id, s.id, e.workspace_id, 'PENDING', 0, e.created_at, e.created_at, e.created_at FROM events e CROSS JOIN webhook_subscriptions s WHERE e.id > '00000000-0000-0000-0001-000000000000'").await;
+        sql(&db, "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, next_attempt_at, created_at, updated_at, ordering_key, sequence) SELECT e.id, s.id, e.workspace_id, 'PENDING', 0, e.created_at, e.created_at, e.created_at, e.id::text, e.seq FROM events e CROSS JOIN webhook_subscriptions s WHERE e.id > '00000000-0000-0000-0001-000000000000'").await;
         client.batch_execute("BEGIN").await.unwrap();
         let claimed: i64 = client.query_one(&claim, &[]).await.unwrap().get(0);
         let mut read = Vec::new();
