@@ -409,6 +409,14 @@ fn attack_table(a: &Attacker, b: &Victim) -> Vec<Probe> {
             OK,
         ),
         probe("GET", WEBHOOKS, OK),
+        // The catch-up feed is the workspace's own: none of B's events.
+        probe("GET", "/api/integrations/automation/events?limit=1000", OK),
+        probe(
+            "GET",
+            "/api/integrations/automation/events?types=CLIENT_CREATED,TIME_ENTRY_CREATED",
+            OK,
+        ),
+        probe("GET", "/api/integrations/automation/event-types", OK),
         probe("POST", find, &[403]).with(json!({"workspace_id": b_space, "name": b_client})),
         probe("POST", find, &[403])
             .with(json!({"workspace_id": b_space, "name": "a", "limit": 100})),
