@@ -324,6 +324,14 @@ impl<T: DeserializeOwned + Default + 'static, R: BodyRejection + 'static> FromRe
     }
 }
 
+/// An RFC 3339 time of a body field; anything else is 400 `Invalid request parameters`.
+pub fn body_time(field: &str, value: &str) -> Result<time::OffsetDateTime, ApiError> {
+    timetrack_domain::timefmt::parse_rfc3339(field, value).map_err(|e| {
+        ApiError::bad_request(timetrack_domain::services::webhooks::INVALID_PARAMETERS)
+            .with_detail(format!("{field}: {e}"))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

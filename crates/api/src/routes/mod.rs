@@ -26,6 +26,9 @@ use utoipa_actix_web::OpenApiFactory;
 use crate::error::method_not_allowed;
 use crate::openapi::OpenApiDocument;
 
+/// How the OpenAPI document describes a webhook id in a path.
+pub(crate) const WEBHOOK_ID: &str = "`wh_...` (a malformed one is 404, like an unknown one)";
+
 /// `{data: [...], next_cursor: string|null}`, the body of every paginated list.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ListResponse<T> {

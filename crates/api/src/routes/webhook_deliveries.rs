@@ -6,21 +6,14 @@ use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use timetrack_domain::model::{DeliveryAttempt, DeliveryDetail, DeliveryRecord, ReplayOutcome};
-use timetrack_domain::services::webhooks::INVALID_PARAMETERS;
 use timetrack_domain::services::{DeliveryFilter, ReplayRequest};
-use timetrack_domain::timefmt::{parse_rfc3339, rfc3339};
+use timetrack_domain::timefmt::rfc3339;
 
 use crate::error::ApiError;
-use crate::extract::{Caller, InvalidParams, JsonBody, QueryParams};
+use crate::extract::{Caller, InvalidParams, JsonBody, QueryParams, body_time};
 use crate::openapi::fields;
-use crate::routes::webhooks::WEBHOOK_ID;
+use crate::routes::WEBHOOK_ID;
 use crate::state::AppState;
-
-/// An RFC 3339 time of a body field; anything else is 400 `Invalid request parameters`.
-pub fn body_time(field: &str, value: &str) -> Result<time::OffsetDateTime, ApiError> {
-    parse_rfc3339(field, value)
-        .map_err(|e| ApiError::bad_request(INVALID_PARAMETERS).with_detail(format!("{field}: {e}")))
-}
 
 /// A delivery as the log shows it (`D`).
 #[derive(Debug, Serialize, utoipa::ToSchema)]

@@ -14,13 +14,12 @@ use timetrack_domain::services::{NewSubscription, WebhookChange};
 use timetrack_domain::timefmt::rfc3339;
 
 use crate::error::ApiError;
-use crate::extract::{BodyRejection, Caller, InvalidParams, JsonBody, JsonOrEmpty, WholeNumber};
+use crate::extract::{
+    BodyRejection, Caller, InvalidParams, JsonBody, JsonOrEmpty, WholeNumber, body_time,
+};
 use crate::openapi::fields;
-use crate::routes::webhook_deliveries::body_time;
+use crate::routes::WEBHOOK_ID;
 use crate::state::AppState;
-
-/// How the OpenAPI document describes a webhook id in a path.
-pub(crate) const WEBHOOK_ID: &str = "`wh_...` (a malformed one is 404, like an unknown one)";
 
 /// A subscribe body that is not a JSON object cannot carry a URL and events.
 #[derive(Debug)]
