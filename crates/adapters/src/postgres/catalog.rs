@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::announce::DeliveryAnnouncer;
 use super::errors::violated_constraint;
-use super::outbox::record_events;
+use super::outbox::{record_events, record_if_found};
 use super::schema::{projects, tags, tasks};
 use super::{PgPool, keyset_before, map_db_error, map_pool_error, opaque_debug};
 
@@ -174,10 +174,7 @@ impl CatalogRepository for PgCatalogRepository {
                 ))
                 .execute(conn)
                 .await?;
-                if n == 0 {
-                    return Ok(None);
-                }
-                record_events(conn, events).await.map(Some)
+                record_if_found(conn, n, events).await
             })
             .await
             .map_err(|e| project_error(e, "updating a project"))?;
@@ -200,10 +197,7 @@ impl CatalogRepository for PgCatalogRepository {
                 )
                 .execute(conn)
                 .await?;
-                if n == 0 {
-                    return Ok(None);
-                }
-                record_events(conn, events).await.map(Some)
+                record_if_found(conn, n, events).await
             })
             .await
             .map_err(|e| project_error(e, "deleting a project"))?;

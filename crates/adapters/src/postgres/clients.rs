@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::announce::DeliveryAnnouncer;
 use super::errors::violated_constraint;
-use super::outbox::{EventColumns, Queued, outbox_query, outbox_statement, record_events};
+use super::outbox::{EventColumns, Queued, outbox_query, outbox_statement, record_if_found};
 use super::prepared::{Prepared, Typed};
 use super::schema::clients;
 use super::sql::numbered;
@@ -358,10 +358,7 @@ impl ClientRepository for PgClientRepository {
                 .set(&row)
                 .execute(conn)
                 .await?;
-                if n == 0 {
-                    return Ok(None);
-                }
-                record_events(conn, events).await.map(Some)
+                record_if_found(conn, n, events).await
             })
             .await;
         match queued {
@@ -382,10 +379,7 @@ impl ClientRepository for PgClientRepository {
                 )
                 .execute(conn)
                 .await?;
-                if n == 0 {
-                    return Ok(None);
-                }
-                record_events(conn, events).await.map(Some)
+                record_if_found(conn, n, events).await
             })
             .await
             .map_err(|e| match violated_constraint(&e) {

@@ -119,5 +119,19 @@ pub(crate) async fn record_events(
         .map(|row| row.queued)
 }
 
+/// The tail of a conditional change (an UPDATE or DELETE that matched `rows` rows, inside the
+/// change's transaction on `conn`): `events` and their deliveries when it found its row,
+/// nothing when the row had changed since it was read (`None`).
+pub(crate) async fn record_if_found(
+    conn: &mut AsyncPgConnection,
+    rows: usize,
+    events: &[Event],
+) -> QueryResult<Option<i64>> {
+    if rows == 0 {
+        return Ok(None);
+    }
+    record_events(conn, events).await.map(Some)
+}
+
 /// The channel on which committed deliveries are announced.
 pub const DELIVERY_CHANNEL: &str = "timetrack_deliveries";

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::announce::DeliveryAnnouncer;
 use super::errors::violated_constraint;
-use super::outbox::record_events;
+use super::outbox::{record_events, record_if_found};
 use super::schema::{time_entries, time_entry_tags};
 use super::{PgPool, keyset_before, map_db_error, map_pool_error, opaque_debug};
 
@@ -397,10 +397,7 @@ impl TimeEntryRepository for PgTimeEntryRepository {
                 )
                 .execute(conn)
                 .await?;
-                if n == 0 {
-                    return Ok(None);
-                }
-                record_events(conn, events).await.map(Some)
+                record_if_found(conn, n, events).await
             })
             .await
             .map_err(|e| map_db_error(e, "deleting a time entry"))?;

@@ -11,8 +11,8 @@ use crate::delivery::{
 };
 use crate::error::DomainResult;
 use crate::ids::EventId;
-use crate::model::{DeliveryKind, Event, EventSubject, EventType};
-use crate::payload::{NoticeWebhook, WebhookNoticePayload, to_body};
+use crate::model::{DeliveryKind, EventSubject, EventType};
+use crate::payload::{NoticeWebhook, WebhookNoticePayload};
 use crate::ports::{Clock, DeliveryQueue, IdGenerator, RandomSource, WebhookSender};
 use crate::timefmt::rfc3339;
 
@@ -211,7 +211,7 @@ impl DeliveryService {
             NextStep::Done | NextStep::Unsubscribe => claimed.failing_since,
             _ => Some(claimed.failing_since.unwrap_or(record.started_at)),
         };
-        let body = to_body(&WebhookNoticePayload {
+        let payload = WebhookNoticePayload {
             event: event_type.as_str(),
             webhook: NoticeWebhook {
                 id: claimed.subscription_id.to_string(),
@@ -224,17 +224,17 @@ impl DeliveryService {
             last_status_code,
             last_error,
             timestamp: rfc3339(at),
-        })?;
+        };
         Ok(Notice {
-            event: Event {
-                id: EventId(self.ids.new_uuid()),
-                workspace_id: claimed.workspace_id,
+            event: super::event_of(
+                EventId(self.ids.new_uuid()),
+                claimed.workspace_id,
                 event_type,
-                body,
-                created_at: at,
-                subject: EventSubject::default(),
-                ordering_key: claimed.subscription_id.to_string(),
-            },
+                &payload,
+                at,
+                EventSubject::default(),
+                &claimed.subscription_id,
+            )?,
             about: claimed.subscription_id.clone(),
             streak_started_by: (event_type == EventType::WebhookFailing)
                 .then(|| record.finished_at() - self.settings.failing_after),

@@ -9,13 +9,13 @@ use crate::error::{DomainError, DomainResult};
 use crate::ids::{EventId, WorkspaceId};
 use crate::model::webhook::generate_secret;
 use crate::model::{
-    AuditEntry, DeliveryDetail, DeliveryId, DeliveryQuery, DeliveryRecord, DeliveryStatus, Event,
+    AuditEntry, DeliveryDetail, DeliveryId, DeliveryQuery, DeliveryRecord, DeliveryStatus,
     EventSubject, EventType, HourlyStats, PageRequest, Principal, ReplayOutcome, ReplayWindow,
     Subscription, SubscriptionChange, SubscriptionFilters, SubscriptionStatus, WebhookHealth,
     WebhookId,
 };
 use crate::net::{RESOLVES_TO_PRIVATE, WebhookTarget, blocked_reason, parse_webhook_url};
-use crate::payload::{WebhookTestPayload, to_body};
+use crate::payload::WebhookTestPayload;
 use crate::ports::{
     Clock, DeliveryLog, HostResolver, IdGenerator, RandomSource, SubscriptionRepository,
 };
@@ -400,21 +400,20 @@ impl WebhookService {
     pub async fn test(&self, caller: &Principal, raw_id: &str) -> DomainResult<DeliveryRecord> {
         let subscription = self.live(caller, raw_id).await?;
         let now = self.clock.now();
-        let body = to_body(&WebhookTestPayload {
-            event: EventType::WebhookTest.as_str(),
-            webhook_id: subscription.id.to_string(),
-            workspace_id: subscription.workspace_id.to_string(),
-            timestamp: rfc3339(now),
-        })?;
-        let event = Event {
-            id: EventId(self.ids.new_uuid()),
-            workspace_id: subscription.workspace_id,
-            event_type: EventType::WebhookTest,
-            body,
-            created_at: now,
-            subject: EventSubject::default(),
-            ordering_key: subscription.id.to_string(),
-        };
+        let event = super::event_of(
+            EventId(self.ids.new_uuid()),
+            subscription.workspace_id,
+            EventType::WebhookTest,
+            &WebhookTestPayload {
+                event: EventType::WebhookTest.as_str(),
+                webhook_id: subscription.id.to_string(),
+                workspace_id: subscription.workspace_id.to_string(),
+                timestamp: rfc3339(now),
+            },
+            now,
+            EventSubject::default(),
+            &subscription.id,
+        )?;
         self.log.queue_test(&subscription.id, &event).await
     }
 
