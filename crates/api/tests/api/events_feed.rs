@@ -348,3 +348,75 @@ async fn concurrent_writers_and_a_polling_reader_see_every_event_exactly_once() 
     assert_eq!(unique.len(), seen.len(), "no event twice");
     assert_eq!(seen.len(), 40, "every event");
 }
+
+#[actix_web::test]
+async fn the_feed_never_shows_test_deliveries_and_shows_a_notice_to_its_webhooks_owner_only() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let auth = t.bearer().1;
+    let mine =
+        crate::webhooks_operate::subscribed(&t, &app, "https://hooks.example.com/mine").await;
+    // Another member of the workspace, with a webhook of their own.
+    let bob = t
+        .admin
+        .create_user(
+            t.workspace.id,
+            timetrack_testkit::fakes::name("Bob"),
+            timetrack_testkit::fakes::email("bob@example.com"),
+        )
+        .await
+        .unwrap();
+    let (_, bob_secret) = t
+        .admin
+        .create_api_key(bob.id, t.workspace.id, None)
+        .await
+        .unwrap();
+    let bob_auth = format!("Bearer {}", bob_secret.expose());
+    let req = crate::webhooks_operate::request(
+        "POST",
+        &bob_auth,
+        "/subscribe",
+        Some(json!({"url": "https://hooks.example.com/bob", "events": ["CLIENT_CREATED"]})),
+    );
+    let (status, _, body) = call(&app, req).await;
+    assert_eq!(status, 201, "{body}");
+    let bobs = body["webhook"]["id"].as_str().unwrap().to_owned();
+
+    // A test delivery (its WEBHOOK_TEST event is recorded), and a notice about each webhook.
+    let req = crate::webhooks_operate::request("POST", &auth, &format!("/{mine}/test"), None);
+    assert_eq!(call(&app, req).await.0, 202);
+    assert_eq!(
+        t.scalar("SELECT count(*) AS n FROM events WHERE event_type = 'WEBHOOK_TEST'")
+            .await,
+        1
+    );
+    for (n, about) in [(1, &mine), (2, &bobs)] {
+        TestApp::execute(
+            &t,
+            &format!(
+                "INSERT INTO events (id, workspace_id, event_type, body, created_at, \
+             about_webhook_id, ordering_key) VALUES ('00000000-0000-4000-8000-00000000000{n}', \
+             '{}', 'WEBHOOK_FAILING', '{{}}', now(), '{about}', '{about}')",
+                t.workspace.id
+            ),
+        )
+        .await;
+    }
+    for (auth, notice) in [
+        (&auth, "00000000-0000-4000-8000-000000000001"),
+        (&bob_auth, "00000000-0000-4000-8000-000000000002"),
+    ] {
+        let (seen, cursor) = read_until(&app, auth, "", None, 1).await;
+        assert_eq!(
+            seen,
+            [notice],
+            "the reader's own webhook's notice only, and no test"
+        );
+        // Nothing more once every transaction before the reads has ended.
+        actix_web::rt::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(
+            read_all(&app, auth, "", Some(cursor)).await.0,
+            Vec::<String>::new()
+        );
+    }
+}
