@@ -1,19 +1,31 @@
 //! The database health probe.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use diesel_async::RunQueryDsl;
 use timetrack_domain::ports::HealthProbe;
 use timetrack_domain::{DomainError, DomainResult};
+use tokio::sync::Mutex;
 
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 
+/// When a check came back, and what it found (the error as its message).
+type LastCheck = (Instant, Result<(), String>);
+
 /// Checks the database with `SELECT 1`, bounded in time.
+///
+/// Checks asked for at the same time share one query: while a check runs, the others wait for it
+/// (in arrival order) and take its outcome, since it came back after they asked. A flood of health
+/// requests therefore costs one pooled connection at a time, not one each, and does not queue
+/// behind itself for the pool.
 #[derive(Clone)]
 pub struct PgHealthProbe {
     pool: PgPool,
     timeout: Duration,
+    /// When the last check came back, and what it found.
+    last: Arc<Mutex<Option<LastCheck>>>,
 }
 
 opaque_debug!(PgHealthProbe);
@@ -21,20 +33,41 @@ opaque_debug!(PgHealthProbe);
 impl PgHealthProbe {
     /// A probe that gives up after `timeout` (2 s in production).
     pub fn new(pool: PgPool, timeout: Duration) -> Self {
-        Self { pool, timeout }
+        Self {
+            pool,
+            timeout,
+            last: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    async fn select_one(&self) -> DomainResult<()> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        diesel::sql_query("SELECT 1")
+            .execute(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "health check"))?;
+        Ok(())
     }
 }
 
 #[async_trait]
 impl HealthProbe for PgHealthProbe {
     async fn check_database(&self) -> DomainResult<()> {
+        let asked = Instant::now();
         let check = async {
-            let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-            diesel::sql_query("SELECT 1")
-                .execute(&mut conn)
-                .await
-                .map_err(|e| map_db_error(e, "health check"))?;
-            Ok(())
+            let mut last = self.last.lock().await;
+            if let Some((finished, outcome)) = last.as_ref()
+                && *finished >= asked
+            {
+                // A check that came back after this one was asked for: its outcome is current.
+                return outcome.clone().map_err(DomainError::Unavailable);
+            }
+            let outcome = self.select_one().await;
+            *last = Some((
+                Instant::now(),
+                outcome.as_ref().map(|_| ()).map_err(ToString::to_string),
+            ));
+            outcome
         };
         tokio::time::timeout(self.timeout, check)
             .await

@@ -9,6 +9,50 @@ async fn health_probe_reports_a_reachable_database() {
     probe.check_database().await.unwrap();
 }
 
+/// Health checks asked for together share one query: while the pool's only connection is taken,
+/// twenty checks put one waiter in the pool's queue, not twenty, and all pass once it is free.
+#[tokio::test]
+async fn concurrent_health_checks_share_one_query() {
+    let db = TestDatabase::new().await;
+    let pool = build_pool(
+        db.url(),
+        PoolSettings {
+            max_size: 1,
+            wait_timeout: Duration::from_secs(5),
+            ..PoolSettings::default()
+        },
+    )
+    .unwrap();
+    let probe = PgHealthProbe::new(pool.clone(), Duration::from_secs(5));
+    let held = pool.get().await.unwrap();
+    let checks: Vec<_> = (0..20)
+        .map(|_| {
+            let probe = probe.clone();
+            tokio::spawn(async move { probe.check_database().await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(pool.status().waiting, 1, "{:?}", pool.status());
+    drop(held);
+    for check in checks {
+        check.await.unwrap().unwrap();
+    }
+    // A later check runs its own query rather than reusing the earlier outcome.
+    let held = pool.get().await.unwrap();
+    let late = tokio::spawn({
+        let probe = probe.clone();
+        async move { probe.check_database().await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !late.is_finished(),
+        "a later check reused an earlier outcome"
+    );
+    assert_eq!(pool.status().waiting, 1);
+    drop(held);
+    late.await.unwrap().unwrap();
+}
+
 /// After a burst, the pool hands out the connection returned last, so a lighter load stays on a
 /// few warm backends instead of rotating through every connection the burst opened.
 #[tokio::test]
