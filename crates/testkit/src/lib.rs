@@ -12,12 +12,16 @@
 pub mod fakes;
 
 #[cfg(feature = "infra")]
+mod browser;
+#[cfg(feature = "infra")]
 mod database;
 #[cfg(feature = "infra")]
 mod process;
 #[cfg(feature = "infra")]
 mod receiver;
 
+#[cfg(feature = "infra")]
+pub use browser::chromium;
 #[cfg(feature = "infra")]
 pub use database::{TestDatabase, npm_package, python_package, recreate_database};
 #[cfg(feature = "infra")]

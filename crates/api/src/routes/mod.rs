@@ -2,6 +2,7 @@
 
 pub(crate) mod catalog;
 pub(crate) mod clients;
+pub(crate) mod console;
 pub(crate) mod docs;
 pub(crate) mod event_types;
 pub(crate) mod events;
@@ -220,4 +221,5 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         cfg.service(resource(path, routes));
     }
     cfg.app_data(web::Data::new(OpenApiDocument(DOCUMENT.as_str())));
+    cfg.configure(console::configure);
 }

@@ -3,6 +3,7 @@
 mod auth;
 mod catalog;
 mod clients;
+mod console;
 mod errors;
 mod event_types;
 mod events_changes;

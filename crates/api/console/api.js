@@ -1,0 +1,94 @@
+// The public JSON API, with the key kept in sessionStorage only (gone when the tab closes).
+
+const KEY = "timetrack.apiKey";
+
+export const session = {
+  get key() {
+    return sessionStorage.getItem(KEY);
+  },
+  set key(value) {
+    sessionStorage.setItem(KEY, value);
+  },
+  forget() {
+    sessionStorage.removeItem(KEY);
+  },
+};
+
+/** A failed call: `message` is the API's own error message, ready to show. */
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Called when the key stops working (401 on a call other than the sign-in check). */
+export let onUnauthorized = () => {};
+export function whenUnauthorized(handler) {
+  onUnauthorized = handler;
+}
+
+/**
+ * Calls the API. Reads (GET) are tried again after a lost connection, up to three times; writes
+ * never are, since the first may have arrived. A 429 says when to try again.
+ */
+export async function api(method, path, body, key = session.key) {
+  const read = method === "GET";
+  for (let attempt = 0; ; attempt += 1) {
+    let response;
+    try {
+      const headers = { Accept: "application/json" };
+      if (key) headers.Authorization = `Bearer ${key}`;
+      if (body !== undefined) headers["Content-Type"] = "application/json";
+      response = await fetch(path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        cache: "no-store",
+        credentials: "omit",
+      });
+    } catch {
+      if (read && attempt < 3) {
+        await sleep(500 * 2 ** attempt);
+        continue;
+      }
+      throw new ApiError(
+        0,
+        read
+          ? "Connection lost: the server did not answer (tried 4 times). Check it and try again."
+          : "Connection lost: this change may or may not have been made. Reload to see, then try again if needed.",
+      );
+    }
+    const text = await response.text();
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch {
+      data = null;
+    }
+    if (response.ok) return data;
+    let message =
+      data && typeof data.error === "string" ? data.error : `HTTP ${response.status}`;
+    if (response.status === 429) {
+      const wait = response.headers.get("Retry-After");
+      message = wait ? `${message}: try again in ${wait} s` : `${message}: try again shortly`;
+    }
+    if (response.status === 401 && path !== "/api/me") onUnauthorized();
+    throw new ApiError(response.status, message);
+  }
+}
+
+export const HOOKS = "/api/integrations/automation/webhooks";
+export const hook = (id) => `${HOOKS}/${encodeURIComponent(id)}`;
+
+/** A query string from the given non-empty values. */
+export function query(params) {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== null && value !== undefined && value !== "") search.set(name, value);
+  }
+  const text = search.toString();
+  return text ? `?${text}` : "";
+}

@@ -1,0 +1,695 @@
+// The delivery console: a page over the public JSON API, for the owner of the API key it holds.
+
+import { api, ApiError, HOOKS, hook, query, session, whenUnauthorized } from "./api.js";
+import { statsCharts } from "./chart.js";
+import {
+  append, clear, copyButton, field, h, localToRfc3339, replace, say, status, when,
+} from "./dom.js";
+
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+const who = document.getElementById("who");
+const signOut = document.getElementById("signout");
+
+/** The signed-in caller (`GET /api/me`), and the event catalog once read. */
+let me = null;
+let catalog = null;
+
+const message = (err) => (err instanceof ApiError ? err.message : String(err?.message ?? err));
+
+function show(...children) {
+  replace(main, ...children);
+  main.focus({ preventScroll: true });
+}
+
+/**
+ * Each view that starts takes a ticket; a view whose loads finish after another view started
+ * (the user moved on) renders nothing, so a slow answer never replaces the page being looked at.
+ */
+let generation = 0;
+function view() {
+  generation += 1;
+  const ticket = generation;
+  const current = () => ticket === generation;
+  return {
+    current,
+    show: (...children) => {
+      if (current()) show(...children);
+    },
+    loading: (what) => {
+      if (current()) show(h("p", { class: "loading" }, `Loading ${what}…`));
+    },
+    failure: (err, retry) => {
+      if (!current()) return;
+      show(
+        h("p", { class: "status error", role: "alert" }, message(err)),
+        retry ? h("button", { type: "button", onclick: retry }, "Try again") : null,
+      );
+    },
+  };
+}
+
+function badge(state) {
+  const known = ["healthy", "failing", "disabled", "unknown"].includes(state) ? state : "unknown";
+  return h("span", { class: `badge ${known}` }, known);
+}
+
+async function eventTypes() {
+  if (!catalog) {
+    catalog = await api("GET", "/api/integrations/automation/event-types");
+  }
+  return catalog;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sign-in
+
+function signInView(problem) {
+  const v = view();
+  nav.hidden = true;
+  who.hidden = true;
+  signOut.hidden = true;
+  const input = h("input", {
+    type: "password", name: "key", autocomplete: "off", spellcheck: "false", required: true,
+  });
+  const out = status();
+  if (problem) say(out, problem);
+  const form = h("form", { class: "card narrow", "aria-label": "Sign in" },
+    h("h1", {}, "Sign in"),
+    h("p", {}, "Paste an API key of your workspace. It is kept in this tab only and forgotten when the tab closes."),
+    field("API key", input),
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Sign in")),
+    out);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const key = input.value.trim();
+    if (!key) {
+      say(out, "Paste an API key first");
+      return;
+    }
+    say(out, "Checking…", true);
+    try {
+      me = await api("GET", "/api/me", undefined, key);
+      session.key = key;
+      route();
+    } catch (err) {
+      say(out, err instanceof ApiError && err.status === 401
+        ? "That key was not accepted (Unauthorized)"
+        : message(err));
+    }
+  });
+  v.show(form);
+  input.focus();
+}
+
+function signedIn() {
+  nav.hidden = false;
+  signOut.hidden = false;
+  who.hidden = false;
+  replace(who, `${me.user?.name ?? ""} · ${me.workspace?.name ?? ""}`);
+}
+
+signOut.addEventListener("click", () => {
+  session.forget();
+  me = null;
+  catalog = null;
+  location.hash = "#/webhooks";
+  signInView();
+});
+
+whenUnauthorized(() => {
+  session.forget();
+  me = null;
+  signInView("Your key is no longer accepted; sign in again.");
+});
+
+// ---------------------------------------------------------------------------------------------
+// Webhooks
+
+async function webhooksView() {
+  const v = view();
+  v.loading("webhooks");
+  let hooks;
+  try {
+    hooks = (await api("GET", HOOKS)).webhooks;
+  } catch (err) {
+    v.failure(err, webhooksView);
+    return;
+  }
+  const list = hooks.length
+    ? h("ul", { class: "hooks" }, hooks.map((w) => {
+      const health = w.health ?? {};
+      return h("li", { class: "card hook" },
+        h("div", { class: "hook-head" },
+          h("a", { href: `#/webhooks/${encodeURIComponent(w.id)}`, class: "url" }, w.url),
+          badge(health.state)),
+        w.description ? h("p", { class: "description" }, w.description) : null,
+        h("dl", { class: "facts" },
+          h("dt", {}, "Status"), h("dd", {}, w.status),
+          h("dt", {}, "Events"), h("dd", {}, w.events.join(", ")),
+          h("dt", {}, "Last success"), h("dd", {}, when(health.last_success_at)),
+          h("dt", {}, "Failing since"), h("dd", {}, when(health.failing_since)),
+          h("dt", {}, "Pending"), h("dd", {}, String(health.pending_deliveries ?? 0))));
+    }))
+    : h("p", { class: "empty" }, "No webhooks yet. Subscribe one to start receiving events.");
+  v.show(
+    h("div", { class: "title-row" },
+      h("h1", {}, "Webhooks"),
+      h("a", { class: "button", href: "#/new" }, "Subscribe a webhook")),
+    list);
+}
+
+function eventChoices(types, chosen = []) {
+  const box = h("fieldset", { class: "events" }, h("legend", {}, "Events"));
+  for (const t of types.filter((t) => t.subscribable)) {
+    const id = `ev-${t.type}`;
+    box.append(h("div", { class: "check" },
+      h("input", { type: "checkbox", id, value: t.type, checked: chosen.includes(t.type) }),
+      h("label", { for: id }, t.type, h("span", { class: "hint" }, ` ${t.description}`))));
+  }
+  return box;
+}
+
+const checked = (box) => [...box.querySelectorAll("input:checked")].map((i) => i.value);
+
+function idList(text) {
+  return text.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
+}
+
+/** Filter inputs, and a reader that makes the `filters` object from them. */
+function filterFields(filters = {}) {
+  const projects = h("input", { type: "text", value: (filters.project_ids ?? []).join(", ") });
+  const clients = h("input", { type: "text", value: (filters.client_ids ?? []).join(", ") });
+  const users = h("input", { type: "text", value: (filters.user_ids ?? []).join(", ") });
+  const billable = h("select", {},
+    h("option", { value: "" }, "any"),
+    h("option", { value: "true" }, "billable only"),
+    h("option", { value: "false" }, "non-billable only"));
+  billable.value = filters.billable === undefined || filters.billable === null ? "" : String(filters.billable);
+  const box = h("fieldset", { class: "filters" }, h("legend", {}, "Filters (optional)"),
+    field("Project ids", projects, "Comma-separated; only events of these projects"),
+    field("Client ids", clients, "Comma-separated"),
+    field("Member (user) ids", users, "Comma-separated"),
+    field("Billable", billable, "Time-entry events only"));
+  const read = () => {
+    const out = {};
+    if (idList(projects.value).length) out.project_ids = idList(projects.value);
+    if (idList(clients.value).length) out.client_ids = idList(clients.value);
+    if (idList(users.value).length) out.user_ids = idList(users.value);
+    if (billable.value) out.billable = billable.value === "true";
+    return out;
+  };
+  return { box, read };
+}
+
+function secretShown(secret, note) {
+  return h("div", { class: "secret card", role: "region", "aria-label": "Signing secret" },
+    h("p", {}, h("strong", {}, "Signing secret — shown once. "), note ?? "Store it now; it cannot be read again."),
+    h("code", { class: "secret-value", tabindex: "0" }, secret),
+    copyButton(secret, "Copy secret"));
+}
+
+async function newWebhookView() {
+  const v = view();
+  v.loading("event types");
+  let types;
+  try {
+    types = await eventTypes();
+  } catch (err) {
+    v.failure(err, newWebhookView);
+    return;
+  }
+  const url = h("input", { type: "url", required: true, placeholder: "https://example.com/hooks/timetrack" });
+  const description = h("input", { type: "text", maxlength: 500 });
+  const events = eventChoices(types, ["TIMER_STARTED", "TIMER_STOPPED"]);
+  const filters = filterFields();
+  const out = status();
+  const result = h("div");
+  const form = h("form", { class: "card", "aria-label": "Subscribe a webhook" },
+    field("URL (HTTPS)", url),
+    events,
+    field("Description", description, "Optional, for you"),
+    filters.box,
+    h("div", { class: "actions" },
+      h("button", { type: "submit" }, "Subscribe"),
+      h("a", { href: "#/webhooks", class: "button quiet" }, "Cancel")),
+    out);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const body = { url: url.value.trim(), events: checked(events) };
+    if (description.value.trim()) body.description = description.value.trim();
+    const f = filters.read();
+    if (Object.keys(f).length) body.filters = f;
+    say(out, "Subscribing…", true);
+    try {
+      const answer = await api("POST", `${HOOKS}/subscribe`, body);
+      clear(out);
+      form.remove();
+      replace(result,
+        h("p", { class: "status ok", role: "status" }, `Subscribed ${answer.webhook.url}.`),
+        secretShown(answer.webhook.secret),
+        h("div", { class: "actions" },
+          h("a", { class: "button", href: `#/webhooks/${encodeURIComponent(answer.webhook.id)}` }, "Open the webhook"),
+          h("a", { class: "button quiet", href: "#/webhooks" }, "Back to the list")));
+    } catch (err) {
+      say(out, message(err));
+    }
+  });
+  v.show(h("h1", {}, "Subscribe a webhook"), form, result);
+  url.focus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// One webhook
+
+function action(label, run, { danger = false } = {}) {
+  const out = status();
+  const button = h("button", { type: "button", class: danger ? "danger" : "" }, label);
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      await run(out);
+    } catch (err) {
+      say(out, message(err));
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return { button, out };
+}
+
+async function webhookView(id) {
+  const v = view();
+  v.loading("the webhook");
+  let w;
+  let types;
+  let stats;
+  try {
+    [w, types, stats] = await Promise.all([
+      api("GET", hook(id)).then((a) => a.webhook),
+      eventTypes(),
+      api("GET", `${hook(id)}/stats`).then((a) => a.buckets),
+    ]);
+  } catch (err) {
+    v.failure(err, () => webhookView(id));
+    return;
+  }
+  const health = w.health ?? {};
+
+  // Settings
+  const url = h("input", { type: "url", value: w.url, required: true });
+  const description = h("input", { type: "text", value: w.description ?? "", maxlength: 500 });
+  const events = eventChoices(types, w.events);
+  const filters = filterFields(w.filters ?? {});
+  const saved = status();
+  const settings = h("form", { class: "card", "aria-label": "Settings" },
+    h("h2", {}, "Settings"),
+    field("URL (HTTPS)", url), events, field("Description", description), filters.box,
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Save changes")),
+    saved);
+  settings.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    say(saved, "Saving…", true);
+    try {
+      await api("PATCH", hook(id), {
+        url: url.value.trim(),
+        events: checked(events),
+        description: description.value,
+        filters: filters.read(),
+      });
+      say(saved, "Saved.", true);
+    } catch (err) {
+      say(saved, message(err));
+    }
+  });
+
+  // Operations
+  const test = action("Send test", async (out) => {
+    say(out, "Sending…", true);
+    const answer = await api("POST", `${hook(id)}/test`);
+    const delivery = await settle(id, answer.delivery.id);
+    say(out, delivery.status === "DELIVERED"
+      ? `Test delivered (HTTP ${delivery.last_status_code}).`
+      : `Test ${delivery.status.toLowerCase()}: ${delivery.last_error ?? `HTTP ${delivery.last_status_code ?? "?"}`}.`,
+    delivery.status === "DELIVERED");
+    out.append(" ", h("a", { href: `#/webhooks/${encodeURIComponent(id)}/deliveries` }, "See the delivery log"));
+  });
+
+  const validFor = h("input", { type: "number", min: 0, max: 604800, value: 86400 });
+  const rotated = h("div");
+  const rotate = action("Rotate secret", async (out) => {
+    const seconds = Number(validFor.value);
+    const answer = await api("POST", `${hook(id)}/rotate-secret`, { previous_valid_for_seconds: seconds });
+    clear(out);
+    replace(rotated, secretShown(answer.secret, answer.previous_expires_at
+      ? `The previous secret still signs until ${when(answer.previous_expires_at)}.`
+      : "The previous secret no longer signs."));
+  });
+
+  const replaySince = h("input", { type: "datetime-local" });
+  const enable = action("Enable", async (out) => {
+    const since = localToRfc3339(replaySince.value);
+    const answer = await api("POST", `${hook(id)}/enable`, since ? { replay_since: since } : {});
+    say(out, `Enabled${answer.replayed ? `; ${answer.replayed} failed events queued again` : ""}.`, true);
+    statusCell.textContent = answer.webhook.status;
+  });
+
+  const from = h("input", { type: "datetime-local", required: true });
+  const until = h("input", { type: "datetime-local" });
+  const onlyFailed = h("input", { type: "checkbox", id: "only-failed", checked: true });
+  const replay = action("Replay", async (out) => {
+    const since = localToRfc3339(from.value);
+    if (!since) {
+      say(out, "Choose when the replay starts");
+      return;
+    }
+    const body = { since, only_failed: onlyFailed.checked };
+    const end = localToRfc3339(until.value);
+    if (end) body.until = end;
+    const answer = await api("POST", `${hook(id)}/replay`, body);
+    say(out, `${answer.queued} events queued again${answer.truncated
+      ? `; more remain from ${when(answer.next_since)}` : ""}.`, true);
+  });
+
+  const confirmBox = h("div", { class: "confirm", hidden: true });
+  const del = action("Delete…", async () => {
+    confirmBox.hidden = false;
+    confirmBox.querySelector("button")?.focus();
+  }, { danger: true });
+  const really = action("Yes, delete this webhook", async (out) => {
+    await api("DELETE", hook(id));
+    say(out, "Deleted.", true);
+    location.hash = "#/webhooks";
+  }, { danger: true });
+  append(confirmBox,
+    h("p", {}, "Delete this webhook? Queued deliveries are cancelled and nothing more is sent to it."),
+    h("div", { class: "actions" }, really.button,
+      h("button", { type: "button", class: "quiet", onclick: () => { confirmBox.hidden = true; del.button.focus(); } }, "Cancel")),
+    really.out);
+
+  const statusCell = h("dd", {}, w.status);
+  v.show(
+    h("p", { class: "crumbs" }, h("a", { href: "#/webhooks" }, "Webhooks"), " / ", w.id),
+    h("div", { class: "title-row" },
+      h("h1", { class: "url" }, w.url), badge(health.state)),
+    w.description ? h("p", { class: "description" }, w.description) : null,
+    h("dl", { class: "facts card" },
+      h("dt", {}, "Status"), statusCell,
+      h("dt", {}, "Events"), h("dd", {}, w.events.join(", ")),
+      h("dt", {}, "Last success"), h("dd", {}, when(health.last_success_at)),
+      h("dt", {}, "Failing since"), h("dd", {}, when(health.failing_since)),
+      h("dt", {}, "Consecutive failures"), h("dd", {}, String(health.consecutive_failures ?? 0)),
+      h("dt", {}, "Last answer"), h("dd", {}, health.last_status_code ? `HTTP ${health.last_status_code}` : "—",
+        health.last_error ? ` (${health.last_error})` : ""),
+      h("dt", {}, "Pending deliveries"), h("dd", {}, String(health.pending_deliveries ?? 0)),
+      h("dt", {}, "Secret rotation"), h("dd", {}, w.secret_rotation
+        ? `previous secret signs until ${when(w.secret_rotation.previous_expires_at)}` : "—")),
+    h("p", {}, h("a", { class: "button", href: `#/webhooks/${encodeURIComponent(id)}/deliveries` }, "Delivery log")),
+    statsCharts(stats),
+    h("section", { class: "card ops", "aria-label": "Operations" },
+      h("h2", {}, "Operations"),
+      h("div", { class: "op" }, h("p", {}, "Send one signed WEBHOOK_TEST delivery to this URL (also when disabled)."),
+        test.button, test.out),
+      h("div", { class: "op" },
+        field("Previous secret stays valid for (seconds)", validFor, "0 stops it at once; at most 604800 (7 days)"),
+        rotate.button, rotate.out, rotated),
+      h("div", { class: "op" },
+        field("Replay failures since (optional, your local time)", replaySince),
+        enable.button, enable.out),
+      h("div", { class: "op" },
+        field("Replay from (your local time)", from),
+        field("Until (optional)", until),
+        h("div", { class: "check" }, onlyFailed, h("label", { for: "only-failed" }, "Only events not yet delivered")),
+        replay.button, replay.out),
+      h("div", { class: "op" }, del.button, del.out, confirmBox)),
+    settings);
+}
+
+/** Reads a delivery until it is final (or 10 s pass), for a test's outcome. */
+async function settle(webhookId, deliveryId) {
+  const started = Date.now();
+  for (;;) {
+    const d = await api("GET", `${hook(webhookId)}/deliveries/${encodeURIComponent(deliveryId)}`);
+    if (d.status !== "PENDING" || Date.now() - started > 10000) return d;
+    await new Promise((resolve) => setTimeout(resolve, 400));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The delivery log
+
+async function deliveriesView(id, params = {}) {
+  const v = view();
+  v.loading("deliveries");
+  let page;
+  let types;
+  let w;
+  try {
+    [w, types, page] = await Promise.all([
+      api("GET", hook(id)).then((a) => a.webhook),
+      eventTypes(),
+      api("GET", `${hook(id)}/deliveries${query({ status: params.status, event_type: params.event_type, cursor: params.cursor })}`),
+    ]);
+  } catch (err) {
+    v.failure(err, () => deliveriesView(id, params));
+    return;
+  }
+  const statusFilter = h("select", {},
+    ["", "PENDING", "DELIVERED", "FAILED", "CANCELLED"].map((s) => h("option", { value: s }, s || "any")));
+  statusFilter.value = params.status ?? "";
+  const typeFilter = h("select", {},
+    h("option", { value: "" }, "any"),
+    types.map((t) => h("option", { value: t.type }, t.type)));
+  typeFilter.value = params.event_type ?? "";
+  const filterForm = h("form", { class: "toolbar", "aria-label": "Filter deliveries" },
+    field("Status", statusFilter), field("Event type", typeFilter),
+    h("button", { type: "submit" }, "Apply"));
+  filterForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    deliveriesView(id, { status: statusFilter.value, event_type: typeFilter.value });
+  });
+
+  // After a resend, the log is read again, unless the user has moved on meanwhile.
+  const reload = () => {
+    if (v.current()) deliveriesView(id, params);
+  };
+  const rows = page.data.map((d) => deliveryRow(id, d, reload));
+  const table = page.data.length
+    ? h("table", { class: "log" },
+      h("thead", {}, h("tr", {},
+        ["Created", "Event", "Kind", "Status", "Attempts", "Last answer", ""].map((c) => h("th", { scope: "col" }, c)))),
+      rows)
+    : h("p", { class: "empty" }, "No deliveries match.");
+  const paging = h("div", { class: "actions" },
+    params.cursor ? h("button", { type: "button", class: "quiet", onclick: () => deliveriesView(id, { ...params, cursor: undefined }) }, "Newest") : null,
+    page.next_cursor ? h("button", { type: "button", onclick: () => deliveriesView(id, { ...params, cursor: page.next_cursor }) }, "Older") : null);
+  v.show(
+    h("p", { class: "crumbs" }, h("a", { href: "#/webhooks" }, "Webhooks"), " / ",
+      h("a", { href: `#/webhooks/${encodeURIComponent(id)}` }, w.url), " / deliveries"),
+    h("div", { class: "title-row" }, h("h1", {}, "Delivery log"),
+      h("button", { type: "button", class: "quiet", onclick: () => deliveriesView(id, params) }, "Refresh")),
+    filterForm, table, paging);
+}
+
+function deliveryRow(webhookId, d, reload) {
+  const detail = h("tr", { class: "detail", hidden: true }, h("td", { colspan: 7 }));
+  const open = h("button", { type: "button", class: "quiet", "aria-expanded": "false" }, "Open");
+  open.addEventListener("click", async () => {
+    const opening = detail.hidden;
+    detail.hidden = !opening;
+    open.setAttribute("aria-expanded", String(opening));
+    open.textContent = opening ? "Close" : "Open";
+    if (opening) await fillDetail(webhookId, d, detail.firstChild, reload);
+  });
+  const row = h("tr", { class: `delivery ${d.status.toLowerCase()}` },
+    h("td", { "data-label": "Created" }, when(d.created_at)),
+    h("td", { "data-label": "Event" }, d.event_type),
+    h("td", { "data-label": "Kind" }, d.kind),
+    h("td", { "data-label": "Status" }, h("span", { class: `pill ${d.status.toLowerCase()}` }, d.status)),
+    h("td", { "data-label": "Attempts" }, String(d.attempts)),
+    h("td", { "data-label": "Last answer" }, d.last_status_code ? `HTTP ${d.last_status_code}` : (d.last_error ?? "—")),
+    h("td", {}, open));
+  return h("tbody", {}, row, detail);
+}
+
+async function fillDetail(webhookId, d, cell, reload) {
+  replace(cell, h("p", { class: "loading" }, "Loading…"));
+  let full;
+  try {
+    full = await api("GET", `${hook(webhookId)}/deliveries/${encodeURIComponent(d.id)}`);
+  } catch (err) {
+    replace(cell, h("p", { class: "status error", role: "alert" }, message(err)));
+    return;
+  }
+  const resend = action("Resend", async (out) => {
+    const answer = await api("POST", `${hook(webhookId)}/deliveries/${encodeURIComponent(d.id)}/resend`);
+    say(out, `Queued again as ${answer.delivery.id}.`, true);
+    setTimeout(reload, 800);
+  });
+  const attempts = full.attempts_log?.length
+    ? h("table", { class: "attempts" },
+      h("thead", {}, h("tr", {}, ["#", "Started", "Duration", "Answer", "Error", "Response body"].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, full.attempts_log.map((a) => h("tr", {},
+        h("td", { "data-label": "#" }, String(a.number)),
+        h("td", { "data-label": "Started" }, when(a.started_at)),
+        h("td", { "data-label": "Duration" }, `${a.duration_ms} ms`),
+        h("td", { "data-label": "Answer" }, a.status_code ? `HTTP ${a.status_code}` : "—"),
+        h("td", { "data-label": "Error" }, a.error ?? "—"),
+        h("td", { "data-label": "Response body" }, a.response_body ? h("code", {}, a.response_body) : "—")))))
+    : h("p", { class: "empty" }, "No attempt yet.");
+  replace(cell,
+    h("div", { class: "delivery-detail" },
+      h("p", {}, `Delivery ${full.id} of event ${full.event_id}`,
+        full.next_attempt_at ? `; next attempt ${when(full.next_attempt_at)}` : ""),
+      h("h3", {}, "Attempts"), attempts,
+      h("h3", {}, "Payload"), h("pre", { class: "payload", tabindex: "0" }, JSON.stringify(full.payload, null, 2)),
+      h("div", { class: "actions" }, resend.button), resend.out));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events (the catch-up feed, newest first)
+
+const FEED = "/api/integrations/automation/events";
+const KEEP = 1000;
+const PAGE = 50;
+
+/** Reads the feed forward to its end and keeps the newest `KEEP` events, newest first. */
+async function newestEvents(types) {
+  let cursor = null;
+  let kept = [];
+  let total = 0;
+  for (;;) {
+    const page = await api("GET", `${FEED}${query({ after: cursor, types, limit: 1000 })}`);
+    total += page.data.length;
+    kept = kept.concat(page.data).slice(-KEEP);
+    cursor = page.next_cursor;
+    if (page.data.length < 1000) break;
+  }
+  return { events: kept.reverse(), total };
+}
+
+async function eventsView(params = {}) {
+  const v = view();
+  v.loading("events");
+  let result;
+  let types;
+  try {
+    [types, result] = await Promise.all([eventTypes(), newestEvents(params.types)]);
+  } catch (err) {
+    v.failure(err, () => eventsView(params));
+    return;
+  }
+  const offset = params.offset ?? 0;
+  const typeFilter = h("select", {}, h("option", { value: "" }, "all types"),
+    types.filter((t) => t.type !== "WEBHOOK_TEST").map((t) => h("option", { value: t.type }, t.type)));
+  typeFilter.value = params.types ?? "";
+  const toolbar = h("form", { class: "toolbar", "aria-label": "Filter events" }, field("Type", typeFilter),
+    h("button", { type: "submit" }, "Apply"));
+  toolbar.addEventListener("submit", (event) => {
+    event.preventDefault();
+    eventsView({ types: typeFilter.value || undefined });
+  });
+  const shown = result.events.slice(offset, offset + PAGE);
+  const list = shown.length
+    ? h("ul", { class: "events-list" }, shown.map((e) => h("li", { class: "card event" },
+      h("details", {},
+        h("summary", {}, h("span", { class: "type" }, e.type), " ", h("span", { class: "time" }, when(e.created_at)),
+          " ", h("span", { class: "id" }, e.id)),
+        h("pre", { class: "payload", tabindex: "0" }, JSON.stringify(e.payload, null, 2))))))
+    : h("p", { class: "empty" }, "No events in the retained period.");
+  const pages = h("div", { class: "actions" },
+    offset > 0 ? h("button", { type: "button", class: "quiet", onclick: () => eventsView({ ...params, offset: Math.max(0, offset - PAGE) }) }, "Newer") : null,
+    offset + PAGE < result.events.length ? h("button", { type: "button", onclick: () => eventsView({ ...params, offset: offset + PAGE }) }, "Older") : null);
+  v.show(
+    h("div", { class: "title-row" }, h("h1", {}, "Events"),
+      h("button", { type: "button", class: "quiet", onclick: () => eventsView(params) }, "Refresh")),
+    h("p", { class: "hint" }, `The workspace's events, newest first (${result.total} retained`,
+      result.total > KEEP ? `; the newest ${KEEP} are browsable here, the feed API has them all` : "", ")."),
+    toolbar, list, pages);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Set up
+
+async function setupView() {
+  const v = view();
+  v.loading("set-up");
+  const snippet = (name) => fetch(`/console/assets/snippets/${name}`, { cache: "no-store" })
+    .then((r) => (r.ok ? r.text() : Promise.reject(new Error(`Could not load ${name}`))));
+  let js;
+  let py;
+  let rs;
+  try {
+    [js, py, rs] = await Promise.all([snippet("verify.js"), snippet("verify.py"), snippet("verify.rs")]);
+  } catch (err) {
+    v.failure(err, setupView);
+    return;
+  }
+  const curl = [
+    `curl -X POST ${location.origin}${HOOKS}/subscribe \\`,
+    '  -H "Authorization: Bearer $TIMETRACK_API_KEY" \\',
+    '  -H "Content-Type: application/json" \\',
+    `  -d '{"url": "https://example.com/hooks/timetrack", "events": ["TIMER_STARTED", "TIMER_STOPPED"]}'`,
+  ].join("\n");
+  const block = (title, code) => h("section", { class: "card snippet" },
+    h("div", { class: "title-row" }, h("h2", {}, title), copyButton(code)),
+    h("pre", { tabindex: "0" }, h("code", {}, code)));
+  v.show(
+    h("h1", {}, "Set up"),
+    h("dl", { class: "facts card" },
+      h("dt", {}, "Workspace"), h("dd", {}, `${me.workspace?.name ?? ""} `, h("code", {}, me.workspace?.id ?? "")),
+      h("dt", {}, "Signed in as"), h("dd", {}, `${me.user?.name ?? ""} (${me.user?.email ?? ""})`),
+      h("dt", {}, "API base"), h("dd", {}, h("code", {}, location.origin))),
+    block("Subscribe with curl", curl),
+    h("p", {}, "Every delivery is signed the Standard Webhooks way: ",
+      h("code", {}, "webhook-signature"), " is ", h("code", {}, "v1,"), " and the base64 HMAC-SHA256 of ",
+      h("code", {}, "{webhook-id}.{webhook-timestamp}.{body}"), ", keyed with the secret after ",
+      h("code", {}, "whsec_"), ". During a rotation it carries two signatures; either secret verifies."),
+    block("Verify in Node.js", js),
+    block("Verify in Python", py),
+    block("Verify in Rust", rs));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Routing
+
+function highlight(section) {
+  for (const link of nav.querySelectorAll("a")) {
+    if (link.dataset.section === section) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+}
+
+async function route() {
+  if (!session.key) {
+    signInView();
+    return;
+  }
+  if (!me) {
+    const v = view();
+    try {
+      me = await api("GET", "/api/me");
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) {
+        session.forget();
+        signInView("Your key is no longer accepted; sign in again.");
+      } else {
+        v.failure(err, route);
+      }
+      return;
+    }
+  }
+  signedIn();
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const [section, id, sub] = parts;
+  highlight(section === "events" || section === "setup" ? section : "webhooks");
+  if (section === "events") await eventsView();
+  else if (section === "setup") await setupView();
+  else if (section === "new") await newWebhookView();
+  else if (section === "webhooks" && id && sub === "deliveries") await deliveriesView(id);
+  else if (section === "webhooks" && id) await webhookView(id);
+  else await webhooksView();
+}
+
+window.addEventListener("hashchange", route);
+route();

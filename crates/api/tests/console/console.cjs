@@ -1,0 +1,327 @@
+// Drives the console in Chromium through the proof list of the console spec, against the real
+// binary. Run by the `console` test of e2e.rs, which starts the server and an HTTPS receiver and
+// answers this script's `ASK` lines (receiver control) on stdin.
+"use strict";
+
+const fs = require("fs");
+const path = require("path");
+const readline = require("readline");
+const { chromium } = require("playwright-core");
+const { Webhook } = require("standardwebhooks");
+
+const BASE = process.env.CONSOLE_BASE;
+const KEY = process.env.CONSOLE_KEY;
+const RECEIVER = process.env.CONSOLE_RECEIVER;
+const SHOTS = process.env.CONSOLE_SHOTS;
+const CHROMIUM = process.env.CONSOLE_CHROMIUM;
+const XSS = "<img src=x onerror=alert(1)>";
+const ORIGIN = new URL(BASE).origin;
+
+// ---- talking to the test (receiver control) -------------------------------------------------
+const lines = readline.createInterface({ input: process.stdin });
+const replies = [];
+let waiting = null;
+lines.on("line", (line) => {
+  const value = JSON.parse(line);
+  if (waiting) {
+    const resolve = waiting;
+    waiting = null;
+    resolve(value);
+  } else {
+    replies.push(value);
+  }
+});
+function ask(request) {
+  return new Promise((resolve) => {
+    waiting = resolve;
+    process.stdout.write(`ASK ${JSON.stringify(request)}\n`);
+  });
+}
+
+// ---- checks ---------------------------------------------------------------------------------
+let checks = 0;
+function check(condition, what) {
+  if (!condition) throw new Error(`FAILED: ${what}`);
+  checks += 1;
+  console.log(`ok - ${what}`);
+}
+
+async function api(method, p, body) {
+  const res = await fetch(`${BASE}${p}`, {
+    method,
+    headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+function verifies(secret, delivery) {
+  try {
+    new Webhook(secret).verify(delivery.body, delivery.headers);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until(what, probe, timeoutMs = 20000) {
+  const started = Date.now();
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() - started > timeoutMs) throw new Error(`FAILED: timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+let page = null;
+
+(async () => {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    ],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  page = await context.newPage();
+  const foreign = [];
+  context.on("request", (request) => {
+    const url = request.url();
+    if (!url.startsWith(`${ORIGIN}/`) && !url.startsWith("data:")) foreign.push(url);
+  });
+  const dialogs = [];
+  page.on("dialog", (dialog) => {
+    dialogs.push(dialog.message());
+    dialog.dismiss().catch(() => {});
+  });
+  const problems = [];
+  page.on("pageerror", (error) => problems.push(String(error)));
+  page.on("console", (msg) => {
+    // A refused key's 401 is logged by the browser as a failed resource; anything else (a CSP
+    // violation, a script error) is a problem.
+    if (msg.type() === "error" && !/Failed to load resource/.test(msg.text())) problems.push(msg.text());
+  });
+  let shot = 0;
+  const screenshot = async (name) => {
+    shot += 1;
+    const file = path.join(SHOTS, `${String(shot).padStart(2, "0")}-${name}.png`);
+    await page.screenshot({ path: file, fullPage: true });
+    console.log(`screenshot ${file}`);
+  };
+  const labelled = async (view) => {
+    const unlabelled = await page.evaluate(() => [...document.querySelectorAll("input, select, textarea, button")]
+      .filter((el) => !el.closest("[hidden]"))
+      .filter((el) => (el.tagName === "BUTTON"
+        ? !el.textContent.trim() && !el.getAttribute("aria-label")
+        : el.labels.length === 0 && !el.getAttribute("aria-label")))
+      .map((el) => el.outerHTML.slice(0, 80)));
+    check(unlabelled.length === 0, `${view}: every control is labelled (${JSON.stringify(unlabelled)})`);
+  };
+  const fitsWidth = async (view) => {
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(width <= 391, `${view} fits 390 px without sideways scrolling (${width} px)`);
+  };
+
+  // 1. Sign-in, the headers, a refused key, then the right one, by keyboard.
+  const response = await page.goto(`${BASE}/console`);
+  const headers = response.headers();
+  const csp = headers["content-security-policy"] ?? "";
+  check(csp.includes("script-src 'self'") && csp.includes("connect-src 'self'")
+    && csp.includes("frame-ancestors 'none'") && !csp.includes("unsafe-inline") && !csp.includes("unsafe-eval"),
+  `the page has a strict Content-Security-Policy (${csp})`);
+  check(headers["x-content-type-options"] === "nosniff", "X-Content-Type-Options: nosniff");
+  check(headers["referrer-policy"] === "no-referrer", "Referrer-Policy: no-referrer");
+  await page.getByLabel("API key").waitFor();
+  check(await page.evaluate(() => document.activeElement?.name === "key"), "the key field has the focus on arrival");
+  await page.keyboard.type("tt_not_a_key");
+  await page.keyboard.press("Enter");
+  await page.getByRole("alert").filter({ hasText: "not accepted" }).waitFor();
+  check(await page.evaluate(() => sessionStorage.length === 0), "a refused key is not kept");
+  await labelled("sign-in");
+  await screenshot("sign-in-refused");
+  await page.getByLabel("API key").fill(KEY);
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { name: "Webhooks" }).waitFor();
+  check(await page.evaluate((key) => sessionStorage.getItem("timetrack.apiKey") === key && localStorage.length === 0, KEY),
+    "the key is kept in sessionStorage only");
+  check((await context.cookies()).length === 0, "no cookie is set");
+  await screenshot("webhooks-empty");
+
+  // 2. Subscribe through the page; the secret is shown once; the description is an XSS string.
+  await page.getByRole("link", { name: "Subscribe a webhook" }).click();
+  await page.getByLabel("URL (HTTPS)").fill(`${RECEIVER}/hook`);
+  await page.locator("#ev-CLIENT_CREATED").check();
+  await page.getByLabel("Description").fill(XSS);
+  await labelled("subscribe");
+  await page.getByRole("button", { name: "Subscribe" }).click();
+  const firstSecret = (await page.locator(".secret-value").textContent()).trim();
+  check(firstSecret.startsWith("whsec_"), "subscribing shows the secret once");
+  await screenshot("subscribed");
+  await page.getByRole("link", { name: "Back to the list" }).click();
+  const card = page.locator(".hook").first();
+  await card.waitFor();
+  check((await card.locator(".badge").textContent()) === "unknown", "the new webhook appears with its health (unknown)");
+  check((await card.locator(".description").textContent()) === XSS, "the XSS description shows literally");
+  check(await page.locator("main img").count() === 0, "... and makes no element");
+  await screenshot("webhooks-list");
+
+  // 3. Send test reaches the receiver; the log shows it delivered with its attempt.
+  await card.locator("a.url").click();
+  await page.getByRole("button", { name: "Send test" }).waitFor();
+  const webhookId = decodeURIComponent(page.url().split("#/webhooks/")[1]);
+  await labelled("webhook");
+  await page.getByRole("button", { name: "Send test" }).click();
+  await page.getByText("Test delivered (HTTP 200).").waitFor({ timeout: 15000 });
+  let received = await ask({ received: "/hook" });
+  check(received.length === 1 && received[0].headers["x-webhook-event"] === "WEBHOOK_TEST", "the test reached the HTTPS receiver");
+  check(verifies(firstSecret, received[0]), "... signed with the secret the page showed");
+  await screenshot("webhook-test-sent");
+  await page.getByRole("link", { name: "See the delivery log" }).click();
+  const testRow = page.locator("tr.delivery").first();
+  await testRow.waitFor();
+  check((await testRow.textContent()).includes("DELIVERED") && (await testRow.textContent()).includes("test"),
+    "the test delivery shows as DELIVERED in the log");
+  await testRow.getByRole("button", { name: "Open" }).click();
+  const attempt = page.locator(".attempts tbody tr").first();
+  await attempt.waitFor();
+  check((await attempt.textContent()).includes("HTTP 200"), "... with its attempt (HTTP 200)");
+  await labelled("deliveries");
+  await screenshot("delivery-log-test");
+
+  // 4. The receiver answers 500: the webhook shows as failing.
+  await ask({ respond: { path: "/hook", status: 500 } });
+  const created = await api("POST", "/api/clients", { name: XSS });
+  check(created.status === 201, "a client named with the XSS string is created");
+  await page.goto(`${BASE}/console#/webhooks/${encodeURIComponent(webhookId)}`);
+  await until("the failing badge", async () => {
+    await page.reload();
+    await page.locator(".title-row .badge").waitFor();
+    return (await page.locator(".title-row .badge").textContent()) === "failing";
+  });
+  check(true, "a receiver answering 500 shows the webhook as failing");
+  check(await page.locator(".chart rect.failed[height]:not([height='0'])").count() > 0, "... and the chart draws the failed attempt");
+  await screenshot("webhook-failing");
+
+  // 5. Fixed, then Resend: delivered.
+  await ask({ respond: { path: "/hook", status: 200 } });
+  await page.getByRole("link", { name: "Delivery log" }).click();
+  const failedRow = page.locator("tr.delivery", { hasText: "CLIENT_CREATED" }).first();
+  await failedRow.waitFor();
+  check((await failedRow.textContent()).includes("HTTP 500"), "the client's delivery shows its 500");
+  await failedRow.getByRole("button", { name: "Open" }).click();
+  await page.getByRole("button", { name: "Resend" }).waitFor();
+  const payload = await page.locator("pre.payload").first().textContent();
+  check(payload.includes(JSON.stringify(XSS).slice(1, -1)), "its payload is pretty-printed as text");
+  await screenshot("delivery-failed-attempt");
+  await page.getByRole("button", { name: "Resend" }).click();
+  await page.getByText(/Queued again as/).waitFor();
+  await until("the resend delivered", async () => {
+    await page.getByRole("button", { name: "Refresh" }).click();
+    const row = page.locator("tr.delivery", { hasText: "resend" }).first();
+    await row.waitFor();
+    return (await row.textContent()).includes("DELIVERED");
+  });
+  check(true, "a Resend after the fix turns DELIVERED");
+  await screenshot("resend-delivered");
+
+  // 6. Rotate: a new secret, and the next delivery verifies with both.
+  await page.goto(`${BASE}/console#/webhooks/${encodeURIComponent(webhookId)}`);
+  await page.getByRole("button", { name: "Rotate secret" }).waitFor();
+  check((await page.locator(".title-row .badge").textContent()) === "healthy", "the webhook is healthy again");
+  await page.getByLabel("Previous secret stays valid for (seconds)").fill("3600");
+  await page.getByRole("button", { name: "Rotate secret" }).click();
+  await page.getByText(/previous secret still signs until/).waitFor();
+  const newSecret = (await page.locator(".secret-value").textContent()).trim();
+  check(newSecret.startsWith("whsec_") && newSecret !== firstSecret, "Rotate secret shows a new secret");
+  await screenshot("secret-rotated");
+  const before = (await ask({ received: "/hook" })).length;
+  await page.getByRole("button", { name: "Send test" }).click();
+  await page.getByText("Test delivered (HTTP 200).").waitFor({ timeout: 15000 });
+  received = await ask({ received: "/hook" });
+  const next = received[received.length - 1];
+  check(received.length > before && next.headers["webhook-signature"].split(" ").length === 2,
+    "the next delivery carries two signatures");
+  check(verifies(newSecret, next) && verifies(firstSecret, next), "... and verifies with the new secret and with the old");
+
+  // 7. Events, newest first, payloads as text.
+  await page.locator("#nav").getByRole("link", { name: "Events" }).click();
+  const newest = page.locator(".event").first();
+  await newest.waitFor();
+  check((await newest.locator(".type").textContent()) === "CLIENT_CREATED", "the events view shows the newest event first");
+  await newest.locator("summary").click();
+  check((await newest.locator("pre").textContent()).includes(XSS), "the XSS client name shows literally in the payload");
+  check(await page.locator("main img").count() === 0, "... and makes no element");
+  await labelled("events");
+  await screenshot("events");
+
+  // 8. Set up: the snippets verify a real delivery.
+  await page.locator("#nav").getByRole("link", { name: "Set up" }).click();
+  const nodeSnippet = page.locator(".snippet", { hasText: "Verify in Node.js" }).locator("pre");
+  await nodeSnippet.waitFor();
+  const snippetFile = path.join(SHOTS, "verify-snippet.js");
+  fs.writeFileSync(snippetFile, await nodeSnippet.textContent());
+  const { verify } = require(snippetFile);
+  let snippetOk = true;
+  try {
+    verify(newSecret, next.body, next.headers);
+  } catch {
+    snippetOk = false;
+  }
+  check(snippetOk, "the page's Node.js snippet verifies the last delivery");
+  const python = await page.locator(".snippet", { hasText: "Verify in Python" }).locator("pre").textContent();
+  const rust = await page.locator(".snippet", { hasText: "Verify in Rust" }).locator("pre").textContent();
+  const me = (await api("GET", "/api/me")).body;
+  check((await page.locator("main").textContent()).includes(me.workspace.id), "the set-up view shows the workspace id");
+  check((await page.locator(".snippet", { hasText: "Subscribe with curl" }).textContent()).includes(`${ORIGIN}/api/integrations/automation/webhooks/subscribe`),
+    "... and a curl to subscribe on this server");
+  await screenshot("setup");
+
+  // 9. At 390 px.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await fitsWidth("set-up");
+  await page.locator("#nav").getByRole("link", { name: "Webhooks" }).click();
+  await page.locator(".hook").first().waitFor();
+  await fitsWidth("webhooks");
+  await screenshot("narrow-webhooks");
+  await page.goto(`${BASE}/console#/webhooks/${encodeURIComponent(webhookId)}`);
+  await page.getByRole("button", { name: "Send test" }).waitFor();
+  await fitsWidth("webhook");
+  await screenshot("narrow-webhook");
+  // By keyboard this time: the link takes the focus and Enter follows it.
+  await page.getByRole("link", { name: "Delivery log" }).focus();
+  await page.keyboard.press("Enter");
+  await page.locator("tr.delivery").first().waitFor();
+  await fitsWidth("deliveries");
+  await screenshot("narrow-deliveries");
+  await page.setViewportSize({ width: 1280, height: 900 });
+
+  // 10. Delete (asks first), then sign out.
+  await page.goto(`${BASE}/console#/webhooks/${encodeURIComponent(webhookId)}`);
+  await page.getByRole("button", { name: "Delete…" }).click();
+  await page.getByRole("button", { name: "Yes, delete this webhook" }).waitFor();
+  await screenshot("delete-confirm");
+  await page.getByRole("button", { name: "Yes, delete this webhook" }).click();
+  await page.getByText("No webhooks yet.").waitFor();
+  check((await api("GET", `/api/integrations/automation/webhooks/${webhookId}`)).status === 404, "Delete deletes it");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByLabel("API key").waitFor();
+  check(await page.evaluate(() => sessionStorage.length === 0), "Sign out forgets the key");
+
+  check(foreign.length === 0, `no request to another origin (${JSON.stringify(foreign)})`);
+  check(dialogs.length === 0, `no script ran from a value (dialogs: ${JSON.stringify(dialogs)})`);
+  check(problems.length === 0, `no script error or CSP violation (${JSON.stringify(problems)})`);
+  await browser.close();
+  console.log(`RESULT ${JSON.stringify({ checks, secret: newSecret, python, rust })}`);
+  process.exit(0);
+})().catch(async (error) => {
+  console.error(error.stack ?? String(error));
+  if (page) {
+    const file = path.join(SHOTS, "failure.png");
+    await page.screenshot({ path: file, fullPage: true }).catch(() => {});
+    console.error(`the page at the failure: ${file}`);
+  }
+  process.exit(1);
+});
