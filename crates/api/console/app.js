@@ -49,6 +49,13 @@ function view() {
   };
 }
 
+/** "HTTP 500", the error, or both when the error says more than the status. */
+function lastAnswer(code, error) {
+  const status = code ? `HTTP ${code}` : "";
+  if (!error || error === status) return status || "—";
+  return status ? `${status}: ${error}` : error;
+}
+
 function badge(state) {
   const known = ["healthy", "failing", "disabled", "unknown"].includes(state) ? state : "unknown";
   return h("span", { class: `badge ${known}` }, known);
@@ -399,8 +406,7 @@ async function webhookView(id) {
       h("dt", {}, "Last success"), h("dd", {}, when(health.last_success_at)),
       h("dt", {}, "Failing since"), h("dd", {}, when(health.failing_since)),
       h("dt", {}, "Consecutive failures"), h("dd", {}, String(health.consecutive_failures ?? 0)),
-      h("dt", {}, "Last answer"), h("dd", {}, health.last_status_code ? `HTTP ${health.last_status_code}` : "—",
-        health.last_error ? ` (${health.last_error})` : ""),
+      h("dt", {}, "Last answer"), h("dd", {}, lastAnswer(health.last_status_code, health.last_error)),
       h("dt", {}, "Pending deliveries"), h("dd", {}, String(health.pending_deliveries ?? 0)),
       h("dt", {}, "Secret rotation"), h("dd", {}, w.secret_rotation
         ? `previous secret signs until ${when(w.secret_rotation.previous_expires_at)}` : "—")),
@@ -507,7 +513,7 @@ function deliveryRow(webhookId, d, reload) {
     h("td", { "data-label": "Kind" }, d.kind),
     h("td", { "data-label": "Status" }, h("span", { class: `pill ${d.status.toLowerCase()}` }, d.status)),
     h("td", { "data-label": "Attempts" }, String(d.attempts)),
-    h("td", { "data-label": "Last answer" }, d.last_status_code ? `HTTP ${d.last_status_code}` : (d.last_error ?? "—")),
+    h("td", { "data-label": "Last answer" }, lastAnswer(d.last_status_code, d.last_error)),
     h("td", {}, open));
   return h("tbody", {}, row, detail);
 }
@@ -539,7 +545,7 @@ async function fillDetail(webhookId, d, cell, reload) {
     : h("p", { class: "empty" }, "No attempt yet.");
   replace(cell,
     h("div", { class: "delivery-detail" },
-      h("p", {}, `Delivery ${full.id} of event ${full.event_id}`,
+      h("p", {}, `Delivery #${full.id}, event `, h("code", {}, full.event_id),
         full.next_attempt_at ? `; next attempt ${when(full.next_attempt_at)}` : ""),
       h("h3", {}, "Attempts"), attempts,
       h("h3", {}, "Payload"), h("pre", { class: "payload", tabindex: "0" }, JSON.stringify(full.payload, null, 2)),

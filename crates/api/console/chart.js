@@ -14,7 +14,6 @@ function frame(title, max, unit) {
     class: "chart",
     role: "img",
     "aria-label": title,
-    preserveAspectRatio: "none",
   });
   const plotHeight = HEIGHT - PAD.top - PAD.bottom;
   for (const fraction of [0, 0.5, 1]) {
@@ -71,7 +70,7 @@ export function statsCharts(buckets) {
     if (points.length > 1) latency.append(h("svg:polyline", { points: points.join(" "), class: cls }));
     for (const point of points) {
       const [cx, cy] = point.split(",");
-      latency.append(h("svg:circle", { cx, cy, r: 2.5, class: cls }));
+      latency.append(h("svg:circle", { cx, cy, r: 3.5, class: cls }));
     }
   }
   buckets.forEach((bucket, i) => {

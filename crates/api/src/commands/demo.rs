@@ -67,7 +67,8 @@ pub(crate) fn banner(base_url: &str, data_dir: &Path, demo: &DemoAccount) -> Str
     format!(
         "timetrack is listening on {base_url} (private PostgreSQL in {dir}/)\n\
          Demo API key (user demo@example.com, workspace \"Demo workspace\"): {key}\n\
-         Try it:\n  curl -s {base_url}/api/me -H 'Authorization: Bearer {key}'\n",
+         Try it:\n  curl -s {base_url}/api/me -H 'Authorization: Bearer {key}'\n\
+         Console (paste the key): {base_url}/console\n",
         dir = data_dir.display(),
         key = demo.key,
     )

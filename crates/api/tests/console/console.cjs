@@ -135,6 +135,8 @@ let page = null;
   check(headers["x-content-type-options"] === "nosniff", "X-Content-Type-Options: nosniff");
   check(headers["referrer-policy"] === "no-referrer", "Referrer-Policy: no-referrer");
   await page.getByLabel("API key").waitFor();
+  check(await page.locator("#nav").isHidden() && await page.getByRole("button", { name: "Sign out" }).isHidden(),
+    "signed out, the page shows no navigation and no Sign out");
   check(await page.evaluate(() => document.activeElement?.name === "key"), "the key field has the focus on arrival");
   await page.keyboard.type("tt_not_a_key");
   await page.keyboard.press("Enter");
@@ -204,6 +206,9 @@ let page = null;
   check(true, "a receiver answering 500 shows the webhook as failing");
   check(await page.locator(".chart rect.failed[height]:not([height='0'])").count() > 0, "... and the chart draws the failed attempt");
   await screenshot("webhook-failing");
+  // The view as a person first sees it (the README's picture).
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: path.join(SHOTS, "console-webhook.png") });
 
   // 5. Fixed, then Resend: delivered.
   await ask({ respond: { path: "/hook", status: 200 } });
