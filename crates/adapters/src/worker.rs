@@ -328,9 +328,17 @@ async fn attempt(
 
 /// Keeps a `LISTEN` connection on `url` and wakes `wake` on every delivery notification,
 /// reconnecting after a second when the connection is lost, until `shutdown`.
-pub async fn run_listener(url: String, wake: Arc<Notify>, mut shutdown: watch::Receiver<bool>) {
+///
+/// A notification whose payload is `own_origin` (this process's, see
+/// `DeliveryAnnouncer::origin`) is ignored: the announcement already woke the worker.
+pub async fn run_listener(
+    url: String,
+    wake: Arc<Notify>,
+    own_origin: Arc<str>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
-        match listen(&url, &wake, &mut shutdown).await {
+        match listen(&url, &wake, &own_origin, &mut shutdown).await {
             Ok(Listening::ShutDown) => return,
             Ok(Listening::Lost) => {
                 tracing::warn!("delivery notification connection closed; reconnecting");
@@ -357,15 +365,17 @@ enum Listening {
 async fn listen(
     url: &str,
     wake: &Notify,
+    own_origin: &Arc<str>,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<Listening, tokio_postgres::Error> {
     let (client, mut connection) = tokio_postgres::connect(url, NoTls).await?;
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let own_origin = own_origin.clone();
     let driver = tokio::spawn(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(message) = messages.next().await {
             match message {
-                Ok(AsyncMessage::Notification(_)) => {
+                Ok(AsyncMessage::Notification(note)) if note.payload() != &*own_origin => {
                     if tx.send(()).is_err() {
                         return;
                     }

@@ -9,6 +9,11 @@
 //!
 //! A process that dies between a commit and its announcement leaves the deliveries to the
 //! workers' poll (half a second): they are committed, so nothing is lost, only later.
+//!
+//! The `NOTIFY` carries the announcing process's origin, a random token, and a process's
+//! listener ignores its own: its worker was already woken by the announcement itself, and a
+//! second wake would only run a claim that finds nothing (one statement more per event at
+//! moderate load).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,16 +25,33 @@ use super::PgPool;
 use super::outbox::DELIVERY_CHANNEL;
 
 /// Wakes the delivery workers of this process and of the others after a commit.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DeliveryAnnouncer {
     local: Arc<Notify>,
     remote: Arc<Notify>,
+    origin: Arc<str>,
+}
+
+impl Default for DeliveryAnnouncer {
+    fn default() -> Self {
+        Self {
+            local: Arc::default(),
+            remote: Arc::default(),
+            origin: uuid::Uuid::new_v4().simple().to_string().into(),
+        }
+    }
 }
 
 impl DeliveryAnnouncer {
     /// A new announcer, its worker wake-up and notifier not yet running.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The token this process's notifications carry (hexadecimal), which its own listener
+    /// ignores.
+    pub fn origin(&self) -> Arc<str> {
+        self.origin.clone()
     }
 
     /// Announces that a committed write queued `queued` deliveries; none, nothing to announce.
@@ -68,7 +90,11 @@ pub async fn run_notifier(
     announcer: DeliveryAnnouncer,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let notify = format!("SELECT pg_notify('{DELIVERY_CHANNEL}', '')");
+    // The origin is hexadecimal: nothing to quote.
+    let notify = format!(
+        "SELECT pg_notify('{DELIVERY_CHANNEL}', '{}')",
+        announcer.origin
+    );
     loop {
         tokio::select! {
             () = announcer.remote.notified() => {}

@@ -219,6 +219,7 @@ async fn run_server(
     // The delivery workers run beside the API, woken by this process's writes at once and by the
     // other processes' notifications.
     let wake = announcer.local_wake();
+    let origin = announcer.origin();
     let (stop, stopped) = watch::channel(false);
     let notifier = tokio::spawn(run_notifier(pool.clone(), announcer, stopped.clone()));
     let worker = tokio::spawn(run_worker(
@@ -234,7 +235,12 @@ async fn run_server(
         },
         stopped.clone(),
     ));
-    let listener = tokio::spawn(run_listener(db.url().to_owned(), wake, stopped.clone()));
+    let listener = tokio::spawn(run_listener(
+        db.url().to_owned(),
+        wake,
+        origin,
+        stopped.clone(),
+    ));
     let housekeeping = tokio::spawn(run_housekeeping(
         Arc::new(PgHousekeeping::new(pool.clone())),
         Arc::new(SystemClock),

@@ -173,3 +173,95 @@ fn the_client_fallback_is_the_newest_client_or_the_sample() {
         serde_json::to_value(run_ready(world.clients.newest_payload(&caller)).unwrap()).unwrap();
     assert_eq!(newest["name"], json!("Second"));
 }
+
+/// A client store whose rows always change under the writer: every conditional write is `Raced`.
+struct AlwaysRaced {
+    inner: std::sync::Arc<timetrack_testkit::fakes::InMemoryStore>,
+    writes: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl timetrack_domain::ports::ClientRepository for AlwaysRaced {
+    async fn create(
+        &self,
+        client: &Client,
+        events: &[Event],
+    ) -> timetrack_domain::DomainResult<()> {
+        self.inner.create(client, events).await
+    }
+    async fn get(
+        &self,
+        workspace: WorkspaceId,
+        id: ClientId,
+    ) -> timetrack_domain::DomainResult<Option<Client>> {
+        timetrack_domain::ports::ClientRepository::get(&*self.inner, workspace, id).await
+    }
+    async fn list(
+        &self,
+        workspace: WorkspaceId,
+        page: PageRequest,
+    ) -> timetrack_domain::DomainResult<Page<Client>> {
+        timetrack_domain::ports::ClientRepository::list(&*self.inner, workspace, page).await
+    }
+    async fn search(
+        &self,
+        workspace: WorkspaceId,
+        needle: &str,
+        limit: u32,
+    ) -> timetrack_domain::DomainResult<Vec<Client>> {
+        self.inner.search(workspace, needle, limit).await
+    }
+    async fn newest(
+        &self,
+        workspace: WorkspaceId,
+    ) -> timetrack_domain::DomainResult<Option<Client>> {
+        self.inner.newest(workspace).await
+    }
+    async fn update(
+        &self,
+        _before: &Client,
+        _after: &Client,
+        _events: &[Event],
+    ) -> timetrack_domain::DomainResult<timetrack_domain::ports::WriteOutcome> {
+        self.writes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(timetrack_domain::ports::WriteOutcome::Raced)
+    }
+    async fn delete(
+        &self,
+        _client: &Client,
+        _events: &[Event],
+    ) -> timetrack_domain::DomainResult<timetrack_domain::ports::WriteOutcome> {
+        self.writes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(timetrack_domain::ports::WriteOutcome::Raced)
+    }
+}
+
+#[test]
+fn a_change_that_loses_every_race_is_409_after_five_tries_and_records_nothing() {
+    let (world, caller) = setup();
+    let client = run_ready(world.clients.create(&caller, draft("Globex"))).unwrap();
+    let raced = std::sync::Arc::new(AlwaysRaced {
+        inner: world.store.clone(),
+        writes: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let service = timetrack_domain::services::ClientService::new(
+        raced.clone(),
+        world.store.clone(),
+        world.clock.clone(),
+        world.ids.clone(),
+    );
+    let patch = ClientPatch {
+        name: Some(name("Globex Corporation")),
+        ..ClientPatch::default()
+    };
+    let err = run_ready(service.update(&caller, client.id, &patch)).unwrap_err();
+    assert_eq!(err.to_string(), "The client kept changing; try again");
+    assert!(matches!(err, DomainError::Conflict(_)), "{err:?}");
+    let err = run_ready(service.delete(&caller, client.id)).unwrap_err();
+    assert_eq!(err.to_string(), "The client kept changing; try again");
+    assert_eq!(raced.writes.load(std::sync::atomic::Ordering::SeqCst), 10);
+    // Only the creation's event: the lost writes recorded none.
+    assert_eq!(world.store.events().len(), 1);
+}
