@@ -10,6 +10,7 @@ use anyhow::Result;
 use serde_json::{Value, json};
 use timetrack_testkit::Received;
 
+use crate::cpu::{CpuPerRequest, CpuSample};
 use crate::setup::{Account, Environment, Server};
 use crate::stats::{Latencies, Repeated, slow_span};
 use crate::{Sizes, progress};
@@ -46,6 +47,9 @@ pub struct Latency {
     /// Every sample of the median repetition (by p99), for the plot.
     pub samples: Latencies,
     pub lost: usize,
+    /// CPU per event over each run (from the first request until every delivery arrived): the
+    /// server, the database (the machine's other busy time) and the tool (driver and receiver).
+    pub cpu: Vec<CpuPerRequest>,
 }
 
 /// Workload 1 for each subscription count.
@@ -158,6 +162,7 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
             let mut ticker =
                 tokio::time::interval(Duration::from_secs(1) / sizes.latency_rate.max(1));
             let mut requests = Vec::new();
+            let cpu_before = CpuSample::now(server.pid());
             let started = Instant::now();
             for n in 0..total {
                 ticker.tick().await;
@@ -197,6 +202,12 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
                 std::mem::take(&mut *answered.lock().unwrap_or_else(PoisonError::into_inner));
             let expected = answered.len() * s;
             let received = wait_for(env, before, expected).await;
+            let cpu = CpuSample::now(server.pid())
+                .zip(cpu_before)
+                .and_then(|(after, before)| before.per_request(&after, answered.len()));
+            if let Some(cpu) = cpu {
+                figures.cpu.push(cpu);
+            }
             let mut samples = Latencies::default();
             // When each sample's request was answered, in seconds into the run (beside
             // `samples`, in the same order), to tell a spread tail from a stall.
@@ -240,8 +251,14 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
                     w.count, w.first, w.last, w.worst_count, w.worst_second
                 )
             });
+            let cpu = cpu.map_or_else(String::new, |c| {
+                format!(
+                    "; CPU per event: server {:.0} µs, database and rest {:.0} µs, tool {:.0} µs",
+                    c.server, c.rest, c.tool
+                )
+            });
             progress(&format!(
-                "latency S={s} run {}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} samples){slow}",
+                "latency S={s} run {}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} samples){slow}{cpu}",
                 run + 1,
                 p50,
                 p95,
