@@ -1,4 +1,5 @@
-//! The catch-up feed in PostgreSQL (`statements/event_feed.sql`).
+//! The catch-up feed in PostgreSQL (`statements/event_feed.sql`, and read backwards
+//! `statements/event_feed_back.sql`).
 
 use async_trait::async_trait;
 use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
@@ -107,5 +108,36 @@ impl EventFeed for PgEventFeed {
             }
         }
         Ok(FeedRead { events, horizon })
+    }
+
+    async fn read_back(
+        &self,
+        workspace: WorkspaceId,
+        viewer: UserId,
+        before: FeedPosition,
+        types: &[EventType],
+        limit: u32,
+    ) -> DomainResult<Vec<FeedEvent>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let types: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
+        let rows: Vec<FeedRow> = named_query!(
+            include_str!("statements/event_feed_back.sql");
+            workspace: SqlUuid = workspace.0,
+            before_txid: BigInt = before.txid,
+            before_seq: BigInt = before.seq,
+            types: Array<Text> = &types,
+            viewer: SqlUuid = viewer.0,
+            limit: BigInt = i64::from(limit),
+        )
+        .load(&mut conn)
+        .await
+        .map_err(|e| map_db_error(e, "reading the event feed backwards"))?;
+        let mut events = Vec::with_capacity(rows.len());
+        for row in rows {
+            if let Some(event) = row.event()? {
+                events.push(event);
+            }
+        }
+        Ok(events)
     }
 }

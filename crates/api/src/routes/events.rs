@@ -18,6 +18,10 @@ use crate::state::AppState;
 pub struct FeedQuery {
     /// The `next_cursor` of an earlier page; absent, from the oldest retained event.
     after: Option<String>,
+    /// Read backwards instead, newest first: `latest` for the newest events, then the
+    /// `next_cursor` of the previous backward page for older ones (a short page means the
+    /// oldest was reached; a read past it is empty). Not with `after`.
+    before: Option<String>,
     /// Event types, comma-separated (every type but `WEBHOOK_TEST` when absent or empty).
     types: Option<String>,
     /// Events per page, 1 to 1000; 100 when absent.
@@ -61,7 +65,7 @@ impl TryFrom<FeedEvent> for FeedEventObject {
 /// `{data: [...], next_cursor}`: `next_cursor` is on every page, an empty one too.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct FeedPageObject {
-    /// The events, oldest first.
+    /// The events, oldest first (newest first when read with `before`).
     data: Vec<FeedEventObject>,
     /// Where the next read goes on.
     next_cursor: String,
@@ -95,7 +99,9 @@ fn parse_types(raw: Option<&str>) -> Result<Vec<EventType>, DomainError> {
                    cursor never passes an event that commits late. `next_cursor` is on every \
                    page; a cursor belongs to the `types` it was read with. A notice about a \
                    webhook (`WEBHOOK_FAILING`, ...) shows only to that webhook's owner; \
-                   `WEBHOOK_TEST` is never shown.",
+                   `WEBHOOK_TEST` is never shown. With `before` (`latest`, then the previous \
+                   page's `next_cursor`) the feed is read backwards, newest first, for people \
+                   browsing it; pollers use `after`.",
     security(("bearer_auth" = [])),
     params(FeedQuery),
     responses(
@@ -111,15 +117,20 @@ pub async fn feed(
 ) -> Result<web::Json<FeedPageObject>, ApiError> {
     let QueryParams(query) = query;
     let types = parse_types(query.types.as_deref())?;
-    let page = state
-        .feed
-        .page(
-            &caller.0,
-            query.after.as_deref().filter(|a| !a.is_empty()),
-            &types,
-            query.limit.unwrap_or(DEFAULT_FEED_LIMIT),
-        )
-        .await?;
+    let limit = query.limit.unwrap_or(DEFAULT_FEED_LIMIT);
+    let after = query.after.as_deref().filter(|a| !a.is_empty());
+    let page = match query.before.as_deref().filter(|b| !b.is_empty()) {
+        Some(_) if after.is_some() => {
+            return Err(DomainError::validation("after and before cannot be used together").into());
+        }
+        Some(before) => {
+            state
+                .feed
+                .page_back(&caller.0, before, &types, limit)
+                .await?
+        }
+        None => state.feed.page(&caller.0, after, &types, limit).await?,
+    };
     Ok(web::Json(FeedPageObject {
         data: page
             .events

@@ -420,3 +420,68 @@ async fn the_feed_never_shows_test_deliveries_and_shows_a_notice_to_its_webhooks
         );
     }
 }
+
+#[actix_web::test]
+async fn the_feed_read_backwards_pages_newest_first_to_the_oldest() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let auth = t.bearer().1;
+    for n in 0..5 {
+        create_client(&t, &app, format!("Backwards {n}")).await;
+    }
+    let mut oldest_first = recorded(&t, "'CLIENT_CREATED'").await;
+    assert_eq!(oldest_first.len(), 5);
+    let (forward, _) = read_until(&app, &auth, "", None, 5).await;
+    assert_eq!(forward, oldest_first, "the forward feed, for comparison");
+    oldest_first.reverse();
+    let newest_first = oldest_first;
+
+    // Pages of two: 2, 2, 1, then empty; each page newest first, together every event once.
+    let mut seen = Vec::new();
+    let mut before = "latest".to_owned();
+    let mut sizes = Vec::new();
+    for _ in 0..4 {
+        let (status, page, _) = get(&app, &auth, &format!("{FEED}?before={before}&limit=2")).await;
+        assert_eq!(status, 200, "{page}");
+        sizes.push(page["data"].as_array().unwrap().len());
+        seen.extend(ids(&page));
+        before = page["next_cursor"].as_str().unwrap().to_owned();
+    }
+    assert_eq!(sizes, [2, 2, 1, 0]);
+    assert_eq!(seen, newest_first);
+
+    // The types filter applies; the shape is the forward feed's.
+    let (_, page, _) = get(
+        &app,
+        &auth,
+        &format!("{FEED}?before=latest&types=TIMER_STARTED"),
+    )
+    .await;
+    assert_eq!(page["data"], json!([]));
+    let (_, page, _) = get(&app, &auth, &format!("{FEED}?before=latest&limit=1")).await;
+    assert_eq!(page["data"][0]["type"], "CLIENT_CREATED");
+    assert_eq!(page["data"][0]["payload"]["name"], "Backwards 4");
+
+    // Another workspace reads nothing of these.
+    let (_, other) = t.other_workspace().await;
+    let (status, page, _) = get(&app, &other, &format!("{FEED}?before=latest")).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["data"], json!([]));
+
+    for (query, message) in [
+        (
+            "before=latest&after=latest",
+            "after and before cannot be used together",
+        ),
+        ("before=nope", "invalid cursor"),
+        ("before=latest&limit=0", "limit must be between 1 and 1000"),
+        (
+            "before=latest&types=WEBHOOK_TEST",
+            "Invalid event type: WEBHOOK_TEST",
+        ),
+    ] {
+        let (status, body, _) = get(&app, &auth, &format!("{FEED}?{query}")).await;
+        assert_eq!(status, 400, "{query}: {body}");
+        assert_eq!(error_of(&body)["error"], message, "{query}");
+    }
+}

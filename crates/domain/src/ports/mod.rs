@@ -15,9 +15,9 @@ pub mod system;
 
 use crate::model::{
     ApiKey, AttemptSummary, AuditEntry, Client, DeliveryDetail, DeliveryId, DeliveryQuery,
-    DeliveryRecord, Event, EventType, FeedPosition, FeedRead, HourlyStats, KeyHash, Page,
-    PageRequest, Project, ReplayOutcome, ReplayWindow, Subscription, SubscriptionChange, Tag, Task,
-    TimeEntry, User, WebhookId, Workspace,
+    DeliveryRecord, Event, EventType, FeedEvent, FeedPosition, FeedRead, HourlyStats, KeyHash,
+    Page, PageRequest, Project, ReplayOutcome, ReplayWindow, Subscription, SubscriptionChange, Tag,
+    Task, TimeEntry, User, WebhookId, Workspace,
 };
 
 /// Storage of workspaces.
@@ -590,6 +590,18 @@ pub trait EventFeed: Send + Sync {
         types: &[EventType],
         limit: u32,
     ) -> DomainResult<FeedRead>;
+
+    /// Up to `limit` of `workspace`'s events of `types` that sort before `before`, newest first,
+    /// among those [`read`](Self::read) would show now (below the same horizon, the same
+    /// notices).
+    async fn read_back(
+        &self,
+        workspace: WorkspaceId,
+        viewer: UserId,
+        before: FeedPosition,
+        types: &[EventType],
+        limit: u32,
+    ) -> DomainResult<Vec<FeedEvent>>;
 }
 
 /// How long rows are kept.

@@ -16,6 +16,9 @@ pub const DEFAULT_FEED_LIMIT: u32 = 100;
 /// The refusal of a cursor from before the retained events.
 pub const CURSOR_TOO_OLD: &str = "cursor is older than the retained events";
 
+/// The `before` of a backward read that starts at the newest event.
+pub const LATEST: &str = "latest";
+
 /// Reads of the caller's workspace's events.
 #[derive(Clone)]
 pub struct FeedService {
@@ -62,17 +65,7 @@ impl FeedService {
         types: &[EventType],
         limit: u32,
     ) -> DomainResult<FeedPage> {
-        if !(1..=MAX_FEED_LIMIT).contains(&limit) {
-            return Err(DomainError::validation(format!(
-                "limit must be between 1 and {MAX_FEED_LIMIT}"
-            )));
-        }
-        if let Some(test) = types.iter().find(|t| !Self::shown(**t)) {
-            return Err(DomainError::validation(format!(
-                "Invalid event type: {}",
-                test.as_str()
-            )));
-        }
+        let types = Self::checked(types, limit)?;
         let now = self.clock.now();
         let after = match after {
             Some(text) => {
@@ -83,14 +76,6 @@ impl FeedService {
                 cursor.position
             }
             None => FeedPosition::default(),
-        };
-        let types: Vec<EventType> = if types.is_empty() {
-            EventType::ALL
-                .into_iter()
-                .filter(|t| Self::shown(*t))
-                .collect()
-        } else {
-            types.to_vec()
         };
         let read = self
             .feed
@@ -113,6 +98,74 @@ impl FeedService {
         Ok(FeedPage {
             events: read.events,
             next,
+        })
+    }
+
+    /// A page read backwards, for people looking rather than pollers: up to `limit` of the
+    /// caller's workspace's events of `types` that sort before `before` (a cursor of an earlier
+    /// backward page, or `latest` for the newest), newest first, among those the forward feed
+    /// shows. `next` goes on further back; once a page is short, it answers an empty page. The
+    /// retention is not checked: what is gone is simply not there.
+    pub async fn page_back(
+        &self,
+        caller: &Principal,
+        before: &str,
+        types: &[EventType],
+        limit: u32,
+    ) -> DomainResult<FeedPage> {
+        let types = Self::checked(types, limit)?;
+        let before = if before == LATEST {
+            FeedCursor {
+                position: FeedPosition {
+                    txid: i64::MAX,
+                    seq: i64::MAX,
+                },
+                at: self.clock.now(),
+            }
+        } else {
+            FeedCursor::decode(before)?
+        };
+        let events = self
+            .feed
+            .read_back(
+                caller.workspace_id,
+                caller.user_id,
+                before.position,
+                &types,
+                limit,
+            )
+            .await?;
+        let next = match events.last() {
+            Some(oldest) => FeedCursor {
+                position: oldest.position,
+                at: oldest.created_at,
+            },
+            None => before,
+        };
+        Ok(FeedPage { events, next })
+    }
+
+    /// `types` and `limit` checked: `limit` within 1 to [`MAX_FEED_LIMIT`], no type the feed
+    /// never shows; no types means every shown type.
+    fn checked(types: &[EventType], limit: u32) -> DomainResult<Vec<EventType>> {
+        if !(1..=MAX_FEED_LIMIT).contains(&limit) {
+            return Err(DomainError::validation(format!(
+                "limit must be between 1 and {MAX_FEED_LIMIT}"
+            )));
+        }
+        if let Some(test) = types.iter().find(|t| !Self::shown(**t)) {
+            return Err(DomainError::validation(format!(
+                "Invalid event type: {}",
+                test.as_str()
+            )));
+        }
+        Ok(if types.is_empty() {
+            EventType::ALL
+                .into_iter()
+                .filter(|t| Self::shown(*t))
+                .collect()
+        } else {
+            types.to_vec()
         })
     }
 
