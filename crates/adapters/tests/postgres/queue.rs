@@ -395,3 +395,43 @@ async fn a_delivery_waits_while_an_earlier_one_of_its_key_is_pending_and_others_
     );
     assert_eq!(released[0].sequence, 2);
 }
+
+#[tokio::test]
+async fn a_cancelled_or_delivered_delivery_releases_the_next_of_its_key() {
+    // Events 1 to 3 are about one entity; the first is cancelled (its subscription's queue was
+    // cancelled, say), so the second is the first pending of the key and goes; once delivered,
+    // the third goes.
+    let (db, queue) = setup(3).await;
+    sql(
+        &db,
+        "UPDATE deliveries SET ordering_key = 'k', sequence = right(event_id::text, 1)::bigint",
+    )
+    .await;
+    sql(&db, "UPDATE deliveries SET status = 'CANCELLED' WHERE event_id = '00000000-0000-0000-0000-000000000001'").await;
+    let at = T0 + Duration::seconds(5);
+    let first = queue
+        .claim(at, at + Duration::seconds(30), 10, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed_events(&first),
+        [2],
+        "a cancelled delivery holds nothing back"
+    );
+    queue
+        .record(
+            &first[0],
+            &record(NextStep::Done, AttemptOutcome::Delivered { status: 200 }),
+        )
+        .await
+        .unwrap();
+    let next = queue
+        .claim(at, at + Duration::seconds(30), 10, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed_events(&next),
+        [3],
+        "a delivered one releases the next"
+    );
+}
