@@ -6,8 +6,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
-use timetrack_domain::delivery::{AttemptOutcome, AttemptRecord, ClaimedDelivery, NextStep};
+use futures_util::{FutureExt, StreamExt};
+use timetrack_domain::delivery::{
+    AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, NextStep,
+};
 use timetrack_domain::model::WebhookId;
 use timetrack_domain::ports::{Clock, Housekeeping, Retention};
 use timetrack_domain::services::DeliveryService;
@@ -15,7 +17,7 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio_postgres::{AsyncMessage, NoTls};
 
 use crate::metrics::Metrics;
-use crate::postgres::DELIVERY_CHANNEL;
+use crate::postgres::{DELIVERY_CHANNEL, LISTENER_NAME};
 
 /// Most deliveries claimed in one query.
 const MAX_BATCH: usize = 100;
@@ -210,30 +212,45 @@ pub async fn run_worker(
     let mut failures = FailureLog::default();
     // Whether to claim even with nothing to record: woken, polled, or the last claim was full.
     let mut claim = true;
+    // The poll: a claim at least this often whatever else happens (retries that came due are
+    // found by it), however busy the loop is with recording.
+    let mut next_poll = tokio::time::Instant::now() + settings.poll_interval;
     loop {
         while let Ok(finished) = finished_rx.try_recv() {
             held.settle(finished);
         }
         if *shutdown.borrow() {
             if !held.done.is_empty() {
-                let last = service.record_and_claim(&held.done, 0);
+                let last = service.record_and_claim(&held.done, 0, ClaimWhen::IfHeldBack);
                 if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), last).await {
                     held.recorded(&metrics, &mut failures);
                 }
             }
             return;
         }
+        // A wake that came during the last round asks for a claim in this one, as does the poll.
+        if wake.notified().now_or_never().is_some() || tokio::time::Instant::now() >= next_poll {
+            claim = true;
+        }
         let free = held.free(concurrency).min(MAX_BATCH);
         if held.done.is_empty() && !(claim && free > 0) {
             tokio::select! {
                 Some(finished) = finished_rx.recv() => held.settle(finished),
                 () = wake.notified() => claim = true,
-                () = tokio::time::sleep(settings.poll_interval) => claim = true,
+                () = tokio::time::sleep_until(next_poll) => claim = true,
                 _ = shutdown.changed() => {}
             }
             continue;
         }
-        let round = service.record_and_claim(&held.done, u32::try_from(free).unwrap_or(0));
+        // Not woken, and the last claim took less than it asked for: what is due now is what
+        // the attempts being recorded held back, if anything, and the round looks for that.
+        let when = if claim {
+            next_poll = tokio::time::Instant::now() + settings.poll_interval;
+            ClaimWhen::Always
+        } else {
+            ClaimWhen::IfHeldBack
+        };
+        let round = service.record_and_claim(&held.done, u32::try_from(free).unwrap_or(0), when);
         let claimed = match tokio::time::timeout(ROUND_TIMEOUT, round).await {
             Ok(Ok(claimed)) => claimed,
             failed => {
@@ -256,7 +273,11 @@ pub async fn run_worker(
             }
         };
         held.recorded(&metrics, &mut failures);
-        claim = free > 0 && claimed.len() == free;
+        // A claim that took all it asked for may have left more; with no free slot, no claim
+        // ran and the need for one stands.
+        if free > 0 {
+            claim = claimed.len() == free;
+        }
         held.count += claimed.len();
         for delivery in claimed {
             tokio::spawn(attempt(
@@ -368,7 +389,12 @@ async fn listen(
     own_origin: &Arc<str>,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<Listening, tokio_postgres::Error> {
-    let (client, mut connection) = tokio_postgres::connect(url, NoTls).await?;
+    // Named after the process, so that the others' notifiers see that it listens.
+    let (client, mut connection) = url
+        .parse::<tokio_postgres::Config>()?
+        .application_name(format!("{LISTENER_NAME} {own_origin}"))
+        .connect(NoTls)
+        .await?;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let own_origin = own_origin.clone();
     let driver = tokio::spawn(async move {

@@ -2,13 +2,29 @@
 //!
 //! The tool, the server and the database share the machine's cores, so a throughput figure is
 //! also a CPU budget: dividing each process's CPU time by the requests answered tells what one
-//! request costs each of them. The database is what remains of the machine's busy time once the
-//! tool and the server are taken out (on an idle machine, the database's processes and little
-//! else; the report says so).
+//! request costs each of them. The database's own processes are counted when its server runs on
+//! this machine ([`watch_database`]: the postmaster and its children); what remains of the
+//! machine's busy time is the rest (the kernel's network work outside any process, and anything
+//! else that ran).
 
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use crate::stats::Repeated;
+
+/// The postmaster of the database server, when it runs on this machine.
+static DATABASE: OnceLock<u32> = OnceLock::new();
+
+/// Counts the CPU of the PostgreSQL server whose postmaster is `postmaster` (this machine's)
+/// as the database's from now on.
+pub fn watch_database(postmaster: u32) {
+    let _ = DATABASE.set(postmaster);
+}
+
+/// Whether the database's own CPU is counted apart from the rest.
+pub fn database_watched() -> bool {
+    DATABASE.get().is_some()
+}
 
 /// CPU counters at one instant, in the kernel's clock ticks.
 #[derive(Debug, Clone, Copy)]
@@ -19,6 +35,7 @@ pub struct CpuSample {
     cpus: u64,
     tool: u64,
     server: u64,
+    database: u64,
 }
 
 /// CPU time per request over a window, in microseconds.
@@ -28,14 +45,17 @@ pub struct CpuPerRequest {
     pub tool: f64,
     /// The `timetrack` server.
     pub server: f64,
-    /// The rest of the machine's busy time: the database and whatever else ran.
+    /// The PostgreSQL server's processes (0 when it is not on this machine: then in `rest`).
+    pub database: f64,
+    /// The rest of the machine's busy time: the kernel's work outside any process, and whatever
+    /// else ran.
     pub rest: f64,
 }
 
 impl CpuPerRequest {
     /// All of it.
     pub fn total(&self) -> f64 {
-        self.tool + self.server + self.rest
+        self.tool + self.server + self.database + self.rest
     }
 
     /// Each part's median over repetitions; `None` for none.
@@ -44,6 +64,7 @@ impl CpuPerRequest {
         (!repetitions.is_empty()).then(|| Self {
             tool: part(|c| c.tool),
             server: part(|c| c.server),
+            database: part(|c| c.database),
             rest: part(|c| c.rest),
         })
     }
@@ -63,6 +84,7 @@ impl CpuSample {
             server: process_ticks(
                 &std::fs::read_to_string(format!("/proc/{server_pid}/stat")).ok()?,
             )?,
+            database: DATABASE.get().map_or(0, |&pid| server_tree_ticks(pid)),
         })
     }
 
@@ -80,10 +102,12 @@ impl CpuSample {
         let busy = later.busy.saturating_sub(self.busy);
         let tool = later.tool.saturating_sub(self.tool);
         let server = later.server.saturating_sub(self.server);
+        let database = later.database.saturating_sub(self.database);
         Some(CpuPerRequest {
             tool: per(tool),
             server: per(server),
-            rest: per(busy.saturating_sub(tool + server)),
+            database: per(database),
+            rest: per(busy.saturating_sub(tool + server + database)),
         })
     }
 }
@@ -105,6 +129,54 @@ fn machine_ticks(stat: &str) -> Option<(u64, u64, u64)> {
         .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
         .count() as u64;
     (cpus > 0).then_some((busy, all, cpus))
+}
+
+/// The ticks of a server process and its children: its own, those of its children that it
+/// has reaped, and those of the children that run (PostgreSQL's backends and helpers are the
+/// postmaster's children and start no processes of their own).
+fn server_tree_ticks(parent: u32) -> u64 {
+    let Some(own) = std::fs::read_to_string(format!("/proc/{parent}/stat"))
+        .ok()
+        .and_then(|stat| process_and_reaped_ticks(&stat))
+    else {
+        return 0;
+    };
+    let children: u64 = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
+        .filter(|stat| parent_of(stat) == Some(parent))
+        .filter_map(|stat| process_ticks(&stat))
+        .sum();
+    own + children
+}
+
+/// The fields after a `/proc/<pid>/stat` line's name (in parentheses, which may hold spaces).
+fn stat_fields(stat: &str) -> Option<Vec<&str>> {
+    Some(
+        stat.get(stat.rfind(')')? + 2..)?
+            .split_whitespace()
+            .collect(),
+    )
+}
+
+/// The parent process id of a `/proc/<pid>/stat` line.
+fn parent_of(stat: &str) -> Option<u32> {
+    stat_fields(stat)?.get(1)?.parse().ok()
+}
+
+/// User plus system ticks of a process and of its reaped children.
+fn process_and_reaped_ticks(stat: &str) -> Option<u64> {
+    let fields = stat_fields(stat)?;
+    let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    Some(field(11)? + field(12)? + field(13)? + field(14)?)
 }
 
 /// User plus system ticks of a process, from its `/proc/<pid>/stat`.
@@ -132,6 +204,10 @@ mod tests {
                        9 0 1000 300000000 5000";
         assert_eq!(process_ticks(process), Some(49));
         assert_eq!(process_ticks("garbage"), None);
+        assert_eq!(parent_of(process), Some(1));
+        assert_eq!(process_and_reaped_ticks(process), Some(49));
+        let reaped = "7 (postgres) S 1 7 7 0 -1 4194304 500 0 0 0 37 12 100 3 20 0 9 0 1000";
+        assert_eq!(process_and_reaped_ticks(reaped), Some(152));
     }
 
     #[test]
@@ -144,6 +220,7 @@ mod tests {
             cpus: 2,
             tool: 10,
             server: 20,
+            database: 5,
         };
         // One second later at 100 ticks a second on two CPUs: 200 ticks, 150 of them busy.
         let after = CpuSample {
@@ -152,20 +229,27 @@ mod tests {
             all: 2_200,
             tool: 40,
             server: 70,
+            database: 25,
             ..before
         };
         let per = before.per_request(&after, 1_000).unwrap();
         // A tick is 10 ms; 30 ticks over 1,000 requests = 300 µs each.
         assert!((per.tool - 300.0).abs() < 1e-6, "{per:?}");
         assert!((per.server - 500.0).abs() < 1e-6, "{per:?}");
-        assert!((per.rest - 700.0).abs() < 1e-6, "{per:?}");
+        assert!((per.database - 200.0).abs() < 1e-6, "{per:?}");
+        assert!((per.rest - 500.0).abs() < 1e-6, "{per:?}");
         assert!((per.total() - 1_500.0).abs() < 1e-6);
         assert_eq!(before.per_request(&after, 0), None);
     }
 
     #[test]
     fn the_median_is_taken_part_by_part() {
-        let cpu = |tool, server, rest| CpuPerRequest { tool, server, rest };
+        let cpu = |tool, server, rest| CpuPerRequest {
+            tool,
+            server,
+            database: server / 10.0,
+            rest,
+        };
         let runs = [
             cpu(1.0, 50.0, 9.0),
             cpu(3.0, 10.0, 7.0),

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use timetrack_testkit::Received;
 
 use crate::cpu::{CpuPerRequest, CpuSample};
+use crate::dbstats::{DbCounters, DbPerEvent};
 use crate::setup::{Account, Environment, Server};
 use crate::stats::{Latencies, Repeated, slow_span};
 use crate::{Sizes, progress};
@@ -35,6 +36,10 @@ pub struct Throughput {
     pub duplicates: usize,
     /// Requests not answered 201, summed over the repetitions.
     pub refused: usize,
+    /// CPU per event over each run (from the first request until every delivery arrived).
+    pub cpu: Vec<CpuPerRequest>,
+    /// The database's transactions and statements per event over each run.
+    pub db: Vec<DbPerEvent>,
 }
 
 /// The latency figures of one subscription count.
@@ -48,8 +53,10 @@ pub struct Latency {
     pub samples: Latencies,
     pub lost: usize,
     /// CPU per event over each run (from the first request until every delivery arrived): the
-    /// server, the database (the machine's other busy time) and the tool (driver and receiver).
+    /// server, the database, the tool (driver and receiver) and the rest of the machine.
     pub cpu: Vec<CpuPerRequest>,
+    /// The database's transactions and statements per event over each run.
+    pub db: Vec<DbPerEvent>,
 }
 
 /// Workload 1 for each subscription count.
@@ -69,6 +76,8 @@ pub async fn throughput(
             let before = env.receiver.count();
             let next = Arc::new(AtomicUsize::new(0));
             let accepted = Arc::new(AtomicUsize::new(0));
+            let db_before = DbCounters::read(&env.database_url).await?;
+            let cpu_before = CpuSample::now(server.pid());
             let started = Instant::now();
             let clients: Vec<_> = (0..sizes.burst_clients)
                 .map(|_| {
@@ -107,6 +116,12 @@ pub async fn throughput(
             let accepted = accepted.load(Ordering::Relaxed);
             let expected = accepted * s;
             let received = wait_for(env, before, expected).await;
+            let cpu = CpuSample::now(server.pid())
+                .zip(cpu_before)
+                .and_then(|(after, before)| before.per_request(&after, accepted));
+            let db = DbCounters::read(&env.database_url)
+                .await?
+                .per_event_since(&db_before, accepted);
             let mine: Vec<&Received> = received
                 .iter()
                 .filter(|r| r.path.starts_with(&format!("/{tag}/")))
@@ -129,15 +144,18 @@ pub async fn throughput(
             figures.lost += expected.saturating_sub(unique.len());
             figures.duplicates += mine.len() - unique.len();
             figures.refused += sizes.burst_events - accepted;
+            figures.cpu.extend(cpu);
+            figures.db.extend(db);
             progress(&format!(
                 "throughput S={s} run {}: {:.0} accepted/s, {:.0} deliveries/s ({during_creation} \
-                 arrived in the {:.2} s of creation), lost {}, duplicates {}",
+                 arrived in the {:.2} s of creation), lost {}, duplicates {}{}",
                 run + 1,
                 accepted as f64 / accept_time.as_secs_f64(),
                 unique.len() as f64 / span.max(1e-9),
                 accept_time.as_secs_f64(),
                 expected.saturating_sub(unique.len()),
-                mine.len() - unique.len()
+                mine.len() - unique.len(),
+                per_event(cpu, db)
             ));
         }
         all.push(figures);
@@ -162,6 +180,7 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
             let mut ticker =
                 tokio::time::interval(Duration::from_secs(1) / sizes.latency_rate.max(1));
             let mut requests = Vec::new();
+            let db_before = DbCounters::read(&env.database_url).await?;
             let cpu_before = CpuSample::now(server.pid());
             let started = Instant::now();
             for n in 0..total {
@@ -205,9 +224,11 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
             let cpu = CpuSample::now(server.pid())
                 .zip(cpu_before)
                 .and_then(|(after, before)| before.per_request(&after, answered.len()));
-            if let Some(cpu) = cpu {
-                figures.cpu.push(cpu);
-            }
+            let db = DbCounters::read(&env.database_url)
+                .await?
+                .per_event_since(&db_before, answered.len());
+            figures.cpu.extend(cpu);
+            figures.db.extend(db);
             let mut samples = Latencies::default();
             // When each sample's request was answered, in seconds into the run (beside
             // `samples`, in the same order), to tell a spread tail from a stall.
@@ -251,12 +272,7 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
                     w.count, w.first, w.last, w.worst_count, w.worst_second
                 )
             });
-            let cpu = cpu.map_or_else(String::new, |c| {
-                format!(
-                    "; CPU per event: server {:.0} µs, database and rest {:.0} µs, tool {:.0} µs",
-                    c.server, c.rest, c.tool
-                )
-            });
+            let cpu = per_event(cpu, db);
             progress(&format!(
                 "latency S={s} run {}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} samples){slow}{cpu}",
                 run + 1,
@@ -272,6 +288,23 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
         all.push(figures);
     }
     Ok(all)
+}
+
+/// The CPU and database figures per event of one run, for its progress line.
+fn per_event(cpu: Option<CpuPerRequest>, db: Option<DbPerEvent>) -> String {
+    let cpu = cpu.map_or_else(String::new, |c| {
+        format!(
+            "; CPU per event: server {:.0} µs, database {:.0} µs, rest {:.0} µs, tool {:.0} µs",
+            c.server, c.database, c.rest, c.tool
+        )
+    });
+    let db = db.map_or_else(String::new, |d| {
+        let statements = d
+            .statements
+            .map_or_else(String::new, |n| format!(", {n:.2} statements"));
+        format!("; per event {:.2} transactions{statements}", d.transactions)
+    });
+    format!("{cpu}{db}")
 }
 
 /// A new workspace with `s` subscriptions on the receiver under `/<tag>/`.

@@ -8,6 +8,7 @@
 //! HTTPS and commit rates, and the server's peak memory. See `docs/benchmarks.md`.
 
 mod cpu;
+mod dbstats;
 mod delivery;
 mod lean;
 mod limits;

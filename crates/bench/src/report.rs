@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use crate::Sizes;
 use crate::cpu::CpuPerRequest;
+use crate::dbstats::DbPerEvent;
 use crate::delivery::{Latency, Throughput};
 use crate::limits::{COMMIT_CONNECTIONS, HTTPS_CONCURRENCY, HTTPS_WIDE_CONCURRENCY, Limits};
 use crate::search::Search;
@@ -279,15 +280,27 @@ impl Report {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        let _ = writeln!(
+            md,
+            "{}",
+            cost_table(
+                "Where each event's cost goes in this workload",
+                self.throughput.iter().map(|t| (
+                    t.subscriptions,
+                    t.cpu.as_slice(),
+                    t.db.as_slice()
+                )),
+            )
+        );
 
         let _ = writeln!(
             md,
             "## 2. Delivery latency\n\n\
              {} events/s for {} s; latency from the API's response to the event's arrival at the \
              receiver (a delivery that beats the response counts as 0). CPU per event: the server's \
-             and the rest of the machine's busy time (the database, and little else on an idle \
-             machine) over the run, from the first request until every delivery arrived, divided \
-             by the events; medians of the runs.\n\n\
+             and the database's over the run, from the first request until every delivery \
+             arrived, divided by the events; medians of the runs (the split, and the database's \
+             transactions and statements per event, in the table below).\n\n\
              | S | p50 | p95 | p99 | lost | CPU per event: server + database = total |\n\
              |---|---|---|---|---|---|",
             s.latency_rate, s.latency_seconds
@@ -299,8 +312,8 @@ impl Report {
                     format!(
                         "{:.2} + {:.2} = {:.2} ms",
                         c.server / 1000.0,
-                        c.rest / 1000.0,
-                        (c.server + c.rest) / 1000.0
+                        c.database / 1000.0,
+                        (c.server + c.database) / 1000.0
                     )
                 },
             );
@@ -314,7 +327,17 @@ impl Report {
                 l.lost
             );
         }
-        let _ = writeln!(md, "\n![Delivery latency by percentile]({svg_name})\n");
+        let _ = writeln!(
+            md,
+            "{}",
+            cost_table(
+                "\nWhere each event's cost goes in this workload",
+                self.latency
+                    .iter()
+                    .map(|l| (l.subscriptions, l.cpu.as_slice(), l.db.as_slice())),
+            )
+        );
+        let _ = writeln!(md, "![Delivery latency by percentile]({svg_name})\n");
 
         let _ = writeln!(
             md,
@@ -387,10 +410,10 @@ impl Report {
                     c.concurrency,
                     service.tool,
                     service.server,
-                    service.rest,
+                    service.database + service.rest,
                     service.total(),
                     direct.tool,
-                    direct.rest + direct.server,
+                    direct.database + direct.rest + direct.server,
                     direct.total()
                 );
             }
@@ -507,6 +530,54 @@ impl Report {
 
 /// `new`, followed by the hand-kept section of `old` (from [`KEPT_SECTION`] to its end) if it has
 /// one: a run replaces the generated part only.
+/// A table of each subscription count's CPU per event, part by part, and the database's
+/// transactions and statements per event (medians of the runs).
+fn cost_table<'a>(
+    title: &str,
+    rows: impl Iterator<Item = (usize, &'a [CpuPerRequest], &'a [DbPerEvent])>,
+) -> String {
+    let mut md = format!(
+        "{title} (per event, medians; CPU from `/proc`: the server, the database server's \
+         processes, the rest of the machine's busy time (the kernel's network work outside any \
+         process, and anything else that ran), and the tool (load generator and receiver); the \
+         database's write transactions from the transaction ids it handed out, its statements \
+         from `pg_stat_statements`, top level only):\n\n\
+         | S | server | database | rest | tool | transactions | statements |\n\
+         |---|---|---|---|---|---|---|\n"
+    );
+    for (s, cpu, db) in rows {
+        let cpu = CpuPerRequest::median(cpu).map_or_else(
+            || "not measured | | | ".to_owned(),
+            |c| {
+                format!(
+                    "{:.2} ms | {} | {:.2} ms | {:.2} ms",
+                    c.server / 1000.0,
+                    if crate::cpu::database_watched() {
+                        format!("{:.2} ms", c.database / 1000.0)
+                    } else {
+                        "in rest (not on this machine)".to_owned()
+                    },
+                    c.rest / 1000.0,
+                    c.tool / 1000.0
+                )
+            },
+        );
+        let db = DbPerEvent::median(db).map_or_else(
+            || "not measured | ".to_owned(),
+            |d| {
+                format!(
+                    "{:.2} | {}",
+                    d.transactions,
+                    d.statements
+                        .map_or_else(|| "not loaded".to_owned(), |n| format!("{n:.2}"))
+                )
+            },
+        );
+        let _ = writeln!(md, "| {s} | {cpu} | {db} |");
+    }
+    md
+}
+
 fn keeping_section(mut new: String, old: Option<&str>) -> String {
     if let Some(kept) = old.and_then(|old| old.find(KEPT_SECTION).map(|at| &old[at..])) {
         if !new.ends_with('\n') {

@@ -307,8 +307,8 @@ pub async fn measure(
             let cpu = |runs: &[CpuPerRequest]| {
                 CpuPerRequest::median(runs).map_or_else(String::new, |c| {
                     format!(
-                        " (CPU µs: tool {:.0}, server {:.0}, rest {:.0})",
-                        c.tool, c.server, c.rest
+                        " (CPU µs: tool {:.0}, server {:.0}, database {:.0}, rest {:.0})",
+                        c.tool, c.server, c.database, c.rest
                     )
                 })
             };

@@ -35,7 +35,7 @@ impl Environment {
                 options.server_bin.display()
             );
         }
-        let (database_url, database_label, local) = match std::env::var("DATABASE_URL") {
+        let (database_url, database_label, mut local) = match std::env::var("DATABASE_URL") {
             Ok(url) if !url.is_empty() => {
                 let url = ensure_database(&url).await?;
                 (url, format!("`{DATABASE}` on DATABASE_URL's server"), None)
@@ -68,6 +68,19 @@ impl Environment {
                 .await
                 .context("migrating the bench database")?;
         }
+        if let Some(cluster) = local.as_mut()
+            && load_statement_stats(&database_url).await?
+        {
+            crate::progress("restarting the private cluster with pg_stat_statements loaded");
+            cluster.stop();
+            let dir = std::path::absolute(&options.data_dir)?.join("postgres");
+            *cluster = tokio::task::spawn_blocking(move || {
+                LocalPostgres::start(&dir, Durability::Durable)
+            })
+            .await??;
+            load_statement_stats(&database_url).await?;
+        }
+        watch_database(&database_url).await?;
         clear_earlier_runs(&database_url).await?;
         let pool = build_pool(&database_url, PoolSettings::default())?;
         Ok(Self {
@@ -271,6 +284,69 @@ fn history_sql(events: u32) -> String {
                                         latency_ms, status_code) \
          SELECT id, subscription_id, 1, created_at, 2, 200 FROM deliveries;"
     )
+}
+
+/// Readies `pg_stat_statements` in the bench database (its statements per event go in the
+/// report): created where the server loads it; where it does not but has it installed, asks
+/// for it at the next start and returns true (the private cluster is then restarted; the
+/// setting stays). A server without it is measured without statement counts.
+async fn load_statement_stats(url: &str) -> Result<bool> {
+    let (client, driver) = connect(url).await?;
+    let loaded: String = client
+        .query_one("SHOW shared_preload_libraries", &[])
+        .await?
+        .get(0);
+    let restart = if loaded.contains("pg_stat_statements") {
+        client
+            .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            .await
+            .context("creating pg_stat_statements")?;
+        false
+    } else {
+        let installed = client
+            .query_opt(
+                "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_stat_statements'",
+                &[],
+            )
+            .await?
+            .is_some();
+        if installed {
+            client
+                .batch_execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+                .await
+                .context("asking for pg_stat_statements")?;
+        }
+        installed
+    };
+    drop(client);
+    let _ = driver.await;
+    Ok(restart)
+}
+
+/// Counts the CPU of the database server's processes apart ([`crate::cpu::watch_database`])
+/// when it runs on this machine: the parent of this connection's backend is its postmaster.
+async fn watch_database(url: &str) -> Result<()> {
+    let (client, driver) = connect(url).await?;
+    let backend: i32 = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await?
+        .get(0);
+    // Read while the backend runs.
+    let parent = std::fs::read_to_string(format!("/proc/{backend}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let fields = stat.get(stat.rfind(')')? + 2..)?;
+            fields.split_whitespace().nth(1)?.parse::<u32>().ok()
+        });
+    drop(client);
+    let _ = driver.await;
+    if let Some(postmaster) = parent
+        && std::fs::read_to_string(format!("/proc/{postmaster}/comm"))
+            .is_ok_and(|name| name.trim() == "postgres")
+    {
+        crate::cpu::watch_database(postmaster);
+    }
+    Ok(())
 }
 
 /// Creates the bench database on `url`'s server unless it exists; its URL.

@@ -218,6 +218,19 @@ impl AttemptRecord {
     }
 }
 
+/// Whether a round that records attempts also claims due deliveries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimWhen {
+    /// Always, up to the limit: the worker was woken by new deliveries, its poll came, or its
+    /// last claim took all it asked for (more may be due).
+    Always,
+    /// Only when a subscription of the recorded attempts has due deliveries that no worker
+    /// holds: those the recorded ones held back (the next of an ordering key, or those beyond
+    /// the subscription's in-flight cap). Otherwise the claim would find nothing, so it is not
+    /// run: at moderate load, every delivery's record would cost a claim that finds nothing.
+    IfHeldBack,
+}
+
 /// The state of the delivery queue at one moment, for monitoring.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueueStats {

@@ -14,15 +14,30 @@
 //! listener ignores its own: its worker was already woken by the announcement itself, and a
 //! second wake would only run a claim that finds nothing (one statement more per event at
 //! moderate load).
+//!
+//! A process alone on its database sends no `NOTIFY` at all: each listener's connection is
+//! named after its process (`application_name`, which `pg_stat_activity` shows to every role),
+//! and the notifier looks, at most once a second, whether another process listens. Alone, the
+//! notification would cost a transaction per write (one that waited for its WAL flush) for
+//! nobody. A process that starts listening is seen within a second; until then its poll finds
+//! what the others queued, and each writer's own worker delivers what it queued in any case.
+//! The `NOTIFY` commits asynchronously: it is a wake-up, and a lost one is caught by the poll.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use diesel_async::RunQueryDsl;
 use tokio::sync::{Notify, watch};
 
 use super::PgPool;
 use super::outbox::DELIVERY_CHANNEL;
+
+/// The `application_name` of a listening connection starts with this, followed by its
+/// process's origin.
+pub(crate) const LISTENER_NAME: &str = "timetrack-listener";
+
+/// How long the notifier trusts what it last saw of the other processes' listeners.
+const LISTENERS_SEEN_FOR: Duration = Duration::from_secs(1);
 
 /// Wakes the delivery workers of this process and of the others after a commit.
 #[derive(Debug, Clone)]
@@ -75,6 +90,11 @@ impl DeliveryAnnouncer {
         }
     }
 
+    /// The `application_name` of this process's listening connection.
+    pub fn listener_name(&self) -> String {
+        format!("{LISTENER_NAME} {}", self.origin)
+    }
+
     /// What this process's delivery worker waits on: [`announce`](Self::announce) and the
     /// notifications of the other processes both wake it.
     pub fn local_wake(&self) -> Arc<Notify> {
@@ -82,9 +102,9 @@ impl DeliveryAnnouncer {
     }
 }
 
-/// Sends one `NOTIFY` on the delivery channel for every burst of announcements, until
-/// `shutdown`. A failed notification is logged and dropped: the other processes' poll finds the
-/// deliveries.
+/// Sends one `NOTIFY` on the delivery channel for every burst of announcements while another
+/// process listens, until `shutdown`. A failed notification is logged and dropped: the other
+/// processes' poll finds the deliveries.
 pub async fn run_notifier(
     pool: PgPool,
     announcer: DeliveryAnnouncer,
@@ -92,9 +112,18 @@ pub async fn run_notifier(
 ) {
     // The origin is hexadecimal: nothing to quote.
     let notify = format!(
-        "SELECT pg_notify('{DELIVERY_CHANNEL}', '{}')",
+        "SELECT set_config('synchronous_commit', 'off', true), \
+                pg_notify('{DELIVERY_CHANNEL}', '{}')",
         announcer.origin
     );
+    let others = format!(
+        "SELECT count(*) AS n FROM pg_stat_activity \
+         WHERE datname = current_database() AND application_name LIKE '{LISTENER_NAME} %' \
+           AND application_name <> '{}'",
+        announcer.listener_name()
+    );
+    // Whether another process listened when last looked, and when that was.
+    let mut seen: Option<(bool, Instant)> = None;
     loop {
         tokio::select! {
             () = announcer.remote.notified() => {}
@@ -102,10 +131,24 @@ pub async fn run_notifier(
         }
         let sent = tokio::time::timeout(Duration::from_secs(2), async {
             let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-            diesel::sql_query(&notify)
-                .execute(&mut conn)
-                .await
-                .map_err(|e| e.to_string())
+            let listening = match seen {
+                Some((listening, at)) if at.elapsed() < LISTENERS_SEEN_FOR => listening,
+                _ => {
+                    let count: Count = diesel::sql_query(&others)
+                        .get_result(&mut conn)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    seen = Some((count.n > 0, Instant::now()));
+                    count.n > 0
+                }
+            };
+            if listening {
+                diesel::sql_query(&notify)
+                    .execute(&mut conn)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok::<_, String>(())
         })
         .await
         .unwrap_or_else(|_| Err("timed out".to_owned()));
@@ -113,6 +156,13 @@ pub async fn run_notifier(
             tracing::warn!(%error, "notifying other processes of new deliveries failed");
         }
     }
+}
+
+/// A count.
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
 }
 
 #[cfg(test)]

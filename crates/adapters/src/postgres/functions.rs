@@ -31,7 +31,7 @@ const FUNCTIONS: &[Function] = &[
     Function {
         signature: "timetrack_record_and_claim(bigint[], text[], int[], timestamptz[], int[], \
                     int[], text[], text[], text[], timestamptz[], timestamptz[], bool[], bool[], \
-                    timestamptz, timestamptz, bigint, bigint)",
+                    timestamptz, timestamptz, bigint, bigint, bool)",
         sql: include_str!("functions/record_and_claim.sql"),
     },
 ];

@@ -8,7 +8,9 @@ use diesel::sql_types::{
 };
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
-use timetrack_domain::delivery::{AttemptRecord, ClaimedDelivery, NextStep, Notice, QueueStats};
+use timetrack_domain::delivery::{
+    AttemptRecord, ClaimWhen, ClaimedDelivery, NextStep, Notice, QueueStats,
+};
 use timetrack_domain::ids::{EventId, WorkspaceId};
 use timetrack_domain::model::{DeliveryId, DeliveryKind, EventType, WebhookId};
 use timetrack_domain::ports::DeliveryQueue;
@@ -103,6 +105,7 @@ fn record_and_claim_query(
     lease_until: OffsetDateTime,
     limit: u32,
     per_subscription: u32,
+    when: ClaimWhen,
 ) -> impl diesel_async::methods::LoadQuery<'_, AsyncPgConnection, ClaimRow> + Send + '_ {
     Prepared(batch_query!(
         include_str!("statements/record_and_claim.sql"), batch;
@@ -110,6 +113,7 @@ fn record_and_claim_query(
         lease_until: Timestamptz = lease_until,
         limit: BigInt = i64::from(limit),
         per_subscription: BigInt = i64::from(per_subscription),
+        always: Bool = when == ClaimWhen::Always,
     ))
 }
 
@@ -332,6 +336,7 @@ impl DeliveryQueue for PgDeliveryQueue {
         lease_until: OffsetDateTime,
         limit: u32,
         per_subscription: u32,
+        when: ClaimWhen,
     ) -> DomainResult<Vec<ClaimedDelivery>> {
         if let Some((claimed, _)) = attempts.iter().find(|(_, a)| a.recorded_alone()) {
             return Err(DomainError::Unexpected(anyhow::anyhow!(
@@ -345,7 +350,7 @@ impl DeliveryQueue for PgDeliveryQueue {
         }
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let rows: Vec<ClaimRow> =
-            record_and_claim_query(&batch, now, lease_until, limit, per_subscription)
+            record_and_claim_query(&batch, now, lease_until, limit, per_subscription, when)
                 .load(&mut conn)
                 .await
                 .map_err(|e| map_db_error(e, "recording attempts and claiming deliveries"))?;

@@ -73,3 +73,83 @@ async fn an_announcement_in_one_process_wakes_the_worker_of_another() {
     .await
     .expect("both stop on shutdown");
 }
+
+#[tokio::test]
+async fn a_process_alone_on_its_database_sends_no_notification_until_another_listens() {
+    use futures_util::StreamExt;
+    let db = TestDatabase::new().await;
+    let (stop, stopped) = watch::channel(false);
+    // A plain LISTEN connection sees every notification sent, and is no timetrack listener.
+    let (spy, mut connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let spy_driver = tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = messages.next().await {
+            if let tokio_postgres::AsyncMessage::Notification(note) = message {
+                let _ = seen_tx.send(note.payload().to_owned());
+            }
+        }
+    });
+    spy.batch_execute("LISTEN timetrack_deliveries")
+        .await
+        .unwrap();
+
+    let announcer = DeliveryAnnouncer::new();
+    let notifier = tokio::spawn(run_notifier(db.pool(), announcer.clone(), stopped.clone()));
+    let own = Arc::new(Notify::new());
+    let own_listener = tokio::spawn(run_listener(
+        db.url().to_owned(),
+        own.clone(),
+        announcer.origin(),
+        stopped.clone(),
+    ));
+    tokio::time::timeout(Duration::from_secs(10), own.notified())
+        .await
+        .expect("the listener reaches LISTEN");
+    for _ in 0..3 {
+        announcer.announce(1);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), seen.recv())
+            .await
+            .is_err(),
+        "alone, no NOTIFY is sent"
+    );
+
+    // Another process starts listening: once the notifier looks again (within a second), its
+    // announcements are sent.
+    let other = Arc::new(Notify::new());
+    let listener = tokio::spawn(run_listener(
+        db.url().to_owned(),
+        other.clone(),
+        DeliveryAnnouncer::new().origin(),
+        stopped.clone(),
+    ));
+    tokio::time::timeout(Duration::from_secs(10), other.notified())
+        .await
+        .expect("the other listener reaches LISTEN");
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    announcer.announce(1);
+    tokio::time::timeout(Duration::from_secs(5), other.notified())
+        .await
+        .expect("the other process is woken");
+    let payload = tokio::time::timeout(Duration::from_secs(5), seen.recv())
+        .await
+        .expect("a NOTIFY was sent")
+        .unwrap();
+    assert_eq!(payload, *announcer.origin());
+
+    stop.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), async {
+        notifier.await.unwrap();
+        listener.await.unwrap();
+        own_listener.await.unwrap();
+    })
+    .await
+    .expect("all stop on shutdown");
+    drop(spy);
+    spy_driver.abort();
+}

@@ -9,7 +9,7 @@ use time::{Duration, OffsetDateTime};
 use timetrack_adapters::postgres::PgDeliveryQueue;
 use timetrack_domain::DomainResult;
 use timetrack_domain::delivery::{
-    AttemptOutcome, AttemptRecord, AttemptReport, ClaimedDelivery, NextStep, QueueStats,
+    AttemptOutcome, AttemptRecord, AttemptReport, ClaimWhen, ClaimedDelivery, NextStep, QueueStats,
 };
 use timetrack_domain::ports::DeliveryQueue;
 use timetrack_testkit::TestDatabase;
@@ -35,8 +35,15 @@ impl Claim for PgDeliveryQueue {
         limit: u32,
         per_subscription: u32,
     ) -> DomainResult<Vec<ClaimedDelivery>> {
-        self.record_and_claim(&[], now, lease_until, limit, per_subscription)
-            .await
+        self.record_and_claim(
+            &[],
+            now,
+            lease_until,
+            limit,
+            per_subscription,
+            ClaimWhen::Always,
+        )
+        .await
     }
 }
 

@@ -79,7 +79,14 @@ async fn claim(
 ) -> DomainResult<Vec<ClaimedDelivery>> {
     let now = time::OffsetDateTime::now_utc() + later;
     PgDeliveryQueue::new(db.pool(), secrets.clone())
-        .record_and_claim(&[], now, now + time::Duration::seconds(30), 10, 10)
+        .record_and_claim(
+            &[],
+            now,
+            now + time::Duration::seconds(30),
+            10,
+            10,
+            timetrack_domain::delivery::ClaimWhen::Always,
+        )
         .await
 }
 

@@ -544,7 +544,9 @@ pub trait DeliveryQueue: Send + Sync {
     /// (a crashed worker's deliveries come back then). No subscription gets more than
     /// `per_subscription` deliveries leased at once (counting those already in flight), so a slow
     /// subscriber cannot take every worker. On an error nothing is recorded and nothing claimed.
-    /// Empty `attempts` is a plain claim; `limit` 0 records only.
+    /// Empty `attempts` is a plain claim; `limit` 0 records only. With
+    /// [`ClaimWhen::IfHeldBack`](crate::delivery::ClaimWhen::IfHeldBack) the claim runs only
+    /// when a subscription of `attempts` has due deliveries that no worker holds.
     async fn record_and_claim(
         &self,
         attempts: &[(
@@ -555,6 +557,7 @@ pub trait DeliveryQueue: Send + Sync {
         lease_until: OffsetDateTime,
         limit: u32,
         per_subscription: u32,
+        when: crate::delivery::ClaimWhen,
     ) -> DomainResult<Vec<crate::delivery::ClaimedDelivery>>;
 
     /// How many pending deliveries there are as of `now`, and how long the oldest due one has

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use time::Duration;
 
 use crate::delivery::{
-    AttemptOutcome, AttemptRecord, ClaimedDelivery, DEFAULT_DISABLE_AFTER, DEFAULT_FAILING_AFTER,
-    NextStep, Notice, Ordering, RetrySchedule, Secrets, build_request, next_step, should_disable,
+    AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, DEFAULT_DISABLE_AFTER,
+    DEFAULT_FAILING_AFTER, NextStep, Notice, Ordering, RetrySchedule, Secrets, build_request,
+    next_step, should_disable,
 };
 use crate::error::DomainResult;
 use crate::ids::EventId;
@@ -86,10 +87,12 @@ impl DeliveryService {
     /// Records `done` (attempts that do not end their subscription, see
     /// [`AttemptRecord::recorded_alone`]) and claims up to `limit` due deliveries, leased for
     /// the configured time, in one transaction: the slots `done` held are free for the claim.
+    /// `when` says whether to claim in any case or only when `done` held deliveries back.
     pub async fn record_and_claim(
         &self,
         done: &[(ClaimedDelivery, AttemptRecord)],
         limit: u32,
+        when: ClaimWhen,
     ) -> DomainResult<Vec<ClaimedDelivery>> {
         let now = self.clock.now();
         self.queue
@@ -99,6 +102,7 @@ impl DeliveryService {
                 now + self.settings.lease,
                 limit,
                 self.settings.max_in_flight_per_subscription,
+                when,
             )
             .await
     }

@@ -340,6 +340,7 @@ mod notices {
             _: time::OffsetDateTime,
             _: u32,
             _: u32,
+            _: ClaimWhen,
         ) -> DomainResult<Vec<ClaimedDelivery>> {
             unreachable!()
         }

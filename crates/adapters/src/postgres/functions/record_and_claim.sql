@@ -3,6 +3,13 @@
 -- transaction. The claim sees the leases the record just cleared, so a subscription's freed
 -- in-flight slots are refilled at once.
 --
+-- Unless $18 (claim in any case), the claim runs only when a subscription of the recorded
+-- attempts has due deliveries that no worker holds: those the recorded ones held back, the next
+-- of an ordering key or those beyond the subscription's in-flight cap. The worker asks for the
+-- claim in any case when it was woken, polled, or its last claim was full; otherwise, a round
+-- that records one delivery at moderate load would run a claim that finds nothing. The probe is
+-- one range of deliveries_pending_subscription_idx per recorded subscription.
+--
 -- The round commits asynchronously (no wait for its WAL flush): it holds only the queue's
 -- bookkeeping, leases and outcomes. A database crash can forget its last moments (at most three
 -- times wal_writer_delay), and the deliveries concerned are then sent again: a duplicate, never a
@@ -11,13 +18,14 @@
 CREATE OR REPLACE FUNCTION timetrack_record_and_claim(bigint[], text[], int[], timestamptz[],
                                                       int[], int[], text[], text[], text[],
                                                       timestamptz[], timestamptz[], bool[], bool[],
-                                                      timestamptz, timestamptz, bigint, bigint)
+                                                      timestamptz, timestamptz, bigint, bigint,
+                                                      bool)
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
                secret text, previous_secret text, attempts integer, failing_since timestamptz,
                failing_notified boolean, ordering_key text, sequence bigint)
 LANGUAGE plpgsql
-SET jit = off
+SET jit = off SET enable_seqscan = off SET plan_cache_mode = force_generic_plan
 AS $fn$
 BEGIN
     -- For this statement's transaction only (a function SET clause would end with the function,
@@ -27,7 +35,11 @@ BEGIN
         PERFORM timetrack_record_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
                                           $13);
     END IF;
-    IF $16 > 0 THEN
+    IF $16 > 0 AND ($18 OR EXISTS (
+        SELECT 1 FROM deliveries d
+        WHERE d.subscription_id = ANY ($2) AND d.status = 'PENDING' AND d.next_attempt_at <= $14
+          AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $14)
+    )) THEN
         RETURN QUERY SELECT * FROM timetrack_claim_deliveries($14, $15, $16, $17);
     END IF;
 END

@@ -3,4 +3,4 @@
 SELECT * FROM timetrack_record_and_claim(:delivery_ids, :subscription_ids, :attempts, :started,
                                          :latency_ms, :codes, :errors, :excerpts, :statuses,
                                          :next_at, :finished, :done, :tests, :now, :lease_until,
-                                         :limit, :per_subscription)
+                                         :limit, :per_subscription, :always)

@@ -3,7 +3,7 @@
 use super::{Claim, T0, record, setup, sql, text};
 use diesel_async::RunQueryDsl;
 use time::{Duration, OffsetDateTime};
-use timetrack_domain::delivery::{AttemptOutcome, FailureReason, NextStep};
+use timetrack_domain::delivery::{AttemptOutcome, ClaimWhen, FailureReason, NextStep};
 use timetrack_domain::ports::{DeliveryQueue, Retention};
 
 #[tokio::test]
@@ -93,7 +93,7 @@ async fn one_round_records_attempts_and_refills_the_slots_they_freed() {
     let (db, queue) = setup(30).await;
     let lease = T0 + Duration::seconds(30);
     let first = queue
-        .record_and_claim(&[], T0, lease, 100, 10)
+        .record_and_claim(&[], T0, lease, 100, 10, ClaimWhen::Always)
         .await
         .unwrap();
     assert_eq!(first.len(), 10, "an empty round is a plain claim");
@@ -103,7 +103,7 @@ async fn one_round_records_attempts_and_refills_the_slots_they_freed() {
         .map(|d| (d.clone(), delivered.clone()))
         .collect();
     let next = queue
-        .record_and_claim(&done, T0, lease, 100, 10)
+        .record_and_claim(&done, T0, lease, 100, 10, ClaimWhen::Always)
         .await
         .unwrap();
     assert_eq!(next.len(), 3, "the three slots just freed are refilled");
@@ -122,7 +122,7 @@ async fn one_round_records_attempts_and_refills_the_slots_they_freed() {
     );
     assert!(
         queue
-            .record_and_claim(&[], T0, lease, 100, 10)
+            .record_and_claim(&[], T0, lease, 100, 10, ClaimWhen::Always)
             .await
             .unwrap()
             .is_empty(),
@@ -136,7 +136,14 @@ async fn one_round_records_attempts_and_refills_the_slots_they_freed() {
         },
     );
     let recorded_only = queue
-        .record_and_claim(&[(next[0].clone(), failed)], T0, lease, 0, 10)
+        .record_and_claim(
+            &[(next[0].clone(), failed)],
+            T0,
+            lease,
+            0,
+            10,
+            ClaimWhen::Always,
+        )
         .await
         .unwrap();
     assert!(recorded_only.is_empty(), "limit 0 records only");
@@ -150,7 +157,10 @@ async fn one_round_records_attempts_and_refills_the_slots_they_freed() {
 async fn a_round_refuses_an_attempt_that_ends_its_subscription_and_changes_nothing() {
     let (db, queue) = setup(3).await;
     let lease = T0 + Duration::seconds(30);
-    let claimed = queue.record_and_claim(&[], T0, lease, 1, 10).await.unwrap();
+    let claimed = queue
+        .record_and_claim(&[], T0, lease, 1, 10, ClaimWhen::Always)
+        .await
+        .unwrap();
     let gone = record(
         NextStep::Unsubscribe,
         AttemptOutcome::Rejected {
@@ -169,7 +179,14 @@ async fn a_round_refuses_an_attempt_that_ends_its_subscription_and_changes_nothi
     for ending in [gone, failing] {
         assert!(
             queue
-                .record_and_claim(&[(claimed[0].clone(), ending)], T0, lease, 10, 10)
+                .record_and_claim(
+                    &[(claimed[0].clone(), ending)],
+                    T0,
+                    lease,
+                    10,
+                    10,
+                    ClaimWhen::Always
+                )
                 .await
                 .is_err()
         );
@@ -193,7 +210,7 @@ async fn a_round_commits_asynchronously_and_only_its_own_transaction() {
     }
     let round = format!(
         "SELECT count(*) FROM timetrack_record_and_claim('{{}}', '{{}}', '{{}}', '{{}}', '{{}}', \
-         '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{T0}', '{}', 10, 10)",
+         '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{T0}', '{}', 10, 10, true)",
         T0 + Duration::seconds(30)
     );
     let mut seen = Vec::new();
@@ -435,5 +452,86 @@ async fn a_notice_reaches_the_owners_other_webhooks_that_list_it_once_per_streak
         )
         .await,
         "1"
+    );
+}
+
+#[tokio::test]
+async fn a_round_asked_to_claim_only_if_held_back_claims_what_its_attempts_held_back_only() {
+    let delivered = record(NextStep::Done, AttemptOutcome::Delivered { status: 200 });
+    let lease = T0 + Duration::seconds(30);
+
+    // Held back by the in-flight cap: three recorded, three of the same subscription claimed.
+    let (_db, queue) = setup(30).await;
+    let first = queue.claim(T0, lease, 100, 10).await.unwrap();
+    assert_eq!(first.len(), 10);
+    let done: Vec<_> = first[..3]
+        .iter()
+        .map(|d| (d.clone(), delivered.clone()))
+        .collect();
+    let next = queue
+        .record_and_claim(&done, T0, lease, 100, 10, ClaimWhen::IfHeldBack)
+        .await
+        .unwrap();
+    assert_eq!(next.len(), 3, "the cap held these back");
+
+    // Held back by ordering: the next event of the key goes once the first is recorded.
+    let (db, queue) = setup(2).await;
+    sql(
+        &db,
+        "UPDATE deliveries SET ordering_key = 'k', sequence = right(event_id::text, 1)::bigint",
+    )
+    .await;
+    let first = queue.claim(T0, lease, 100, 10).await.unwrap();
+    assert_eq!(first.len(), 1);
+    let next = queue
+        .record_and_claim(
+            &[(first[0].clone(), delivered.clone())],
+            T0,
+            lease,
+            100,
+            10,
+            ClaimWhen::IfHeldBack,
+        )
+        .await
+        .unwrap();
+    assert_eq!(next.len(), 1, "the next of the key");
+    assert_eq!(next[0].sequence, 2);
+
+    // Nothing held back: another subscription's due deliveries wait for a claim asked for.
+    let (db, queue) = setup(2).await;
+    let first = queue.claim(T0, lease, 100, 10).await.unwrap();
+    assert_eq!(first.len(), 2);
+    sql(
+        &db,
+        "UPDATE webhook_subscriptions SET status = 'ACTIVE' WHERE id LIKE 'wh_b%'",
+    )
+    .await;
+    let done: Vec<_> = first
+        .iter()
+        .map(|d| (d.clone(), delivered.clone()))
+        .collect();
+    let next = queue
+        .record_and_claim(&done, T0, lease, 100, 10, ClaimWhen::IfHeldBack)
+        .await
+        .unwrap();
+    assert!(next.is_empty(), "no claim ran");
+    assert_eq!(
+        text(
+            &db,
+            "SELECT status || ':' || count(*) AS v FROM deliveries GROUP BY status ORDER BY status"
+        )
+        .await,
+        "DELIVERED:2,PENDING:2",
+        "the attempts were recorded"
+    );
+    let asked = queue
+        .record_and_claim(&[], T0, lease, 100, 10, ClaimWhen::Always)
+        .await
+        .unwrap();
+    assert_eq!(asked.len(), 2);
+    assert!(
+        asked
+            .iter()
+            .all(|d| d.subscription_id.as_str().starts_with("wh_b"))
     );
 }
