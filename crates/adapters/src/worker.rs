@@ -237,7 +237,7 @@ pub async fn run_worker(
             tokio::select! {
                 Some(finished) = finished_rx.recv() => held.settle(finished),
                 () = wake.notified() => claim = true,
-                () = tokio::time::sleep_until(next_poll) => claim = true,
+                () = tokio::time::sleep_until(next_poll), if !claim => claim = true,
                 _ = shutdown.changed() => {}
             }
             continue;

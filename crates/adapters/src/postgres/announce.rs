@@ -15,16 +15,18 @@
 //! second wake would only run a claim that finds nothing (one statement more per event at
 //! moderate load).
 //!
-//! A process alone on its database sends no `NOTIFY` at all: each listener's connection is
-//! named after its process (`application_name`, which `pg_stat_activity` shows to every role),
-//! and the notifier looks, at most once a second, whether another process listens. Alone, the
-//! notification would cost a transaction per write (one that waited for its WAL flush) for
-//! nobody. A process that starts listening is seen within a second; until then its poll finds
-//! what the others queued, and each writer's own worker delivers what it queued in any case.
-//! The `NOTIFY` commits asynchronously: it is a wake-up, and a lost one is caught by the poll.
+//! Each listener's connection is named after its process (`application_name`
+//! `timetrack-listener <origin>`), so operators can tell them apart in `pg_stat_activity`. The
+//! `NOTIFY` commits asynchronously: it is a wake-up, and a lost one is caught by the poll.
+//!
+//! Sending no `NOTIFY` while no other process listens (seen in `pg_stat_activity`) was tried
+//! and dropped: a process that starts is seen only at the next look, and meanwhile the others'
+//! deliveries all go to the process that wrote them, which then holds every in-flight slot of a
+//! subscription; when it is killed, those slots stay taken until its leases expire (a minute's
+//! stall in the kill -9 scenario of the fault suite, two runs in six).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use diesel_async::RunQueryDsl;
 use tokio::sync::{Notify, watch};
@@ -32,12 +34,8 @@ use tokio::sync::{Notify, watch};
 use super::PgPool;
 use super::outbox::DELIVERY_CHANNEL;
 
-/// The `application_name` of a listening connection starts with this, followed by its
-/// process's origin.
+/// The `application_name` of a listening connection: this, a space, and its process's origin.
 pub(crate) const LISTENER_NAME: &str = "timetrack-listener";
-
-/// How long the notifier trusts what it last saw of the other processes' listeners.
-const LISTENERS_SEEN_FOR: Duration = Duration::from_secs(1);
 
 /// Wakes the delivery workers of this process and of the others after a commit.
 #[derive(Debug, Clone)]
@@ -90,11 +88,6 @@ impl DeliveryAnnouncer {
         }
     }
 
-    /// The `application_name` of this process's listening connection.
-    pub fn listener_name(&self) -> String {
-        format!("{LISTENER_NAME} {}", self.origin)
-    }
-
     /// What this process's delivery worker waits on: [`announce`](Self::announce) and the
     /// notifications of the other processes both wake it.
     pub fn local_wake(&self) -> Arc<Notify> {
@@ -102,28 +95,20 @@ impl DeliveryAnnouncer {
     }
 }
 
-/// Sends one `NOTIFY` on the delivery channel for every burst of announcements while another
-/// process listens, until `shutdown`. A failed notification is logged and dropped: the other
-/// processes' poll finds the deliveries.
+/// Sends one `NOTIFY` on the delivery channel for every burst of announcements, until
+/// `shutdown`. A failed notification is logged and dropped: the other processes' poll finds the
+/// deliveries.
 pub async fn run_notifier(
     pool: PgPool,
     announcer: DeliveryAnnouncer,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    // The origin is hexadecimal: nothing to quote.
+    // The origin is hexadecimal: nothing to quote. Committed asynchronously: a wake-up.
     let notify = format!(
         "SELECT set_config('synchronous_commit', 'off', true), \
                 pg_notify('{DELIVERY_CHANNEL}', '{}')",
         announcer.origin
     );
-    let others = format!(
-        "SELECT count(*) AS n FROM pg_stat_activity \
-         WHERE datname = current_database() AND application_name LIKE '{LISTENER_NAME} %' \
-           AND application_name <> '{}'",
-        announcer.listener_name()
-    );
-    // Whether another process listened when last looked, and when that was.
-    let mut seen: Option<(bool, Instant)> = None;
     loop {
         tokio::select! {
             () = announcer.remote.notified() => {}
@@ -131,24 +116,10 @@ pub async fn run_notifier(
         }
         let sent = tokio::time::timeout(Duration::from_secs(2), async {
             let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-            let listening = match seen {
-                Some((listening, at)) if at.elapsed() < LISTENERS_SEEN_FOR => listening,
-                _ => {
-                    let count: Count = diesel::sql_query(&others)
-                        .get_result(&mut conn)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    seen = Some((count.n > 0, Instant::now()));
-                    count.n > 0
-                }
-            };
-            if listening {
-                diesel::sql_query(&notify)
-                    .execute(&mut conn)
-                    .await
-                    .map_err(|e| e.to_string())?;
-            }
-            Ok::<_, String>(())
+            diesel::sql_query(&notify)
+                .execute(&mut conn)
+                .await
+                .map_err(|e| e.to_string())
         })
         .await
         .unwrap_or_else(|_| Err("timed out".to_owned()));
@@ -156,13 +127,6 @@ pub async fn run_notifier(
             tracing::warn!(%error, "notifying other processes of new deliveries failed");
         }
     }
-}
-
-/// A count.
-#[derive(diesel::QueryableByName)]
-struct Count {
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    n: i64,
 }
 
 #[cfg(test)]
