@@ -389,7 +389,7 @@ async fn listen(
     own_origin: &Arc<str>,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<Listening, tokio_postgres::Error> {
-    // Named after the process, so that the others' notifiers see that it listens.
+    // Named after the process, so operators can tell the listeners apart in pg_stat_activity.
     let (client, mut connection) = url
         .parse::<tokio_postgres::Config>()?
         .application_name(format!("{LISTENER_NAME} {own_origin}"))

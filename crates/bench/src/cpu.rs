@@ -15,10 +15,17 @@ use crate::stats::Repeated;
 /// The postmaster of the database server, when it runs on this machine.
 static DATABASE: OnceLock<u32> = OnceLock::new();
 
-/// Counts the CPU of the PostgreSQL server whose postmaster is `postmaster` (this machine's)
-/// as the database's from now on.
-pub fn watch_database(postmaster: u32) {
-    let _ = DATABASE.set(postmaster);
+/// Counts the CPU of the PostgreSQL server that runs `backend` as the database's from now on,
+/// when that backend runs on this machine: its parent is the server's postmaster.
+pub fn watch_database(backend: u32) {
+    if let Some(postmaster) = std::fs::read_to_string(format!("/proc/{backend}/stat"))
+        .ok()
+        .and_then(|stat| parent_of(&stat))
+        && std::fs::read_to_string(format!("/proc/{postmaster}/comm"))
+            .is_ok_and(|name| name.trim() == "postgres")
+    {
+        let _ = DATABASE.set(postmaster);
+    }
 }
 
 /// Whether the database's own CPU is counted apart from the rest.

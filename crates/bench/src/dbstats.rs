@@ -73,13 +73,8 @@ impl DbCounters {
         })
     }
 
-    /// What happened between `earlier` and `self`, per one of `events`.
-    pub fn per_event_since(&self, earlier: &Self, events: usize) -> Option<DbPerEvent> {
-        earlier.per_event(self, events)
-    }
-
     /// What happened between `self` and `later`, per one of `events`.
-    fn per_event(&self, later: &Self, events: usize) -> Option<DbPerEvent> {
+    pub fn per_event(&self, later: &Self, events: usize) -> Option<DbPerEvent> {
         if events == 0 {
             return None;
         }

@@ -119,9 +119,7 @@ pub async fn throughput(
             let cpu = CpuSample::now(server.pid())
                 .zip(cpu_before)
                 .and_then(|(after, before)| before.per_request(&after, accepted));
-            let db = DbCounters::read(&env.database_url)
-                .await?
-                .per_event_since(&db_before, accepted);
+            let db = db_before.per_event(&DbCounters::read(&env.database_url).await?, accepted);
             let mine: Vec<&Received> = received
                 .iter()
                 .filter(|r| r.path.starts_with(&format!("/{tag}/")))
@@ -224,9 +222,8 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
             let cpu = CpuSample::now(server.pid())
                 .zip(cpu_before)
                 .and_then(|(after, before)| before.per_request(&after, answered.len()));
-            let db = DbCounters::read(&env.database_url)
-                .await?
-                .per_event_since(&db_before, answered.len());
+            let db_after = DbCounters::read(&env.database_url).await?;
+            let db = db_before.per_event(&db_after, answered.len());
             figures.cpu.extend(cpu);
             figures.db.extend(db);
             let mut samples = Latencies::default();

@@ -324,28 +324,19 @@ async fn load_statement_stats(url: &str) -> Result<bool> {
 }
 
 /// Counts the CPU of the database server's processes apart ([`crate::cpu::watch_database`])
-/// when it runs on this machine: the parent of this connection's backend is its postmaster.
+/// when it runs on this machine.
 async fn watch_database(url: &str) -> Result<()> {
     let (client, driver) = connect(url).await?;
     let backend: i32 = client
         .query_one("SELECT pg_backend_pid()", &[])
         .await?
         .get(0);
-    // Read while the backend runs.
-    let parent = std::fs::read_to_string(format!("/proc/{backend}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let fields = stat.get(stat.rfind(')')? + 2..)?;
-            fields.split_whitespace().nth(1)?.parse::<u32>().ok()
-        });
+    // Looked at while the backend runs.
+    if let Ok(backend) = u32::try_from(backend) {
+        crate::cpu::watch_database(backend);
+    }
     drop(client);
     let _ = driver.await;
-    if let Some(postmaster) = parent
-        && std::fs::read_to_string(format!("/proc/{postmaster}/comm"))
-            .is_ok_and(|name| name.trim() == "postgres")
-    {
-        crate::cpu::watch_database(postmaster);
-    }
     Ok(())
 }
 

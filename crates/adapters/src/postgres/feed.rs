@@ -101,13 +101,10 @@ impl EventFeed for PgEventFeed {
             txid: <[FeedRow]>::first(&rows).map_or(0, |r| r.horizon),
             seq: 0,
         };
-        let mut events = Vec::with_capacity(rows.len());
-        for row in rows {
-            if let Some(event) = row.event()? {
-                events.push(event);
-            }
-        }
-        Ok(FeedRead { events, horizon })
+        Ok(FeedRead {
+            events: events(rows)?,
+            horizon,
+        })
     }
 
     async fn read_back(
@@ -132,12 +129,17 @@ impl EventFeed for PgEventFeed {
         .load(&mut conn)
         .await
         .map_err(|e| map_db_error(e, "reading the event feed backwards"))?;
-        let mut events = Vec::with_capacity(rows.len());
-        for row in rows {
-            if let Some(event) = row.event()? {
-                events.push(event);
-            }
-        }
-        Ok(events)
+        events(rows)
     }
+}
+
+/// The events of a page's rows (a page without events is one row of nulls beside its horizon).
+fn events(rows: Vec<FeedRow>) -> DomainResult<Vec<FeedEvent>> {
+    let mut events = Vec::with_capacity(rows.len());
+    for row in rows {
+        if let Some(event) = row.event()? {
+            events.push(event);
+        }
+    }
+    Ok(events)
 }
