@@ -844,7 +844,7 @@ async fn subscriptions_are_listed_per_member_and_changed_unless_deleted(s: Subje
     );
 
     let audit = |action: &'static str, minutes: i64| AuditEntry {
-        workspace_id: Some(ws.id),
+        workspace_id: ws.id,
         actor_user_id: Some(member.id),
         action,
         target_type: "webhook",
@@ -953,7 +953,7 @@ async fn subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly(s:
     );
 
     let audit = AuditEntry {
-        workspace_id: Some(ws.id),
+        workspace_id: ws.id,
         actor_user_id: Some(member.id),
         action: "webhook.deleted",
         target_type: "webhook",
@@ -1980,7 +1980,7 @@ mod rate_limits {
 async fn the_delivery_log_pages_tests_resends_and_replays_alike(s: Subject) {
     let (ws, member) = seeded(&s, 1).await;
     let audit = |action: &'static str, minutes: i64| AuditEntry {
-        workspace_id: Some(ws.id),
+        workspace_id: ws.id,
         actor_user_id: Some(member.id),
         action,
         target_type: "webhook",

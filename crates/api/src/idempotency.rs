@@ -81,7 +81,13 @@ pub async fn idempotency(
 
     let begun = state
         .idempotency
-        .begin(principal.api_key_id, &key, print, state.clock.now())
+        .begin(
+            principal.workspace_id,
+            principal.api_key_id,
+            &key,
+            print,
+            state.clock.now(),
+        )
         .await;
     match begun {
         Ok(IdempotencyBegin::Started) => {}

@@ -280,9 +280,9 @@ fn history_sql(events: u32) -> String {
          SELECT id, '{HISTORY_SUBSCRIPTION}', workspace_id, 'DELIVERED', 1, created_at, 200, \
                 created_at, created_at \
          FROM events; \
-         INSERT INTO delivery_attempts (delivery_id, subscription_id, attempt, started_at, \
-                                        latency_ms, status_code) \
-         SELECT id, subscription_id, 1, created_at, 2, 200 FROM deliveries;"
+         INSERT INTO delivery_attempts (workspace_id, delivery_id, subscription_id, attempt, \
+                                        started_at, latency_ms, status_code) \
+         SELECT workspace_id, id, subscription_id, 1, created_at, 2, 200 FROM deliveries;"
     )
 }
 

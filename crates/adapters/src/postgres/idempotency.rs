@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::{Duration, OffsetDateTime};
-use timetrack_domain::ids::ApiKeyId;
+use timetrack_domain::ids::{ApiKeyId, WorkspaceId};
 use timetrack_domain::ports::{IdempotencyBegin, IdempotencyStore};
 use timetrack_domain::{DomainError, DomainResult};
 
@@ -38,6 +38,7 @@ impl PgIdempotencyStore {
 impl IdempotencyStore for PgIdempotencyStore {
     async fn begin(
         &self,
+        workspace: WorkspaceId,
         api_key: ApiKeyId,
         key: &str,
         fingerprint: [u8; 32],
@@ -63,6 +64,7 @@ impl IdempotencyStore for PgIdempotencyStore {
                 .await?;
                 let inserted = diesel::insert_into(idempotency_keys::table)
                     .values((
+                        idempotency_keys::workspace_id.eq(workspace.0),
                         idempotency_keys::api_key_id.eq(api_key.0),
                         idempotency_keys::key.eq(&key),
                         idempotency_keys::fingerprint.eq(&fingerprint[..]),

@@ -17,7 +17,7 @@ diesel::table! {
 diesel::table! {
     audit_log (id) {
         id -> Int8,
-        workspace_id -> Nullable<Uuid>,
+        workspace_id -> Uuid,
         actor_user_id -> Nullable<Uuid>,
         action -> Text,
         target_type -> Text,
@@ -78,6 +78,7 @@ diesel::table! {
         response_excerpt -> Nullable<Text>,
         delivery_id -> Int8,
         is_test -> Bool,
+        workspace_id -> Uuid,
     }
 }
 
@@ -107,6 +108,7 @@ diesel::table! {
         status -> Nullable<Int4>,
         body -> Nullable<Text>,
         created_at -> Timestamptz,
+        workspace_id -> Uuid,
     }
 }
 

@@ -258,7 +258,7 @@ impl From<&Subscription> for SubscriptionRow {
 #[derive(Debug, Insertable)]
 #[diesel(table_name = audit_log)]
 struct AuditRow<'a> {
-    workspace_id: Option<Uuid>,
+    workspace_id: Uuid,
     actor_user_id: Option<Uuid>,
     action: &'a str,
     target_type: &'a str,
@@ -270,7 +270,7 @@ struct AuditRow<'a> {
 impl<'a> From<&'a AuditEntry> for AuditRow<'a> {
     fn from(a: &'a AuditEntry) -> Self {
         Self {
-            workspace_id: a.workspace_id.map(|w| w.0),
+            workspace_id: a.workspace_id.0,
             actor_user_id: a.actor_user_id.map(|u| u.0),
             action: a.action,
             target_type: a.target_type,

@@ -135,3 +135,118 @@ async fn a_database_from_before_the_squash_is_refused_with_what_to_do() {
         .await
         .unwrap();
 }
+
+/// The tables that no workspace owns, each with why (docs/scaling.md).
+const NOT_WORKSPACE_OWNED: &[(&str, &str)] = &[
+    ("workspaces", "the root: its id is the workspace id"),
+    ("users", "a person may belong to several workspaces"),
+    ("rate_limit_hits", "per-key request counters of one server"),
+    ("timetrack_functions", "the installed SQL functions"),
+    ("__diesel_schema_migrations", "the applied migrations"),
+];
+
+/// Unique indexes of workspace-owned tables that knowingly leave the workspace out.
+const UNIQUE_ACROSS_WORKSPACES: &[(&str, &str)] = &[
+    (
+        "api_keys_key_hash_key",
+        "a key is found by its hash before its workspace is known",
+    ),
+    (
+        "time_entries_one_running_timer_idx",
+        "a person runs one timer at a time across their workspaces",
+    ),
+];
+
+/// Rows of `query` as lists of text columns.
+async fn rows(client: &tokio_postgres::Client, query: &str) -> Vec<Vec<String>> {
+    client
+        .query(query, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (0..row.len()).map(|i| row.get::<_, String>(i)).collect())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_migrated_schema_is_distributable_by_workspace() {
+    let db = TestDatabase::new().await;
+    let client = sql_client(db.url()).await;
+    let global = |table: &str| NOT_WORKSPACE_OWNED.iter().any(|(t, _)| *t == table);
+    let mut problems = Vec::new();
+
+    // Every other table carries a workspace_id that is never null.
+    let tables = rows(
+        &client,
+        "SELECT c.relname::text, \
+                COALESCE((SELECT CASE WHEN a.attnotnull THEN 'not null' ELSE 'nullable' END \
+                          FROM pg_attribute a WHERE a.attrelid = c.oid \
+                          AND a.attname = 'workspace_id' AND NOT a.attisdropped), 'missing') \
+         FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace \
+         AND c.relkind IN ('r', 'p') ORDER BY 1",
+    )
+    .await;
+    assert!(tables.len() >= 15, "{tables:?}");
+    for row in &tables {
+        let (table, workspace_id) = (&row[0], &row[1]);
+        if !global(table) && workspace_id != "not null" {
+            problems.push(format!("{table}: workspace_id is {workspace_id}"));
+        }
+    }
+
+    // Every reference from a workspace-owned table into another pairs workspace_id with
+    // workspace_id; one into a table no workspace owns is to the workspace itself or to a user.
+    let references = rows(
+        &client,
+        "SELECT con.conname::text, src.relname::text, dst.relname::text, \
+                (SELECT string_agg(a.attname, ',' ORDER BY k.i) FROM unnest(con.conkey) \
+                 WITH ORDINALITY AS k(n, i) JOIN pg_attribute a \
+                 ON a.attrelid = con.conrelid AND a.attnum = k.n), \
+                (SELECT string_agg(a.attname, ',' ORDER BY k.i) FROM unnest(con.confkey) \
+                 WITH ORDINALITY AS k(n, i) JOIN pg_attribute a \
+                 ON a.attrelid = con.confrelid AND a.attnum = k.n) \
+         FROM pg_constraint con JOIN pg_class src ON src.oid = con.conrelid \
+         JOIN pg_class dst ON dst.oid = con.confrelid \
+         WHERE con.contype = 'f' AND con.connamespace = 'public'::regnamespace ORDER BY 1",
+    )
+    .await;
+    assert!(references.len() >= 15, "{references:?}");
+    for row in &references {
+        let (name, from, to) = (&row[0], &row[1], &row[2]);
+        let pairs: Vec<(&str, &str)> = row[3].split(',').zip(row[4].split(',')).collect();
+        let fine = match (global(from), to.as_str()) {
+            (true, _) => global(to),
+            (false, "workspaces") => pairs == [("workspace_id", "id")],
+            (false, "users") => true,
+            (false, to) => !global(to) && pairs.contains(&("workspace_id", "workspace_id")),
+        };
+        if !fine {
+            problems.push(format!("{name}: {from} ({}) -> {to} ({})", row[3], row[4]));
+        }
+    }
+
+    // Every unique key of a workspace-owned table includes workspace_id, but the known two.
+    let uniques = rows(
+        &client,
+        "SELECT i.indexrelid::regclass::text, c.relname::text, \
+                (EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid \
+                 AND a.attname = 'workspace_id' AND a.attnum = ANY (i.indkey)))::text \
+         FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid \
+         WHERE i.indisunique AND c.relnamespace = 'public'::regnamespace ORDER BY 1",
+    )
+    .await;
+    for row in &uniques {
+        let (index, table, has_workspace) = (&row[0], &row[1], &row[2]);
+        let known = UNIQUE_ACROSS_WORKSPACES.iter().any(|(i, _)| i == index);
+        if !global(table) && has_workspace != "true" && !known {
+            problems.push(format!("{index} on {table} leaves workspace_id out"));
+        }
+    }
+    for (index, _) in UNIQUE_ACROSS_WORKSPACES {
+        assert!(
+            uniques.iter().any(|row| row[0] == *index),
+            "{index} is listed as an exception but no longer exists"
+        );
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}

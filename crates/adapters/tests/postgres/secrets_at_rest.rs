@@ -138,7 +138,7 @@ async fn idempotent_responses_are_stored_sealed_and_replayed_in_clear() {
     let now = time::OffsetDateTime::now_utc();
     let body = format!(r#"{{"success":true,"webhook":{{"secret":"{SECRET}"}}}}"#);
     assert_eq!(
-        store.begin(key.id, "k", [7; 32], now).await.unwrap(),
+        store.begin(ws.id, key.id, "k", [7; 32], now).await.unwrap(),
         IdempotencyBegin::Started
     );
     store.complete(key.id, "k", 201, &body).await.unwrap();
@@ -148,7 +148,7 @@ async fn idempotent_responses_are_stored_sealed_and_replayed_in_clear() {
         "{stored:?}"
     );
     assert_eq!(
-        store.begin(key.id, "k", [7; 32], now).await.unwrap(),
+        store.begin(ws.id, key.id, "k", [7; 32], now).await.unwrap(),
         IdempotencyBegin::Replay { status: 201, body }
     );
 }
@@ -168,7 +168,7 @@ async fn a_rotation_reseals_plain_and_old_values_under_the_new_key() {
             NEWER,
             at + time::Duration::days(1),
             &timetrack_domain::model::AuditEntry {
-                workspace_id: Some(subscription.workspace_id),
+                workspace_id: subscription.workspace_id,
                 actor_user_id: None,
                 action: "webhook.secret_rotated",
                 target_type: "webhook",

@@ -121,9 +121,9 @@ async fn the_webhook_object_reports_health_from_the_attempts_and_never_the_secre
                                  next_attempt_at, created_at, updated_at) \
          VALUES ('00000000-0000-0000-0000-0000000000e1', '{id}', '{ws}', 'PENDING', 4, \
                  '2026-03-01T10:00:00Z', '2026-03-01T09:00:00Z', '2026-03-01T09:04:00Z'); \
-         INSERT INTO delivery_attempts (delivery_id, subscription_id, attempt, started_at, \
+         INSERT INTO delivery_attempts (workspace_id, delivery_id, subscription_id, attempt, started_at, \
                                         latency_ms, status_code, error) \
-         SELECT d.id, d.subscription_id, v.a, v.t::timestamptz, v.l, v.c, v.e FROM deliveries d JOIN (VALUES \
+         SELECT d.workspace_id, d.id, d.subscription_id, v.a, v.t::timestamptz, v.l, v.c, v.e FROM deliveries d JOIN (VALUES \
          ('00000000-0000-0000-0000-0000000000e1', '{id}', 1, '2026-03-01T09:01:00Z', 10, 500, 'HTTP 500'), \
          ('00000000-0000-0000-0000-0000000000e1', '{id}', 2, '2026-03-01T09:02:00Z', 10, 200, NULL), \
          ('00000000-0000-0000-0000-0000000000e1', '{id}', 3, '2026-03-01T09:03:00Z', 10, NULL, 'timeout: no answer within 10 s'), \
@@ -151,9 +151,9 @@ async fn the_webhook_object_reports_health_from_the_attempts_and_never_the_secre
 
     // A success clears the streak; the listing shows the same object.
     run_all(&t, &format!(
-        "INSERT INTO delivery_attempts (delivery_id, subscription_id, attempt, started_at, \
+        "INSERT INTO delivery_attempts (workspace_id, delivery_id, subscription_id, attempt, started_at, \
                                         latency_ms, status_code, error) \
-         SELECT d.id, d.subscription_id, v.a, v.t::timestamptz, v.l, v.c, v.e FROM deliveries d JOIN (VALUES ('00000000-0000-0000-0000-0000000000e1', '{id}', 5, '2026-03-01T09:05:00Z', 10, 204, NULL)) AS v(ev, s, a, t, l, c, e) \
+         SELECT d.workspace_id, d.id, d.subscription_id, v.a, v.t::timestamptz, v.l, v.c, v.e FROM deliveries d JOIN (VALUES ('00000000-0000-0000-0000-0000000000e1', '{id}', 5, '2026-03-01T09:05:00Z', 10, 204, NULL)) AS v(ev, s, a, t, l, c, e) \
          ON d.event_id = v.ev::uuid AND d.subscription_id = v.s; \
          UPDATE deliveries SET status = 'DELIVERED' WHERE subscription_id = '{id}'; \
          UPDATE webhook_subscriptions SET failing_since = NULL WHERE id = '{id}'"
@@ -416,9 +416,9 @@ async fn enable_makes_a_disabled_webhook_active_again_once_and_audited() {
                                  next_attempt_at, created_at, updated_at) \
          VALUES ('00000000-0000-0000-0000-0000000000e2', '{id}', '{ws}', 'CANCELLED', 2, \
                  now(), now() - interval '6 days', now()); \
-         INSERT INTO delivery_attempts (delivery_id, subscription_id, attempt, started_at, \
+         INSERT INTO delivery_attempts (workspace_id, delivery_id, subscription_id, attempt, started_at, \
                                         latency_ms, status_code, error) \
-         SELECT d.id, d.subscription_id, v.a, v.t::timestamptz, v.l, v.c, v.e FROM deliveries d JOIN (VALUES \
+         SELECT d.workspace_id, d.id, d.subscription_id, v.a, v.t::timestamptz, v.l, v.c, v.e FROM deliveries d JOIN (VALUES \
          ('00000000-0000-0000-0000-0000000000e2', '{id}', 1, now() - interval '5 days', 10, 500, 'HTTP 500'), \
          ('00000000-0000-0000-0000-0000000000e2', '{id}', 2, now() - interval '1 hour', 10, 500, 'HTTP 500')) AS v(ev, s, a, t, l, c, e) \
          ON d.event_id = v.ev::uuid AND d.subscription_id = v.s; \
@@ -612,9 +612,9 @@ async fn stats_count_the_last_24_hours_of_attempts_by_hour_for_the_owner_only() 
                                  next_attempt_at, created_at, updated_at) \
          VALUES ('00000000-0000-0000-0000-0000000000e3', '{id}', '{ws}', 'DELIVERED', 5, \
                  now(), now(), now()); \
-         INSERT INTO delivery_attempts (delivery_id, subscription_id, attempt, started_at, \
+         INSERT INTO delivery_attempts (workspace_id, delivery_id, subscription_id, attempt, started_at, \
                                         latency_ms, status_code, error) \
-         SELECT d.id, d.subscription_id, v.a, v.t::timestamptz, v.l, v.c, v.e FROM deliveries d JOIN (VALUES \
+         SELECT d.workspace_id, d.id, d.subscription_id, v.a, v.t::timestamptz, v.l, v.c, v.e FROM deliveries d JOIN (VALUES \
          ('00000000-0000-0000-0000-0000000000e3', '{id}', 1, {a1}, 100, 500, 'HTTP 500'), \
          ('00000000-0000-0000-0000-0000000000e3', '{id}', 2, {a2}, 300, 200, NULL), \
          ('00000000-0000-0000-0000-0000000000e3', '{id}', 3, {a3}, 40, 204, NULL), \

@@ -42,9 +42,9 @@ async fn history(t: &TestApp, id: &str) {
         ));
     }
     sql.push_str(&format!(
-        "INSERT INTO delivery_attempts (delivery_id, subscription_id, attempt, started_at, \
+        "INSERT INTO delivery_attempts (workspace_id, delivery_id, subscription_id, attempt, started_at, \
                                         latency_ms, status_code, error, response_excerpt) \
-         SELECT d.id, d.subscription_id, a.n, d.created_at + a.n * interval '1 minute', 12, \
+         SELECT d.workspace_id, d.id, d.subscription_id, a.n, d.created_at + a.n * interval '1 minute', 12, \
                 a.code, a.error, a.body \
          FROM deliveries d JOIN (VALUES ('{E1}'::uuid, 1, 200, NULL, 'ok'), \
                                         ('{E2}'::uuid, 1, 500, 'HTTP 500', 'boom'), \

@@ -528,7 +528,7 @@ pub struct ReplayOutcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditEntry {
     /// The workspace concerned.
-    pub workspace_id: Option<WorkspaceId>,
+    pub workspace_id: WorkspaceId,
     /// The user who acted, `None` for the system.
     pub actor_user_id: Option<UserId>,
     /// What was done, e.g. `webhook.deleted`.

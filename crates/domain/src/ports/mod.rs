@@ -476,8 +476,10 @@ pub enum IdempotencyBegin {
 pub trait IdempotencyStore: Send + Sync {
     /// Claims `key` for a request with `fingerprint` (SHA-256 of method, path and body), or reports
     /// what an earlier use left. Uses older than 24 h at `now` are forgotten. Atomic per key.
+    /// `workspace` is the key's (what it is kept with).
     async fn begin(
         &self,
+        workspace: WorkspaceId,
         api_key: ApiKeyId,
         key: &str,
         fingerprint: [u8; 32],

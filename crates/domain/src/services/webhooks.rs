@@ -706,7 +706,7 @@ fn owner_audit(
     at: time::OffsetDateTime,
 ) -> AuditEntry {
     AuditEntry {
-        workspace_id: Some(subscription.workspace_id),
+        workspace_id: subscription.workspace_id,
         actor_user_id: Some(caller.user_id),
         action,
         target_type: "webhook",

@@ -26,12 +26,15 @@ BEGIN
             AS r(delivery_id, subscription_id, attempt, started_at, latency_ms, status_code, error,
                  excerpt, status, next_at, finished, done, test)
     ), attempt AS (
-        INSERT INTO delivery_attempts (delivery_id, subscription_id, attempt, started_at,
-                                       latency_ms, status_code, error, response_excerpt, is_test)
-        SELECT delivery_id, subscription_id, attempt, started_at, latency_ms, status_code, error,
-               excerpt, test
-        FROM r
-        ON CONFLICT (delivery_id, attempt) DO NOTHING
+        -- An attempt is its delivery's workspace's: the delivery says which.
+        INSERT INTO delivery_attempts (workspace_id, delivery_id, subscription_id, attempt,
+                                       started_at, latency_ms, status_code, error,
+                                       response_excerpt, is_test)
+        SELECT d.workspace_id, r.delivery_id, r.subscription_id, r.attempt, r.started_at,
+               r.latency_ms, r.status_code, r.error, r.excerpt, r.test
+        FROM r JOIN deliveries d ON d.id = r.delivery_id
+        WHERE d.id = ANY ($1::bigint[])
+        ON CONFLICT (delivery_id, attempt, workspace_id) DO NOTHING
     ), delivery AS (
         UPDATE deliveries d
         SET status = r.status, attempts = r.attempt, next_attempt_at = r.next_at,

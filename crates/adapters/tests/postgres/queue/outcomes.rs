@@ -335,9 +335,9 @@ async fn housekeeping_removes_what_outlived_its_retention_and_keeps_the_rest() {
         1,
         "only event 2's active delivery is pending"
     );
-    sql(&db, "INSERT INTO idempotency_keys (api_key_id, key, fingerprint, created_at) VALUES \
-              ('00000000-0000-0000-0000-0000000000c1', 'old', decode(repeat('00', 32), 'hex'), now() - interval '25 hours'), \
-              ('00000000-0000-0000-0000-0000000000c1', 'new', decode(repeat('00', 32), 'hex'), now())").await;
+    sql(&db, "INSERT INTO idempotency_keys (workspace_id, api_key_id, key, fingerprint, created_at) VALUES \
+              ('00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000c1', 'old', decode(repeat('00', 32), 'hex'), now() - interval '25 hours'), \
+              ('00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000c1', 'new', decode(repeat('00', 32), 'hex'), now())").await;
     sql(&db, "INSERT INTO rate_limit_hits (key, at) VALUES ('k', now() - interval '2 minutes'), ('k', now())").await;
 
     let purged = PgHousekeeping::new(db.pool())
