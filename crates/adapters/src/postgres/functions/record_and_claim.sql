@@ -25,7 +25,7 @@ RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id tex
                secret text, previous_secret text, attempts integer, failing_since timestamptz,
                failing_notified boolean, ordering_key text, sequence bigint)
 LANGUAGE plpgsql
-SET jit = off SET enable_seqscan = off SET plan_cache_mode = force_generic_plan
+SET jit = off SET enable_seqscan = off SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan
 AS $fn$
 BEGIN
     -- For this statement's transaction only (a function SET clause would end with the function,

@@ -312,6 +312,55 @@ async fn a_claim_planned_on_statistics_of_a_tiny_queue_still_claims_by_key_in_a_
 }
 
 #[tokio::test]
+async fn a_claim_planned_while_a_few_deliveries_were_pending_reads_only_what_it_claims() {
+    // Statistics taken while a subscription had some pending deliveries (2,000 here; the
+    // end of an earlier burst) made a bitmap scan of all its pending deliveries, then a sort,
+    // look cheaper than walking them in order: kept by the connection, that plan read every
+    // pending delivery of the subscription, with the ordering probe for each, on every claim
+    // of a burst (84,000 rows here; in the scale-out benchmark, 100 ms a claim, and delivery
+    // fell to a tenth). With bitmap scans off, the walk stops at what it claims.
+    let (db, _queue) = setup(2_000).await;
+    for table in ["deliveries", "events"] {
+        sql(
+            &db,
+            &format!("ALTER TABLE {table} SET (autovacuum_enabled = false)"),
+        )
+        .await;
+        sql(&db, &format!("VACUUM (ANALYZE) {table}")).await;
+    }
+    let at = T0 + Duration::seconds(5);
+    let claim = format!(
+        "SELECT count(*) FROM timetrack_claim_deliveries('{at}', '{}', 100, 10)",
+        at + Duration::seconds(30)
+    );
+    let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    for _ in 0..10 {
+        client
+            .batch_execute(&format!("BEGIN; {claim}; ROLLBACK"))
+            .await
+            .unwrap();
+    }
+    burst_of_events(&db).await;
+    sql(&db, "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, next_attempt_at, created_at, updated_at, ordering_key, sequence) SELECT e.id, s.id, e.workspace_id, 'PENDING', 0, e.created_at, e.created_at, e.created_at, e.id::text, e.seq FROM events e CROSS JOIN webhook_subscriptions s WHERE e.id > '00000000-0000-0000-0001-000000000000'").await;
+    // Another process holds five of the subscription's ten in-flight slots.
+    sql(&db, &format!("UPDATE deliveries SET lease_expires_at = '{}' WHERE id IN (SELECT id FROM deliveries WHERE subscription_id LIKE 'wh_a%' ORDER BY next_attempt_at, id LIMIT 5)", at + Duration::seconds(30))).await;
+    client.batch_execute("BEGIN").await.unwrap();
+    let claimed: i64 = client.query_one(&claim, &[]).await.unwrap().get(0);
+    let read = rows_read(&client, "deliveries").await;
+    client.batch_execute("ROLLBACK").await.unwrap();
+    drop(client);
+    let _ = driver.await;
+    assert_eq!(claimed, 5, "the five free slots");
+    assert!(
+        read < 1_000,
+        "claiming 5 of 22,000 pending read {read} rows of deliveries"
+    );
+}
+
+#[tokio::test]
 async fn the_queue_functions_are_never_compiled_just_in_time() {
     // A kept plan is costed without the call's values, and once a large queue is analyzed
     // the claim's estimate can pass `jit_above_cost`: every claim would then compile its
