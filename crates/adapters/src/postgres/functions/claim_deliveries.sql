@@ -27,7 +27,8 @@
 -- (lowest sequence) of its ordering key to its subscription, leased or not: one probe per
 -- candidate of deliveries_ordering_idx, the one index that can answer it (see its migration:
 -- through an index on the subscription alone it read every pending delivery of the
--- subscription per candidate). Deliveries of other keys are not held back, and one without a
+-- subscription per candidate), and that only this probe can use (its predicate names the
+-- ordering key, which no other step states; see migration 000009). Deliveries of other keys are not held back, and one without a
 -- key is never held.
 -- A claim never takes two of one key at once: the later one sees the earlier one pending.
 --
@@ -75,6 +76,7 @@ RETURN QUERY
                    WHERE o.subscription_id || '/' || o.ordering_key
                          = subs.id || '/' || d.ordering_key
                      AND o.status NOT IN ('DELIVERED', 'FAILED', 'CANCELLED')
+                     AND o.ordering_key IS NOT NULL
                    ORDER BY o.subscription_id || '/' || o.ordering_key, o.sequence
                    LIMIT 1) IS NOT DISTINCT FROM d.sequence
             ORDER BY d.subscription_id, d.next_attempt_at
