@@ -16,6 +16,9 @@ use crate::setup::{Account, Environment, Server};
 use crate::stats::{Latencies, Repeated, slow_span};
 use crate::{Sizes, progress};
 
+/// How long a workload waits for the next delivery before it counts the rest as lost.
+const PATIENCE: Duration = Duration::from_secs(30);
+
 /// Subscription counts measured.
 pub const SUBSCRIPTIONS: [usize; 2] = [1, 10];
 
@@ -115,7 +118,7 @@ pub async fn throughput(
             let during_creation = env.receiver.count() - before;
             let accepted = accepted.load(Ordering::Relaxed);
             let expected = accepted * s;
-            let received = wait_for(env, before, expected).await;
+            let received = wait_for(env, before, expected, PATIENCE).await;
             let cpu = CpuSample::now(server.pid())
                 .zip(cpu_before)
                 .and_then(|(after, before)| before.per_request(&after, accepted));
@@ -173,52 +176,16 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
         for run in 0..sizes.runs {
             let (account, tag) = subscribed(env, server, s, &format!("steady{s}-{run}")).await?;
             let before = env.receiver.count();
-            let answered: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
             let total = u64::from(sizes.latency_rate) * sizes.latency_seconds;
-            let mut ticker =
-                tokio::time::interval(Duration::from_secs(1) / sizes.latency_rate.max(1));
-            let mut requests = Vec::new();
             let db_before = DbCounters::read(&env.database_url).await?;
             let cpu_before = CpuSample::now(server.pid());
             let started = Instant::now();
-            for n in 0..total {
-                ticker.tick().await;
-                let answered = answered.clone();
-                let (http, base, key) = (
-                    server.http.clone(),
-                    server.base.clone(),
-                    account.key.clone(),
-                );
-                let name = format!("{tag} client {n}");
-                requests.push(tokio::spawn(async move {
-                    let res = http
-                        .post(format!("{base}/api/clients"))
-                        .bearer_auth(&key)
-                        .json(&json!({ "name": name }))
-                        .send()
-                        .await;
-                    let Ok(res) = res else { return };
-                    if res.status() != 201 {
-                        return;
-                    }
-                    let at = Instant::now();
-                    if let Ok(body) = res.json::<Value>().await
-                        && let Some(id) = body["id"].as_str()
-                    {
-                        answered
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .insert(id.to_owned(), at);
-                    }
-                }));
-            }
-            for request in requests {
-                request.await?;
-            }
-            let answered =
-                std::mem::take(&mut *answered.lock().unwrap_or_else(PoisonError::into_inner));
+            let answered = publish_steady(server, &account.key, &tag, sizes.latency_rate, |n| {
+                n >= total
+            })
+            .await?;
             let expected = answered.len() * s;
-            let received = wait_for(env, before, expected).await;
+            let received = wait_for(env, before, expected, PATIENCE).await;
             let cpu = CpuSample::now(server.pid())
                 .zip(cpu_before)
                 .and_then(|(after, before)| before.per_request(&after, answered.len()));
@@ -226,31 +193,12 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
             let db = db_before.per_event(&db_after, answered.len());
             figures.cpu.extend(cpu);
             figures.db.extend(db);
-            let mut samples = Latencies::default();
-            // When each sample's request was answered, in seconds into the run (beside
-            // `samples`, in the same order), to tell a spread tail from a stall.
-            let mut answered_after = Vec::new();
-            let mut seen = HashSet::new();
-            for r in received
-                .iter()
-                .filter(|r| r.path.starts_with(&format!("/{tag}/")))
-            {
-                let Ok(body) = serde_json::from_slice::<Value>(&r.body) else {
-                    continue;
-                };
-                let Some(id) = body["id"].as_str() else {
-                    continue;
-                };
-                if let Some(answered_at) = answered.get(id)
-                    && seen.insert((r.path.clone(), id.to_owned()))
-                {
-                    // A delivery can beat the response to the client: that is 0, not negative.
-                    samples.push(r.at.saturating_duration_since(*answered_at));
-                    answered_after
-                        .push(answered_at.saturating_duration_since(started).as_secs_f64());
-                }
-            }
-            figures.lost += expected.saturating_sub(seen.len());
+            let Arrivals {
+                samples,
+                answered_after,
+                unique: seen,
+            } = arrivals(&received, &tag, &answered, started);
+            figures.lost += expected.saturating_sub(seen);
             let (p50, p95, p99) = (
                 samples.percentile(50.0),
                 samples.percentile(95.0),
@@ -287,6 +235,100 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
     Ok(all)
 }
 
+/// Creates clients named `<tag> client <n>` through `server` at `rate` a second, until `done`
+/// says `n` requests are enough; returns when each created client was answered, by its id.
+pub async fn publish_steady(
+    server: &Server,
+    key: &str,
+    tag: &str,
+    rate: u32,
+    done: impl Fn(u64) -> bool,
+) -> Result<HashMap<String, Instant>> {
+    let answered: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let mut ticker = tokio::time::interval(Duration::from_secs(1) / rate.max(1));
+    let mut requests = Vec::new();
+    let mut n = 0;
+    while !done(n) {
+        ticker.tick().await;
+        let answered = answered.clone();
+        let (http, base, key) = (server.http.clone(), server.base.clone(), key.to_owned());
+        let name = format!("{tag} client {n}");
+        n += 1;
+        requests.push(tokio::spawn(async move {
+            let res = http
+                .post(format!("{base}/api/clients"))
+                .bearer_auth(&key)
+                .json(&json!({ "name": name }))
+                .send()
+                .await;
+            let Ok(res) = res else { return };
+            if res.status() != 201 {
+                return;
+            }
+            let at = Instant::now();
+            if let Ok(body) = res.json::<Value>().await
+                && let Some(id) = body["id"].as_str()
+            {
+                answered
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id.to_owned(), at);
+            }
+        }));
+    }
+    for request in requests {
+        request.await?;
+    }
+    Ok(std::mem::take(
+        &mut *answered.lock().unwrap_or_else(PoisonError::into_inner),
+    ))
+}
+
+/// The arrivals of a steady publisher's events.
+pub struct Arrivals {
+    /// For each first arrival under `/<tag>/` of an answered event, how long after its answer.
+    pub samples: Latencies,
+    /// When each of those was answered, in seconds after the start (beside `samples`).
+    pub answered_after: Vec<f64>,
+    /// Unique deliveries (path and event).
+    pub unique: usize,
+}
+
+/// The arrivals among `received` of the events `answered` (see [`publish_steady`]).
+pub fn arrivals(
+    received: &[Received],
+    tag: &str,
+    answered: &HashMap<String, Instant>,
+    started: Instant,
+) -> Arrivals {
+    let mut samples = Latencies::default();
+    let mut answered_after = Vec::new();
+    let mut seen = HashSet::new();
+    for r in received
+        .iter()
+        .filter(|r| r.path.starts_with(&format!("/{tag}/")))
+    {
+        let Ok(body) = serde_json::from_slice::<Value>(&r.body) else {
+            continue;
+        };
+        let Some(id) = body["id"].as_str() else {
+            continue;
+        };
+        if let Some(answered_at) = answered.get(id)
+            && seen.insert((r.path.clone(), id.to_owned()))
+        {
+            // A delivery can beat the response to the client: that is 0, not negative.
+            samples.push(r.at.saturating_duration_since(*answered_at));
+            answered_after.push(answered_at.saturating_duration_since(started).as_secs_f64());
+        }
+    }
+    Arrivals {
+        samples,
+        answered_after,
+        unique: seen.len(),
+    }
+}
+
 /// The CPU and database figures per event of one run, for its progress line.
 fn per_event(cpu: Option<CpuPerRequest>, db: Option<DbPerEvent>) -> String {
     let cpu = cpu.map_or_else(String::new, |c| {
@@ -305,7 +347,7 @@ fn per_event(cpu: Option<CpuPerRequest>, db: Option<DbPerEvent>) -> String {
 }
 
 /// A new workspace with `s` subscriptions on the receiver under `/<tag>/`.
-async fn subscribed(
+pub async fn subscribed(
     env: &Environment,
     server: &Server,
     s: usize,
@@ -326,8 +368,13 @@ async fn subscribed(
 }
 
 /// Waits until `expected` more requests arrived after the first `before` (or nothing arrived
-/// for 30 s), then returns those that did.
-async fn wait_for(env: &Environment, before: usize, expected: usize) -> Vec<Received> {
+/// for `patience`), then returns those that did.
+pub async fn wait_for(
+    env: &Environment,
+    before: usize,
+    expected: usize,
+    patience: Duration,
+) -> Vec<Received> {
     let mut last_count = env.receiver.count();
     let mut last_progress = Instant::now();
     while !env
@@ -339,7 +386,7 @@ async fn wait_for(env: &Environment, before: usize, expected: usize) -> Vec<Rece
         if count != last_count {
             last_count = count;
             last_progress = Instant::now();
-        } else if last_progress.elapsed() > Duration::from_secs(30) {
+        } else if last_progress.elapsed() > patience {
             break;
         }
     }

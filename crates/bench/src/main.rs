@@ -5,14 +5,17 @@
 //!
 //! Workloads: delivery throughput (S = 1 and 10), delivery latency at a fixed rate, client
 //! search on a large dataset beside the same query run directly through a pool, the machine's
-//! HTTPS and commit rates, and the server's peak memory. See `docs/benchmarks.md`.
+//! HTTPS and commit rates, the server's peak memory, a replay of a large history beside live
+//! traffic and the feed read whole, and two server processes on one database against one. See `docs/benchmarks.md`.
 
 mod cpu;
 mod dbstats;
 mod delivery;
 mod lean;
 mod limits;
+mod replay;
 mod report;
+mod scaleout;
 mod search;
 mod setup;
 mod stats;
@@ -66,6 +69,10 @@ pub enum Workload {
     Throughput,
     Latency,
     Search,
+    /// Two `serve` processes on one database against one (and one of two killed).
+    Scaleout,
+    /// A replay of a large history beside a live subscription, and the feed read whole.
+    Replay,
 }
 
 impl Options {
@@ -96,6 +103,8 @@ pub struct Sizes {
     pub search_window: Duration,
     /// How long each machine-limit measurement lasts.
     pub limit_window: Duration,
+    /// Events of the replayed history (and of the feed read).
+    pub replay_events: usize,
 }
 
 impl Sizes {
@@ -111,6 +120,7 @@ impl Sizes {
             big_workspace_clients: 200_000,
             search_window: Duration::from_millis(1_500),
             limit_window: Duration::from_secs(3),
+            replay_events: 100_000,
         }
     }
 
@@ -126,6 +136,7 @@ impl Sizes {
             big_workspace_clients: 2_000,
             search_window: Duration::from_millis(100),
             limit_window: Duration::from_millis(300),
+            replay_events: 2_000,
         }
     }
 }
@@ -193,6 +204,18 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
     } else {
         search::Search::default()
     };
+    let replay = if options.runs(Workload::Replay) {
+        env.settle().await?;
+        Some(replay::measure(&env, &server, sizes).await?)
+    } else {
+        None
+    };
+    let scaleout = if options.runs(Workload::Scaleout) {
+        env.settle().await?;
+        Some(scaleout::measure(&env, &server, sizes, &options).await?)
+    } else {
+        None
+    };
     drop(server);
 
     let report = report::Report {
@@ -206,6 +229,8 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
         throughput,
         latency,
         search,
+        replay,
+        scaleout,
     };
     report.write(&options.report)?;
     progress(&format!("report written to {}", options.report.display()));

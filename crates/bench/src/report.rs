@@ -11,6 +11,8 @@ use crate::cpu::CpuPerRequest;
 use crate::dbstats::DbPerEvent;
 use crate::delivery::{Latency, Throughput};
 use crate::limits::{COMMIT_CONNECTIONS, HTTPS_CONCURRENCY, HTTPS_WIDE_CONCURRENCY, Limits};
+use crate::replay::Replay;
+use crate::scaleout::{self, ScaleOut};
 use crate::search::Search;
 use crate::setup::Memory;
 
@@ -30,6 +32,8 @@ pub struct Report {
     pub throughput: Vec<Throughput>,
     pub latency: Vec<Latency>,
     pub search: Search,
+    pub replay: Option<Replay>,
+    pub scaleout: Option<ScaleOut>,
 }
 
 /// A target and whether it was met.
@@ -61,6 +65,29 @@ impl Report {
                 failures.push(format!(
                     "latency S={}: {} deliveries lost",
                     l.subscriptions, l.lost
+                ));
+            }
+        }
+        if let Some(r) = &self.replay
+            && r.lost > 0
+        {
+            failures.push(format!("replay: {} deliveries or feed events lost", r.lost));
+        }
+        if let Some(x) = &self.scaleout {
+            let lost = x.one_lost + x.two_lost + x.killed_lost;
+            if lost > 0 {
+                failures.push(format!("scale-out: {lost} deliveries lost"));
+            }
+            let duplicates = x.one_duplicates + x.two_duplicates;
+            if duplicates > 0 {
+                failures.push(format!(
+                    "scale-out: {duplicates} deliveries duplicated without a kill"
+                ));
+            }
+            if x.killed_duplicates > x.leased_at_kill {
+                failures.push(format!(
+                    "scale-out: {} duplicates at a kill, more than the {} in flight",
+                    x.killed_duplicates, x.leased_at_kill
                 ));
             }
         }
@@ -130,6 +157,46 @@ impl Report {
                 goal: "≥ 0.80".into(),
                 measured: format!("{:.2}", c.ratio()),
                 met: c.ratio() >= 0.8,
+            });
+        }
+        if let Some(r) = &self.replay {
+            let n = r.events;
+            targets.extend([
+                Target {
+                    what: format!("replay of {n} events: queued in"),
+                    goal: "≤ 5 s".into(),
+                    measured: format!("{:.2} s", r.queued_in_s.median()),
+                    met: r.queued_in_s.median() <= 5.0,
+                },
+                Target {
+                    what: format!("replay of {n} events: deliveries/s"),
+                    goal: "≥ 2000".into(),
+                    measured: format!("{:.0}", r.delivered_per_s.median()),
+                    met: r.delivered_per_s.median() >= 2_000.0,
+                },
+                Target {
+                    what: "live subscription p99 during the replay".into(),
+                    goal: "≤ 10 ms".into(),
+                    measured: format!("{:.2} ms", r.live_p99.median()),
+                    met: r.live_p99.median() <= 10.0,
+                },
+                Target {
+                    what: format!("feed read of {n} events, pages of 1000"),
+                    goal: "≥ 20000 events/s".into(),
+                    measured: format!("{:.0} events/s", r.feed_per_s.median()),
+                    met: r.feed_per_s.median() >= 20_000.0,
+                },
+            ]);
+        }
+        if let Some(x) = &self.scaleout {
+            targets.push(Target {
+                what: format!(
+                    "deliveries/s, two processes / one, S = {}",
+                    scaleout::SUBSCRIPTIONS
+                ),
+                goal: "≥ 0.95".into(),
+                measured: format!("{:.2}", x.ratio()),
+                met: x.ratio() >= 0.95,
             });
         }
         targets.push(Target {
@@ -436,6 +503,61 @@ impl Report {
             self.idle_rss.rss_mb(),
             self.load_rss.peak_mb()
         );
+        if let Some(r) = &self.replay {
+            let _ = writeln!(
+                md,
+                "## 6. Replay and the feed\n\n\
+                 A workspace with {} CLIENT_CREATED events of the last hour gets a new webhook, \
+                 which replays them all (`only_failed: false`, a call per 10,000 events) while \
+                 another workspace's subscription takes {} new events/s; \"queued in\" runs from \
+                 the first replay call to the answer of the last, deliveries/s from the first \
+                 call to the last replayed arrival. Then the {} events are read through the \
+                 feed in pages of 1,000.\n\n\
+                 | queued in | replayed deliveries/s | live p50 | live p99 | feed events/s | lost |\n\
+                 |---|---|---|---|---|---|\n\
+                 | {} s | {} | {} ms | {} ms | {} | {} |\n",
+                r.events,
+                self.sizes.latency_rate,
+                r.events,
+                r.queued_in_s.show(2),
+                r.delivered_per_s.show(0),
+                r.live_p50.show(2),
+                r.live_p99.show(2),
+                r.feed_per_s.show(0),
+                r.lost
+            );
+        }
+        if let Some(x) = &self.scaleout {
+            let _ = writeln!(
+                md,
+                "## 7. Scale-out\n\n\
+                 Workload 1's burst at S = {}, in each repetition through one `serve` process, \
+                 then through two on the same database (half the publishers on each), then \
+                 through two of which one is killed (SIGKILL) once half the events are taken, \
+                 its publishers going on through the other. Both processes share this machine's \
+                 {} cores with PostgreSQL and the tool, so this measures what a second process \
+                 costs or gains on one machine, not a second machine's worth. Duplicates at a \
+                 kill are bounded by the deliveries leased (in flight, by either process) at \
+                 the moment of the kill.\n\n\
+                 | processes | deliveries/s | lost | duplicates |\n\
+                 |---|---|---|---|\n\
+                 | 1 | {} | {} | {} |\n\
+                 | 2 | {} ({:.0} % of one) | {} | {} |\n\
+                 | 2, one killed halfway | | {} | {} (≤ {} leased at the kills) |\n",
+                scaleout::SUBSCRIPTIONS,
+                std::thread::available_parallelism().map_or(0, usize::from),
+                x.one.show(0),
+                x.one_lost,
+                x.one_duplicates,
+                x.two.show(0),
+                100.0 * x.ratio(),
+                x.two_lost,
+                x.two_duplicates,
+                x.killed_lost,
+                x.killed_duplicates,
+                x.leased_at_kill
+            );
+        }
         md
     }
 

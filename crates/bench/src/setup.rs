@@ -187,7 +187,8 @@ async fn clear_earlier_runs(url: &str) -> Result<()> {
     // Their clients, memberships, keys and subscriptions go with them (ON DELETE CASCADE).
     client
         .batch_execute(
-            "DELETE FROM workspaces WHERE name LIKE 'Bench burst%' OR name LIKE 'Bench steady%'",
+            "DELETE FROM workspaces WHERE name LIKE 'Bench burst%' OR name LIKE 'Bench steady%' \
+             OR name LIKE 'Bench scale%' OR name LIKE 'Bench replay%'",
         )
         .await
         .context("deleting earlier runs' delivery workspaces")?;

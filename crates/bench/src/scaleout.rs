@@ -1,0 +1,248 @@
+//! Scale-out: the throughput burst at S = 10 sent through one `serve` process, then through two
+//! on the same database (each publisher keeps to one of them), then through two of which one is
+//! killed (SIGKILL) halfway through the burst, its publishers moving to the other. Every
+//! repetition measures the three side by side, each in a new workspace.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use timetrack_testkit::Received;
+
+use crate::delivery::{subscribed, wait_for};
+use crate::setup::{Environment, Server, connect};
+use crate::stats::Repeated;
+use crate::{Options, Sizes, progress};
+
+/// Subscriptions of the workload.
+pub const SUBSCRIPTIONS: usize = 10;
+
+/// What the workload measured.
+#[derive(Debug, Clone, Default)]
+pub struct ScaleOut {
+    /// Unique deliveries per second through one process.
+    pub one: Repeated,
+    /// The same through two processes.
+    pub two: Repeated,
+    /// Deliveries expected and never received, and received more than once, through one
+    /// process and through two (summed over the repetitions).
+    pub one_lost: usize,
+    pub one_duplicates: usize,
+    pub two_lost: usize,
+    pub two_duplicates: usize,
+    /// Deliveries never received in the runs with a kill.
+    pub killed_lost: usize,
+    /// Deliveries received more than once in the runs with a kill.
+    pub killed_duplicates: usize,
+    /// Deliveries leased (in flight) by any process at the moment of each kill, summed: what a
+    /// kill may deliver twice, as the killed process may have sent them without recording it.
+    pub leased_at_kill: usize,
+}
+
+impl ScaleOut {
+    /// Two processes' deliveries/s over one's (medians).
+    pub fn ratio(&self) -> f64 {
+        self.two.median() / self.one.median().max(1e-9)
+    }
+}
+
+/// One burst's outcome.
+struct Burst {
+    /// Seconds until every event was accepted, and until the last delivery arrived.
+    accepted_after: f64,
+    delivered_after: f64,
+    deliveries_per_s: f64,
+    lost: usize,
+    duplicates: usize,
+    leased_at_kill: usize,
+}
+
+/// The workload: `server` is the first process; the second is started for each burst that
+/// needs it.
+pub async fn measure(
+    env: &Environment,
+    server: &Server,
+    sizes: Sizes,
+    options: &Options,
+) -> Result<ScaleOut> {
+    let mut figures = ScaleOut::default();
+    for run in 0..sizes.runs {
+        let one = burst(env, &[server], None, sizes, &format!("scale1-{run}")).await?;
+        env.settle().await?;
+        let second = env.start_server(options).await?;
+        let two = burst(
+            env,
+            &[server, &second],
+            None,
+            sizes,
+            &format!("scale2-{run}"),
+        )
+        .await?;
+        drop(second);
+        env.settle().await?;
+        let mut doomed = env.start_server(options).await?;
+        let killed = burst(
+            env,
+            &[server],
+            Some(&mut doomed),
+            sizes,
+            &format!("scalek-{run}"),
+        )
+        .await?;
+        env.settle().await?;
+        progress(&format!(
+            "scale-out S={SUBSCRIPTIONS} run {}: one process {:.0} deliveries/s (accepted in \
+             {:.1} s, delivered in {:.1} s), two {:.0} ({:.0} %; {:.1} s, {:.1} s); one of two \
+             killed halfway: lost {}, duplicates {} ({} leased at the kill)",
+            run + 1,
+            one.deliveries_per_s,
+            one.accepted_after,
+            one.delivered_after,
+            two.deliveries_per_s,
+            100.0 * two.deliveries_per_s / one.deliveries_per_s.max(1e-9),
+            two.accepted_after,
+            two.delivered_after,
+            killed.lost,
+            killed.duplicates,
+            killed.leased_at_kill
+        ));
+        figures.one.push(one.deliveries_per_s);
+        figures.two.push(two.deliveries_per_s);
+        figures.one_lost += one.lost;
+        figures.one_duplicates += one.duplicates;
+        figures.two_lost += two.lost;
+        figures.two_duplicates += two.duplicates;
+        figures.killed_lost += killed.lost;
+        figures.killed_duplicates += killed.duplicates;
+        figures.leased_at_kill += killed.leased_at_kill;
+    }
+    Ok(figures)
+}
+
+/// A burst of `sizes.burst_events` client creations from `sizes.burst_clients` publishers
+/// spread over `servers` and `doomed`; `doomed` is killed once half the events are taken, and
+/// its publishers go on through the first server. An event counts as recorded when its client
+/// exists in the database afterwards (a request cut by the kill may have committed).
+async fn burst(
+    env: &Environment,
+    servers: &[&Server],
+    mut doomed: Option<&mut Server>,
+    sizes: Sizes,
+    name: &str,
+) -> Result<Burst> {
+    let (account, tag) = subscribed(env, servers[0], SUBSCRIPTIONS, name).await?;
+    let mut endpoints: Vec<_> = servers
+        .iter()
+        .map(|s| (s.http.clone(), s.base.clone()))
+        .collect();
+    if let Some(doomed) = doomed.as_deref() {
+        endpoints.push((doomed.http.clone(), doomed.base.clone()));
+    }
+    let endpoints = Arc::new(endpoints);
+    let before = env.receiver.count();
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let publishers: Vec<_> = (0..sizes.burst_clients)
+        .map(|p| {
+            let (next, endpoints, key, tag) = (
+                next.clone(),
+                endpoints.clone(),
+                account.key.clone(),
+                tag.clone(),
+            );
+            let events = sizes.burst_events;
+            tokio::spawn(async move {
+                let mut endpoint = p % endpoints.len();
+                loop {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    if n >= events {
+                        return;
+                    }
+                    // A request that fails in transport (its server was killed) is sent again
+                    // to the first server: a 409 then says the first one had committed it.
+                    for _ in 0..2 {
+                        let (http, base) = &endpoints[endpoint];
+                        let sent = http
+                            .post(format!("{base}/api/clients"))
+                            .bearer_auth(&key)
+                            .json(&json!({"name": format!("{tag} client {n}")}))
+                            .send()
+                            .await;
+                        if sent.is_ok() {
+                            break;
+                        }
+                        endpoint = 0;
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut leased_at_kill = 0;
+    if let Some(doomed) = doomed.as_deref_mut() {
+        while next.load(Ordering::Relaxed) < sizes.burst_events / 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        doomed.kill9();
+        leased_at_kill = leased(env).await?;
+    }
+    for publisher in publishers {
+        publisher.await?;
+    }
+    let accepted_after = started.elapsed().as_secs_f64();
+    let recorded = recorded(env, &account.workspace_id).await?;
+    let expected = recorded * SUBSCRIPTIONS;
+    // A killed process's leases come back when they expire (four times the request time-out,
+    // at least 60 s), and until then hold its subscriptions' in-flight slots.
+    let patience = if doomed.is_some() { 90 } else { 30 };
+    let received = wait_for(env, before, expected, Duration::from_secs(patience)).await;
+    let mine: Vec<&Received> = received
+        .iter()
+        .filter(|r| r.path.starts_with(&format!("/{tag}/")))
+        .collect();
+    let unique: HashSet<(&str, &str)> = mine
+        .iter()
+        .map(|r| (r.path.as_str(), r.header("webhook-id").unwrap_or_default()))
+        .collect();
+    let last = mine.iter().map(|r| r.at).max().unwrap_or(started);
+    let span = last.saturating_duration_since(started).as_secs_f64();
+    Ok(Burst {
+        accepted_after,
+        delivered_after: span,
+        deliveries_per_s: unique.len() as f64 / span.max(1e-9),
+        lost: expected.saturating_sub(unique.len()),
+        duplicates: mine.len() - unique.len(),
+        leased_at_kill,
+    })
+}
+
+/// The clients of `workspace`: the events its burst recorded.
+async fn recorded(env: &Environment, workspace: &str) -> Result<usize> {
+    let (client, driver) = connect(&env.database_url).await?;
+    let row = client
+        .query_one(
+            "SELECT count(*) FROM clients WHERE workspace_id = $1::text::uuid",
+            &[&workspace],
+        )
+        .await
+        .context("counting the burst's clients")?;
+    driver.abort();
+    Ok(usize::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+}
+
+/// Deliveries leased by any process now.
+async fn leased(env: &Environment) -> Result<usize> {
+    let (client, driver) = connect(&env.database_url).await?;
+    let row = client
+        .query_one(
+            "SELECT count(*) FROM deliveries \
+             WHERE status = 'PENDING' AND lease_expires_at > now()",
+            &[],
+        )
+        .await
+        .context("counting leased deliveries")?;
+    driver.abort();
+    Ok(usize::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+}
