@@ -351,6 +351,7 @@ async fn concurrent_writers_and_a_polling_reader_see_every_event_exactly_once() 
 
 #[actix_web::test]
 async fn the_feed_never_shows_test_deliveries_and_shows_a_notice_to_its_webhooks_owner_only() {
+    // Forwards and backwards: both reads share the condition, and each is checked.
     let t = TestApp::new().await;
     let app = t.service().await;
     let auth = t.bearer().1;
@@ -412,6 +413,9 @@ async fn the_feed_never_shows_test_deliveries_and_shows_a_notice_to_its_webhooks
             [notice],
             "the reader's own webhook's notice only, and no test"
         );
+        let (status, page, _) = get(&app, auth, &format!("{FEED}?before=latest")).await;
+        assert_eq!(status, 200, "{page}");
+        assert_eq!(ids(&page), [notice], "read backwards, the same");
         // Nothing more once every transaction before the reads has ended.
         actix_web::rt::time::sleep(std::time::Duration::from_millis(300)).await;
         assert_eq!(
