@@ -259,6 +259,73 @@ async fn recording_on_a_connection_that_first_recorded_into_a_tiny_queue_finds_r
     );
 }
 
+/// A claim whose plan a connection made and kept before a burst (see
+/// [`claim_planned_before_a_burst`]).
+struct KeptClaim {
+    client: tokio_postgres::Client,
+    driver: tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>,
+    /// The claim: up to 100, at `at`, leases of 30 s, 10 in flight a subscription.
+    sql: String,
+    at: OffsetDateTime,
+}
+
+impl KeptClaim {
+    /// Runs the claim once more on the kept plan, in a transaction rolled back afterwards;
+    /// returns how many it claimed and the rows it read of each of `tables`.
+    async fn run(self, tables: &[&str]) -> (i64, Vec<i64>) {
+        self.client.batch_execute("BEGIN").await.unwrap();
+        let claimed: i64 = self.client.query_one(&self.sql, &[]).await.unwrap().get(0);
+        let mut read = Vec::new();
+        for table in tables {
+            read.push(rows_read(&self.client, table).await);
+        }
+        self.client.batch_execute("ROLLBACK").await.unwrap();
+        drop(self.client);
+        let _ = self.driver.await;
+        (claimed, read)
+    }
+}
+
+/// Freezes the statistics of `db`'s queue (autovacuum off; analyzed now if `analyze`), has a
+/// new connection claim ten times on them (each rolled back; PL/pgSQL keeps the plan for the
+/// connection), then writes a burst: 20,000 more events, each with a pending delivery to every
+/// subscription.
+async fn claim_planned_before_a_burst(db: &TestDatabase, analyze: bool) -> KeptClaim {
+    for table in ["deliveries", "events"] {
+        sql(
+            db,
+            &format!("ALTER TABLE {table} SET (autovacuum_enabled = false)"),
+        )
+        .await;
+        if analyze {
+            sql(db, &format!("VACUUM (ANALYZE) {table}")).await;
+        }
+    }
+    let at = T0 + Duration::seconds(5);
+    let claim = format!(
+        "SELECT count(*) FROM timetrack_claim_deliveries('{at}', '{}', 100, 10)",
+        at + Duration::seconds(30)
+    );
+    let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    for _ in 0..10 {
+        client
+            .batch_execute(&format!("BEGIN; {claim}; ROLLBACK"))
+            .await
+            .unwrap();
+    }
+    burst_of_events(db).await;
+    sql(db, "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, next_attempt_at, created_at, updated_at, ordering_key, sequence) SELECT e.id, s.id, e.workspace_id, 'PENDING', 0, e.created_at, e.created_at, e.created_at, e.id::text, e.seq FROM events e CROSS JOIN webhook_subscriptions s WHERE e.id > '00000000-0000-0000-0001-000000000000'").await;
+    KeptClaim {
+        client,
+        driver,
+        sql: claim,
+        at,
+    }
+}
+
 #[tokio::test]
 async fn a_claim_planned_on_statistics_of_a_tiny_queue_still_claims_by_key_in_a_burst() {
     // The claim's statistics often come from a queue and an event log that were nearly
@@ -270,42 +337,11 @@ async fn a_claim_planned_on_statistics_of_a_tiny_queue_still_claims_by_key_in_a_
     // connection claims ten times on them, then once after the burst.
     for (start, analyzed) in [(1, true), (0, true), (1, false)] {
         let (db, _queue) = setup(start).await;
-        for table in ["deliveries", "events"] {
-            sql(
-                &db,
-                &format!("ALTER TABLE {table} SET (autovacuum_enabled = false)"),
-            )
-            .await;
-            if analyzed {
-                sql(&db, &format!("VACUUM (ANALYZE) {table}")).await;
-            }
-        }
-        let at = T0 + Duration::seconds(5);
-        let claim = format!(
-            "SELECT count(*) FROM timetrack_claim_deliveries('{at}', '{}', 100, 10)",
-            at + Duration::seconds(30)
-        );
-        let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        let tables = ["deliveries", "events"];
+        let (claimed, read) = claim_planned_before_a_burst(&db, analyzed)
             .await
-            .unwrap();
-        let driver = tokio::spawn(connection);
-        for _ in 0..10 {
-            client
-                .batch_execute(&format!("BEGIN; {claim}; ROLLBACK"))
-                .await
-                .unwrap();
-        }
-        burst_of_events(&db).await;
-        sql(&db, "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, next_attempt_at, created_at, updated_at, ordering_key, sequence) SELECT e.id, s.id, e.workspace_id, 'PENDING', 0, e.created_at, e.created_at, e.created_at, e.id::text, e.seq FROM events e CROSS JOIN webhook_subscriptions s WHERE e.id > '00000000-0000-0000-0001-000000000000'").await;
-        client.batch_execute("BEGIN").await.unwrap();
-        let claimed: i64 = client.query_one(&claim, &[]).await.unwrap().get(0);
-        let mut read = Vec::new();
-        for table in ["deliveries", "events"] {
-            read.push((table, rows_read(&client, table).await));
-        }
-        client.batch_execute("ROLLBACK").await.unwrap();
-        drop(client);
-        let _ = driver.await;
+            .run(&tables)
+            .await;
         let first = format!(
             "first claim on {start} pending, {}",
             if analyzed {
@@ -315,7 +351,7 @@ async fn a_claim_planned_on_statistics_of_a_tiny_queue_still_claims_by_key_in_a_
             }
         );
         assert_eq!(claimed, 10, "{first}: 10 in flight at most");
-        for (table, rows) in read {
+        for (table, rows) in tables.iter().zip(read) {
             assert!(
                 rows < 200,
                 "{first}: claiming 10 of 40,000 pending read {rows} rows of {table}"
@@ -345,39 +381,11 @@ async fn a_claim_planned_after_a_burst_reads_only_what_it_claims_in_the_next() {
             )
             .await;
         }
-        for table in ["deliveries", "events"] {
-            sql(
-                &db,
-                &format!("ALTER TABLE {table} SET (autovacuum_enabled = false)"),
-            )
-            .await;
-            sql(&db, &format!("VACUUM (ANALYZE) {table}")).await;
-        }
-        let at = T0 + Duration::seconds(5);
-        let claim = format!(
-            "SELECT count(*) FROM timetrack_claim_deliveries('{at}', '{}', 100, 10)",
-            at + Duration::seconds(30)
-        );
-        let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        let driver = tokio::spawn(connection);
-        for _ in 0..10 {
-            client
-                .batch_execute(&format!("BEGIN; {claim}; ROLLBACK"))
-                .await
-                .unwrap();
-        }
-        burst_of_events(&db).await;
-        sql(&db, "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, next_attempt_at, created_at, updated_at, ordering_key, sequence) SELECT e.id, s.id, e.workspace_id, 'PENDING', 0, e.created_at, e.created_at, e.created_at, e.id::text, e.seq FROM events e CROSS JOIN webhook_subscriptions s WHERE e.id > '00000000-0000-0000-0001-000000000000'").await;
+        let kept = claim_planned_before_a_burst(&db, true).await;
         // Another process holds five of the subscription's ten in-flight slots.
-        sql(&db, &format!("UPDATE deliveries SET lease_expires_at = '{}' WHERE id IN (SELECT id FROM deliveries WHERE subscription_id LIKE 'wh_a%' AND status = 'PENDING' ORDER BY next_attempt_at, id LIMIT 5)", at + Duration::seconds(30))).await;
-        client.batch_execute("BEGIN").await.unwrap();
-        let claimed: i64 = client.query_one(&claim, &[]).await.unwrap().get(0);
-        let read = rows_read(&client, "deliveries").await;
-        client.batch_execute("ROLLBACK").await.unwrap();
-        drop(client);
-        let _ = driver.await;
+        sql(&db, &format!("UPDATE deliveries SET lease_expires_at = '{}' WHERE id IN (SELECT id FROM deliveries WHERE subscription_id LIKE 'wh_a%' AND status = 'PENDING' ORDER BY next_attempt_at, id LIMIT 5)", kept.at + Duration::seconds(30))).await;
+        let (claimed, read) = kept.run(&["deliveries"]).await;
+        let read = read[0];
         let state = if delivered {
             "planned on 40,000 delivered"
         } else {
