@@ -123,27 +123,19 @@ pub async fn throughput(
                 .zip(cpu_before)
                 .and_then(|(after, before)| before.per_request(&after, accepted));
             let db = db_before.per_event(&DbCounters::read(&env.database_url).await?, accepted);
-            let mine: Vec<&Received> = received
-                .iter()
-                .filter(|r| r.path.starts_with(&format!("/{tag}/")))
-                .collect();
-            let unique: HashSet<(&str, &str)> = mine
-                .iter()
-                .map(|r| (r.path.as_str(), r.header("webhook-id").unwrap_or_default()))
-                .collect();
-            let last = mine.iter().map(|r| r.at).max().unwrap_or(started);
-            let span = last.saturating_duration_since(started).as_secs_f64();
+            let mine = tagged(&received, &tag);
+            let span = mine.span_since(started);
             figures
                 .accepted_per_s
                 .push(accepted as f64 / accept_time.as_secs_f64());
             figures
                 .deliveries_per_s
-                .push(unique.len() as f64 / span.max(1e-9));
+                .push(mine.unique as f64 / span.max(1e-9));
             figures
                 .during_creation_per_s
                 .push(during_creation as f64 / accept_time.as_secs_f64());
-            figures.lost += expected.saturating_sub(unique.len());
-            figures.duplicates += mine.len() - unique.len();
+            figures.lost += expected.saturating_sub(mine.unique);
+            figures.duplicates += mine.duplicates();
             figures.refused += sizes.burst_events - accepted;
             figures.cpu.extend(cpu);
             figures.db.extend(db);
@@ -152,10 +144,10 @@ pub async fn throughput(
                  arrived in the {:.2} s of creation), lost {}, duplicates {}{}",
                 run + 1,
                 accepted as f64 / accept_time.as_secs_f64(),
-                unique.len() as f64 / span.max(1e-9),
+                mine.unique as f64 / span.max(1e-9),
                 accept_time.as_secs_f64(),
-                expected.saturating_sub(unique.len()),
-                mine.len() - unique.len(),
+                expected.saturating_sub(mine.unique),
+                mine.duplicates(),
                 per_event(cpu, db)
             ));
         }
@@ -282,6 +274,48 @@ pub async fn publish_steady(
     Ok(std::mem::take(
         &mut *answered.lock().unwrap_or_else(PoisonError::into_inner),
     ))
+}
+
+/// The deliveries under one tag's receiver paths.
+pub struct Tagged {
+    /// How many arrived, duplicates included.
+    pub received: usize,
+    /// How many were unique (path and `webhook-id`).
+    pub unique: usize,
+    /// When the last arrived.
+    pub last: Option<Instant>,
+}
+
+impl Tagged {
+    /// Deliveries received more than once.
+    pub fn duplicates(&self) -> usize {
+        self.received - self.unique
+    }
+
+    /// Seconds from `start` to the last arrival (0 if none arrived).
+    pub fn span_since(&self, start: Instant) -> f64 {
+        self.last.map_or(0.0, |last| {
+            last.saturating_duration_since(start).as_secs_f64()
+        })
+    }
+}
+
+/// The deliveries among `received` under `/<tag>/`.
+pub fn tagged(received: &[Received], tag: &str) -> Tagged {
+    let prefix = format!("/{tag}/");
+    let mine: Vec<&Received> = received
+        .iter()
+        .filter(|r| r.path.starts_with(&prefix))
+        .collect();
+    let unique: HashSet<(&str, &str)> = mine
+        .iter()
+        .map(|r| (r.path.as_str(), r.header("webhook-id").unwrap_or_default()))
+        .collect();
+    Tagged {
+        received: mine.len(),
+        unique: unique.len(),
+        last: mine.iter().map(|r| r.at).max(),
+    }
 }
 
 /// The arrivals of a steady publisher's events.

@@ -6,7 +6,8 @@
 //! Workloads: delivery throughput (S = 1 and 10), delivery latency at a fixed rate, client
 //! search on a large dataset beside the same query run directly through a pool, the machine's
 //! HTTPS and commit rates, the server's peak memory, a replay of a large history beside live
-//! traffic and the feed read whole, and two server processes on one database against one. See `docs/benchmarks.md`.
+//! traffic and the feed read whole, and two server processes on one database against one. See
+//! `docs/benchmarks.md`.
 
 mod cpu;
 mod dbstats;

@@ -3,7 +3,6 @@
 //! call per 10,000 events) while another workspace's live subscription takes a steady rate of
 //! new events; then the history is read through the feed in pages of 1,000.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -11,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
 
-use crate::delivery::{arrivals, publish_steady, subscribed, wait_for};
+use crate::delivery::{arrivals, publish_steady, subscribed, tagged, wait_for};
 use crate::setup::{Environment, Server, connect};
 use crate::stats::Repeated;
 use crate::{Sizes, progress};
@@ -86,21 +85,10 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
         )
         .await;
 
-        let replayed: Vec<_> = received
-            .iter()
-            .filter(|r| r.path == format!("/{tag}/replay"))
-            .collect();
-        let unique: HashSet<&str> = replayed
-            .iter()
-            .map(|r| r.header("webhook-id").unwrap_or_default())
-            .collect();
-        let last = replayed
-            .iter()
-            .map(|r| r.at)
-            .max()
-            .unwrap_or(replay_started);
+        // The replayed workspace's one webhook is the tag's one path.
+        let replayed = tagged(&received, &tag);
         let delivered_per_s =
-            unique.len() as f64 / last.duration_since(replay_started).as_secs_f64().max(1e-9);
+            replayed.unique as f64 / replayed.span_since(replay_started).max(1e-9);
         let live_arrivals = arrivals(&received, &live_tag, &answered, started);
         let (p50, p99) = (
             live_arrivals.samples.percentile(50.0),
@@ -111,7 +99,7 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
         let read = read_feed(server, &account.key).await?;
         let feed_per_s = read as f64 / feed_started.elapsed().as_secs_f64().max(1e-9);
 
-        let lost = queued.saturating_sub(unique.len())
+        let lost = queued.saturating_sub(replayed.unique)
             + answered.len().saturating_sub(live_arrivals.unique)
             + sizes.replay_events.saturating_sub(read);
         progress(&format!(

@@ -3,16 +3,14 @@
 //! killed (SIGKILL) halfway through the burst, its publishers moving to the other. Every
 //! repetition measures the three side by side, each in a new workspace.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use timetrack_testkit::Received;
 
-use crate::delivery::{subscribed, wait_for};
+use crate::delivery::{subscribed, tagged, wait_for};
 use crate::setup::{Environment, Server, connect};
 use crate::stats::Repeated;
 use crate::{Options, Sizes, progress};
@@ -198,22 +196,14 @@ async fn burst(
     // at least 60 s), and until then hold its subscriptions' in-flight slots.
     let patience = if doomed.is_some() { 90 } else { 30 };
     let received = wait_for(env, before, expected, Duration::from_secs(patience)).await;
-    let mine: Vec<&Received> = received
-        .iter()
-        .filter(|r| r.path.starts_with(&format!("/{tag}/")))
-        .collect();
-    let unique: HashSet<(&str, &str)> = mine
-        .iter()
-        .map(|r| (r.path.as_str(), r.header("webhook-id").unwrap_or_default()))
-        .collect();
-    let last = mine.iter().map(|r| r.at).max().unwrap_or(started);
-    let span = last.saturating_duration_since(started).as_secs_f64();
+    let mine = tagged(&received, &tag);
+    let span = mine.span_since(started);
     Ok(Burst {
         accepted_after,
         delivered_after: span,
-        deliveries_per_s: unique.len() as f64 / span.max(1e-9),
-        lost: expected.saturating_sub(unique.len()),
-        duplicates: mine.len() - unique.len(),
+        deliveries_per_s: mine.unique as f64 / span.max(1e-9),
+        lost: expected.saturating_sub(mine.unique),
+        duplicates: mine.duplicates(),
         leased_at_kill,
     })
 }
