@@ -74,7 +74,7 @@ struct StatsRow {
 }
 
 /// [`named_query!`] of a statement taking the arrays of the [`RecordBatch`] `$batch` (as
-/// `delivery_ids`, `subscription_ids`, ... `tests`), then the parameters that follow the `;`.
+/// `delivery_ids`, `subscription_ids`, ... `workspace_ids`), then the parameters that follow the `;`.
 macro_rules! batch_query {
     ($sql:expr, $batch:expr; $($rest:tt)*) => {
         named_query!(
@@ -92,6 +92,7 @@ macro_rules! batch_query {
             finished: Array<Timestamptz> = &$batch.finished,
             done: Array<Bool> = &$batch.done,
             tests: Array<Bool> = &$batch.tests,
+            workspace_ids: Array<SqlUuid> = &$batch.workspace_ids,
             $($rest)*
         )
     };
@@ -134,6 +135,7 @@ struct RecordBatch {
     finished: Vec<OffsetDateTime>,
     done: Vec<bool>,
     tests: Vec<bool>,
+    workspace_ids: Vec<Uuid>,
 }
 
 impl RecordBatch {
@@ -162,6 +164,7 @@ impl RecordBatch {
         self.finished.push(finished);
         self.done.push(attempt.next == NextStep::Done);
         self.tests.push(claimed.kind == DeliveryKind::Test);
+        self.workspace_ids.push(claimed.workspace_id.0);
     }
 
     /// Writes the batch on `conn`: attempts that neither end nor disable their subscription,

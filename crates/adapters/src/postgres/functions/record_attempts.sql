@@ -12,7 +12,8 @@
 -- anew on each call, as PL/pgSQL did while custom plans looked cheaper, was half its cost.
 CREATE OR REPLACE FUNCTION timetrack_record_attempts(bigint[], text[], int[], timestamptz[], int[],
                                                      int[], text[], text[], text[],
-                                                     timestamptz[], timestamptz[], bool[], bool[])
+                                                     timestamptz[], timestamptz[], bool[], bool[],
+                                                     uuid[])
 RETURNS void
 LANGUAGE plpgsql
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off
@@ -22,18 +23,21 @@ BEGIN
     WITH r AS (
         SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[], $5::int[],
                              $6::int[], $7::text[], $8::text[], $9::text[], $10::timestamptz[],
-                             $11::timestamptz[], $12::bool[], $13::bool[])
+                             $11::timestamptz[], $12::bool[], $13::bool[], $14::uuid[])
             AS r(delivery_id, subscription_id, attempt, started_at, latency_ms, status_code, error,
-                 excerpt, status, next_at, finished, done, test)
+                 excerpt, status, next_at, finished, done, test, workspace_id)
     ), attempt AS (
-        -- An attempt is its delivery's workspace's: the delivery says which.
+        -- An attempt is its delivery's workspace's, which the worker took with the claim ($14):
+        -- looking it up here read every delivery of the batch twice. The reference to the
+        -- delivery, which includes the workspace, refuses a wrong one. A claimed delivery is
+        -- pending, so it outlives the attempt: the purge keeps every event a pending delivery
+        -- or one made within the retention period needs.
         INSERT INTO delivery_attempts (workspace_id, delivery_id, subscription_id, attempt,
                                        started_at, latency_ms, status_code, error,
                                        response_excerpt, is_test)
-        SELECT d.workspace_id, r.delivery_id, r.subscription_id, r.attempt, r.started_at,
+        SELECT r.workspace_id, r.delivery_id, r.subscription_id, r.attempt, r.started_at,
                r.latency_ms, r.status_code, r.error, r.excerpt, r.test
-        FROM r JOIN deliveries d ON d.id = r.delivery_id
-        WHERE d.id = ANY ($1::bigint[])
+        FROM r
         ON CONFLICT (delivery_id, attempt, workspace_id) DO NOTHING
     ), delivery AS (
         UPDATE deliveries d
@@ -42,6 +46,7 @@ BEGIN
             updated_at = r.finished
         FROM r
         WHERE d.id = ANY ($1::bigint[]) AND d.id = r.delivery_id
+          AND d.workspace_id = r.workspace_id
           -- Unless cancelled meanwhile. Written so that it cannot match the partial indexes of
           -- pending deliveries: with statistics saying none is pending, the planner scanned one
           -- of them whole, for every batch, instead of finding each row by its key.

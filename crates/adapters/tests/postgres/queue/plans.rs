@@ -158,6 +158,10 @@ fn record_arguments(leased: &[ClaimedDelivery], at: OffsetDateTime) -> String {
         same(&at_sql),
         same("true"),
         same("false"),
+        format!(
+            "'{{{}}}'::uuid[]",
+            column(&|c| c.workspace_id.0.to_string())
+        ),
     ]
     .join(", ")
 }
