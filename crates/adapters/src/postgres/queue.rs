@@ -9,7 +9,7 @@ use diesel::sql_types::{
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::delivery::{
-    AttemptRecord, ClaimWhen, ClaimedDelivery, NextStep, Notice, QueueStats,
+    AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, NextStep, Notice, QueueStats,
 };
 use timetrack_domain::ids::{EventId, WorkspaceId};
 use timetrack_domain::model::{DeliveryId, DeliveryKind, EventType, WebhookId};
@@ -74,7 +74,7 @@ struct StatsRow {
 }
 
 /// [`named_query!`] of a statement taking the arrays of the [`RecordBatch`] `$batch` (as
-/// `delivery_ids`, `subscription_ids`, ... `workspace_ids`), then the parameters that follow the `;`.
+/// `delivery_ids`, `subscription_ids`, ... `not_before`), then the parameters that follow the `;`.
 macro_rules! batch_query {
     ($sql:expr, $batch:expr; $($rest:tt)*) => {
         named_query!(
@@ -93,6 +93,7 @@ macro_rules! batch_query {
             done: Array<Bool> = &$batch.done,
             tests: Array<Bool> = &$batch.tests,
             workspace_ids: Array<SqlUuid> = &$batch.workspace_ids,
+            not_before: Array<Nullable<Timestamptz>> = &$batch.not_before,
             $($rest)*
         )
     };
@@ -136,6 +137,9 @@ struct RecordBatch {
     done: Vec<bool>,
     tests: Vec<bool>,
     workspace_ids: Vec<Uuid>,
+    /// A retry's time when the receiver asked for the wait (`Retry-After`): it is not brought
+    /// forward before it.
+    not_before: Vec<Option<OffsetDateTime>>,
 }
 
 impl RecordBatch {
@@ -165,6 +169,17 @@ impl RecordBatch {
         self.done.push(attempt.next == NextStep::Done);
         self.tests.push(claimed.kind == DeliveryKind::Test);
         self.workspace_ids.push(claimed.workspace_id.0);
+        let asked_to_wait = matches!(
+            attempt.report.outcome,
+            AttemptOutcome::Rejected {
+                retry_after: Some(_),
+                ..
+            }
+        );
+        self.not_before.push(match attempt.next {
+            NextStep::RetryAt(at) if asked_to_wait => Some(at),
+            _ => None,
+        });
     }
 
     /// Writes the batch on `conn`: attempts that neither end nor disable their subscription,

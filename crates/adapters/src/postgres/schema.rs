@@ -63,6 +63,7 @@ diesel::table! {
         kind -> Text,
         ordering_key -> Nullable<Text>,
         sequence -> Nullable<Int8>,
+        not_before -> Nullable<Timestamptz>,
     }
 }
 
@@ -216,6 +217,7 @@ diesel::table! {
         filter_client_ids -> Nullable<Array<Nullable<Uuid>>>,
         filter_user_ids -> Nullable<Array<Nullable<Uuid>>>,
         filter_billable -> Nullable<Bool>,
+        failing_attempts -> Int4,
     }
 }
 

@@ -1,9 +1,9 @@
--- One round trip for the delivery worker: record the attempts that have finished ($1-$14, as
--- timetrack_record_attempts), then claim ($15-$18, as timetrack_claim_deliveries), in one
+-- One round trip for the delivery worker: record the attempts that have finished ($1-$15, as
+-- timetrack_record_attempts), then claim ($16-$19, as timetrack_claim_deliveries), in one
 -- transaction. The claim sees the leases the record just cleared, so a subscription's freed
 -- in-flight slots are refilled at once.
 --
--- Unless $19 (claim in any case), the claim runs only when a subscription of the recorded
+-- Unless $20 (claim in any case), the claim runs only when a subscription of the recorded
 -- attempts has due deliveries that no worker holds: those the recorded ones held back, the next
 -- of an ordering key or those beyond the subscription's in-flight cap. The worker asks for the
 -- claim in any case when it was woken, polled, or its last claim was full; otherwise, a round
@@ -18,8 +18,8 @@
 CREATE OR REPLACE FUNCTION timetrack_record_and_claim(bigint[], text[], int[], timestamptz[],
                                                       int[], int[], text[], text[], text[],
                                                       timestamptz[], timestamptz[], bool[], bool[],
-                                                      uuid[], timestamptz, timestamptz, bigint,
-                                                      bigint, bool)
+                                                      uuid[], timestamptz[], timestamptz,
+                                                      timestamptz, bigint, bigint, bool)
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
                secret text, previous_secret text, attempts integer, failing_since timestamptz,
@@ -33,14 +33,14 @@ BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
     IF cardinality($1) > 0 THEN
         PERFORM timetrack_record_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-                                          $13, $14);
+                                          $13, $14, $15);
     END IF;
-    IF $17 > 0 AND ($19 OR EXISTS (
+    IF $18 > 0 AND ($20 OR EXISTS (
         SELECT 1 FROM deliveries d
-        WHERE d.subscription_id = ANY ($2) AND d.status = 'PENDING' AND d.next_attempt_at <= $15
-          AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $15)
+        WHERE d.subscription_id = ANY ($2) AND d.status = 'PENDING' AND d.next_attempt_at <= $16
+          AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $16)
     )) THEN
-        RETURN QUERY SELECT * FROM timetrack_claim_deliveries($15, $16, $17, $18);
+        RETURN QUERY SELECT * FROM timetrack_claim_deliveries($16, $17, $18, $19);
     END IF;
 END
 $fn$;

@@ -3,7 +3,9 @@
 use super::{Claim, T0, record, setup, sql, text};
 use diesel_async::RunQueryDsl;
 use time::{Duration, OffsetDateTime};
-use timetrack_domain::delivery::{AttemptOutcome, ClaimWhen, FailureReason, NextStep};
+use timetrack_domain::delivery::{
+    AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, FailureReason, NextStep,
+};
 use timetrack_domain::ports::{DeliveryQueue, Retention};
 
 #[tokio::test]
@@ -210,8 +212,8 @@ async fn a_round_commits_asynchronously_and_only_its_own_transaction() {
     }
     let round = format!(
         "SELECT count(*) FROM timetrack_record_and_claim('{{}}', '{{}}', '{{}}', '{{}}', '{{}}', \
-         '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{T0}', '{}', 10, 10, \
-         true)",
+         '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{T0}', '{}', 10, \
+         10, true)",
         T0 + Duration::seconds(30)
     );
     let mut seen = Vec::new();
@@ -534,5 +536,93 @@ async fn a_round_asked_to_claim_only_if_held_back_claims_what_its_attempts_held_
         asked
             .iter()
             .all(|d| d.subscription_id.as_str().starts_with("wh_b"))
+    );
+}
+
+#[tokio::test]
+async fn a_success_after_five_failures_in_a_row_brings_the_waiting_retries_forward() {
+    let (db, queue) = setup(8).await;
+    let at = |seconds: i64, next: NextStep, outcome: AttemptOutcome| {
+        let mut attempt = record(next, outcome);
+        attempt.started_at = T0 + Duration::seconds(seconds);
+        attempt
+    };
+    let failed = || AttemptOutcome::Rejected {
+        status: 503,
+        retry_after: None,
+    };
+    let ok = || AttemptOutcome::Delivered { status: 200 };
+    let later = NextStep::RetryAt(T0 + Duration::hours(2));
+    let round = async |attempts: Vec<(ClaimedDelivery, AttemptRecord)>| {
+        queue
+            .record_and_claim(
+                &attempts,
+                T0 + Duration::minutes(1),
+                T0 + Duration::minutes(2),
+                0,
+                100,
+                ClaimWhen::IfHeldBack,
+            )
+            .await
+            .unwrap();
+    };
+    let waiting = async || {
+        text(&db, &format!("SELECT count(*)::text AS v FROM deliveries WHERE subscription_id LIKE 'wh_a%' AND status = 'PENDING' AND next_attempt_at > '{}'", T0 + Duration::minutes(1))).await
+    };
+    let c = queue
+        .claim(T0, T0 + Duration::minutes(5), 10, 100)
+        .await
+        .unwrap();
+    assert_eq!(c.len(), 8);
+    // One failing payload among successes: its retry keeps its time.
+    round(vec![(c[0].clone(), at(1, later, failed()))]).await;
+    round(vec![(c[1].clone(), at(2, NextStep::Done, ok()))]).await;
+    assert_eq!(waiting().await, "1");
+    // Five failures in a row over two rounds, then a success: the endpoint is back, and every
+    // retry waiting on it is due at the success, but for the one its receiver asked to wait for.
+    round(vec![
+        (c[2].clone(), at(3, later, failed())),
+        (c[3].clone(), at(4, later, failed())),
+    ])
+    .await;
+    round(vec![
+        (c[4].clone(), at(5, later, failed())),
+        (c[5].clone(), at(6, later, failed())),
+        (
+            c[6].clone(),
+            at(
+                7,
+                NextStep::RetryAt(T0 + Duration::hours(3)),
+                AttemptOutcome::Rejected {
+                    status: 503,
+                    retry_after: Some(Duration::hours(3)),
+                },
+            ),
+        ),
+    ])
+    .await;
+    assert_eq!(
+        text(&db, "SELECT failing_attempts::text || ':' || (failing_since IS NOT NULL)::text AS v FROM webhook_subscriptions WHERE id LIKE 'wh_a%'").await,
+        "5:true"
+    );
+    assert_eq!(waiting().await, "6");
+    round(vec![(c[7].clone(), at(8, NextStep::Done, ok()))]).await;
+    let due = T0 + Duration::seconds(8) + Duration::milliseconds(42);
+    assert_eq!(
+        text(&db, &format!("SELECT count(*)::text AS v FROM deliveries WHERE subscription_id LIKE 'wh_a%' AND status = 'PENDING' AND next_attempt_at = '{due}'")).await,
+        "5"
+    );
+    assert_eq!(waiting().await, "1");
+    assert_eq!(
+        queue
+            .claim(due, due + Duration::minutes(1), 10, 100)
+            .await
+            .unwrap()
+            .len(),
+        5
+    );
+    assert_eq!(
+        text(&db, "SELECT failing_attempts::text || ':' || (failing_since IS NOT NULL)::text AS v FROM webhook_subscriptions WHERE id LIKE 'wh_a%'").await,
+        "0:false"
     );
 }

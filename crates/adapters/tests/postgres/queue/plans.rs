@@ -162,6 +162,7 @@ fn record_arguments(leased: &[ClaimedDelivery], at: OffsetDateTime) -> String {
             "'{{{}}}'::uuid[]",
             column(&|c| c.workspace_id.0.to_string())
         ),
+        same("NULL::timestamptz"),
     ]
     .join(", ")
 }

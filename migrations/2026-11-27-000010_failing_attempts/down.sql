@@ -1,0 +1,2 @@
+ALTER TABLE deliveries DROP COLUMN not_before;
+ALTER TABLE webhook_subscriptions DROP COLUMN failing_attempts;
