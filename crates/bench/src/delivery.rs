@@ -75,7 +75,8 @@ pub async fn throughput(
             ..Throughput::default()
         };
         for run in 0..sizes.runs {
-            let (account, tag) = subscribed(env, server, s, &format!("burst{s}-{run}")).await?;
+            let (account, tag) =
+                subscribed_with_filter(env, server, s, &format!("burst{s}-{run}")).await?;
             let before = env.receiver.count();
             let next = Arc::new(AtomicUsize::new(0));
             let accepted = Arc::new(AtomicUsize::new(0));
@@ -166,7 +167,8 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
         };
         let mut runs = Vec::new();
         for run in 0..sizes.runs {
-            let (account, tag) = subscribed(env, server, s, &format!("steady{s}-{run}")).await?;
+            let (account, tag) =
+                subscribed_with_filter(env, server, s, &format!("steady{s}-{run}")).await?;
             let before = env.receiver.count();
             let total = u64::from(sizes.latency_rate) * sizes.latency_seconds;
             let db_before = DbCounters::read(&env.database_url).await?;
@@ -387,8 +389,64 @@ pub async fn subscribed(
     s: usize,
     name: &str,
 ) -> Result<(Account, String)> {
+    let (account, tag) = workspace(env, name).await?;
+    subscribe_all(env, server, &account, &tag, s).await?;
+    Ok((account, tag))
+}
+
+/// A new workspace named `Bench <tag>`, where the tag is `name` and a random suffix.
+pub async fn workspace(env: &Environment, name: &str) -> Result<(Account, String)> {
     let tag = format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
     let account = env.account(&format!("Bench {tag}")).await?;
+    Ok((account, tag))
+}
+
+/// [`subscribed`], with one more subscription to CLIENT_CREATED filtered on a client of the
+/// workspace made before it, which no event of the workload matches (under `/<tag>-filtered/`):
+/// every event is checked against a filter, as in a workspace that uses them.
+pub async fn subscribed_with_filter(
+    env: &Environment,
+    server: &Server,
+    s: usize,
+    name: &str,
+) -> Result<(Account, String)> {
+    let (account, tag) = workspace(env, name).await?;
+    let (status, client) = server
+        .post(
+            &account.key,
+            "/api/clients",
+            &json!({"name": format!("{tag} filtered")}),
+        )
+        .await?;
+    let Some(client_id) = client["id"].as_str().filter(|_| status == 201) else {
+        anyhow::bail!("creating the filtered client failed: {status} {client}");
+    };
+    let (status, body) = server
+        .post(
+            &account.key,
+            "/api/integrations/automation/webhooks/subscribe",
+            &json!({
+                "url": env.receiver.url(&format!("/{tag}-filtered/0")),
+                "events": ["CLIENT_CREATED"],
+                "filters": {"client_ids": [client_id]},
+            }),
+        )
+        .await?;
+    if status != 201 {
+        anyhow::bail!("subscribing with a filter failed: {status} {body}");
+    }
+    subscribe_all(env, server, &account, &tag, s).await?;
+    Ok((account, tag))
+}
+
+/// Subscribes `s` receiver paths `/<tag>/<i>` of `account`'s workspace to CLIENT_CREATED.
+async fn subscribe_all(
+    env: &Environment,
+    server: &Server,
+    account: &Account,
+    tag: &str,
+    s: usize,
+) -> Result<()> {
     for i in 0..s {
         server
             .subscribe(
@@ -398,7 +456,7 @@ pub async fn subscribed(
             )
             .await?;
     }
-    Ok((account, tag))
+    Ok(())
 }
 
 /// Waits until `expected` more requests arrived after the first `before` (or nothing arrived

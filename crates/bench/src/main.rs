@@ -6,14 +6,17 @@
 //! Workloads: delivery throughput (S = 1 and 10), delivery latency at a fixed rate, client
 //! search on a large dataset beside the same query run directly through a pool, the machine's
 //! HTTPS and commit rates, the server's peak memory, a replay of a large history beside live
-//! traffic and the feed read whole, and two server processes on one database against one. See
+//! traffic and the feed read whole, two server processes on one database against one, an
+//! outage of one subscriber and its recovery, and what ordering and filters cost. See
 //! `docs/benchmarks.md`.
 
 mod cpu;
 mod dbstats;
 mod delivery;
+mod fanout;
 mod lean;
 mod limits;
+mod outage;
 mod replay;
 mod report;
 mod scaleout;
@@ -74,6 +77,11 @@ pub enum Workload {
     Scaleout,
     /// A replay of a large history beside a live subscription, and the feed read whole.
     Replay,
+    /// One of ten subscriptions answers 503 for a while, then recovers.
+    Outage,
+    /// Ordering's cost (start/stop pairs against unrelated entities) and filter fan-out (one
+    /// matching subscription of 100 filtered against one unfiltered).
+    Fanout,
 }
 
 impl Options {
@@ -106,6 +114,13 @@ pub struct Sizes {
     pub limit_window: Duration,
     /// Events of the replayed history (and of the feed read).
     pub replay_events: usize,
+    /// How long the outage workload's failing subscription answers 503, and how long events
+    /// keep coming after it recovers.
+    pub outage_seconds: u64,
+    pub recovery_seconds: u64,
+    /// Entities of the ordering workload (two events each), and events of the filter fan-out.
+    pub ordering_entities: usize,
+    pub fanout_events: usize,
 }
 
 impl Sizes {
@@ -122,6 +137,10 @@ impl Sizes {
             search_window: Duration::from_millis(1_500),
             limit_window: Duration::from_secs(3),
             replay_events: 100_000,
+            outage_seconds: 60,
+            recovery_seconds: 20,
+            ordering_entities: 1_000,
+            fanout_events: 2_000,
         }
     }
 
@@ -138,6 +157,10 @@ impl Sizes {
             search_window: Duration::from_millis(100),
             limit_window: Duration::from_millis(300),
             replay_events: 2_000,
+            outage_seconds: 3,
+            recovery_seconds: 2,
+            ordering_entities: 40,
+            fanout_events: 40,
         }
     }
 }
@@ -217,7 +240,25 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
     } else {
         None
     };
+    let fanout = if options.runs(Workload::Fanout) {
+        env.settle().await?;
+        Some(fanout::measure(&env, &server, sizes).await?)
+    } else {
+        None
+    };
     drop(server);
+    let outage = if options.runs(Workload::Outage) {
+        env.settle().await?;
+        let server = env
+            .start_server_with(
+                &options,
+                &[("TIMETRACK_WEBHOOK_RETRY_SCHEDULE", outage::SCHEDULE)],
+            )
+            .await?;
+        Some(outage::measure(&env, &server, sizes).await?)
+    } else {
+        None
+    };
 
     let report = report::Report {
         started,
@@ -232,6 +273,8 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
         search,
         replay,
         scaleout,
+        outage,
+        fanout,
     };
     report.write(&options.report)?;
     progress(&format!("report written to {}", options.report.display()));

@@ -10,7 +10,9 @@ use crate::Sizes;
 use crate::cpu::CpuPerRequest;
 use crate::dbstats::DbPerEvent;
 use crate::delivery::{Latency, Throughput};
+use crate::fanout::{self, Fanout};
 use crate::limits::{COMMIT_CONNECTIONS, HTTPS_CONCURRENCY, HTTPS_WIDE_CONCURRENCY, Limits};
+use crate::outage::{self, Outage};
 use crate::replay::Replay;
 use crate::scaleout::{self, ScaleOut};
 use crate::search::Search;
@@ -34,6 +36,8 @@ pub struct Report {
     pub search: Search,
     pub replay: Option<Replay>,
     pub scaleout: Option<ScaleOut>,
+    pub outage: Option<Outage>,
+    pub fanout: Option<Fanout>,
 }
 
 /// A target and whether it was met.
@@ -89,6 +93,29 @@ impl Report {
                     "scale-out: {} duplicates at a kill, more than the {} in flight",
                     x.killed_duplicates, x.leased_at_kill
                 ));
+            }
+        }
+        if let Some(o) = &self.outage {
+            if o.lost > 0 {
+                failures.push(format!("outage: {} deliveries lost", o.lost));
+            }
+            if o.duplicates > 0 {
+                failures.push(format!("outage: {} deliveries duplicated", o.duplicates));
+            }
+        }
+        if let Some(f) = &self.fanout {
+            for (name, side) in [
+                ("ordered", &f.ordered),
+                ("unrelated", &f.unrelated),
+                ("filtered", &f.filtered),
+                ("unfiltered", &f.unfiltered),
+            ] {
+                if side.lost > 0 || side.duplicates > 0 {
+                    failures.push(format!(
+                        "{name}: {} deliveries lost, {} duplicated",
+                        side.lost, side.duplicates
+                    ));
+                }
             }
         }
         for c in &self.search.cases {
@@ -199,6 +226,50 @@ impl Report {
                 met: x.ratio() >= 0.95,
             });
         }
+        if let Some(o) = &self.outage {
+            targets.extend([
+                Target {
+                    what: format!(
+                        "outage: healthy subscriptions' p99 while one answers 503 for {} s",
+                        o.outage_seconds
+                    ),
+                    goal: "≤ 10 ms".into(),
+                    measured: format!("{:.2} ms", o.healthy_p99.median()),
+                    met: o.healthy_p99.median() <= 10.0,
+                },
+                Target {
+                    what: format!(
+                        "outage: backlog ({:.0}) delivered after the recovery in",
+                        o.backlog.median()
+                    ),
+                    goal: "≤ 15 s".into(),
+                    measured: format!("{:.1} s", o.drained_in_s.median()),
+                    met: o.drained_in_s.median() <= 15.0,
+                },
+            ]);
+        }
+        if let Some(f) = &self.fanout {
+            targets.extend([
+                Target {
+                    what: format!(
+                        "deliveries/s, start/stop pairs on {} entities / unrelated entities",
+                        f.entities
+                    ),
+                    goal: "≥ 0.90".into(),
+                    measured: format!("{:.2}", f.ordering_ratio()),
+                    met: f.ordering_ratio() >= 0.9,
+                },
+                Target {
+                    what: format!(
+                        "events/s, one match among {} filtered subscriptions / one unfiltered",
+                        fanout::FILTERED
+                    ),
+                    goal: "≥ 0.90".into(),
+                    measured: format!("{:.2}", f.filter_ratio()),
+                    met: f.filter_ratio() >= 0.9,
+                },
+            ]);
+        }
         targets.push(Target {
             what: "RSS idle".into(),
             goal: "≤ 50 MB".into(),
@@ -303,7 +374,9 @@ impl Report {
             md,
             "## 1. Delivery throughput\n\n\
              {} events created by `POST /api/clients` from {} concurrent clients, as fast as they \
-             are accepted; every event goes to S subscriptions of one workspace. Deliveries/s run \
+             are accepted; every event goes to S subscriptions of one workspace, which also has a \
+             subscription filtered on another client (every event is checked against it, and \
+             none matches; ordering is always on). Deliveries/s run \
              from the first request to the last arrival; each delivery is durable in PostgreSQL \
              (claimed, sent, recorded). \"While creating\" counts the deliveries that arrived \
              before the last event was accepted, per second of creation: delivery shares the \
@@ -363,8 +436,8 @@ impl Report {
         let _ = writeln!(
             md,
             "## 2. Delivery latency\n\n\
-             {} events/s for {} s; latency from the API's response to the event's arrival at the \
-             receiver (a delivery that beats the response counts as 0). CPU per event: the server's \
+             {} events/s for {} s, to S subscriptions beside a filtered one, as in workload 1; \
+             latency from the API's response to the event's arrival at the receiver (a delivery that beats the response counts as 0). CPU per event: the server's \
              and the database's over the run, from the first request until every delivery \
              arrived, divided by the events; medians of the runs (the split, and the database's \
              transactions and statements per event, in the table below).\n\n\
@@ -556,6 +629,78 @@ impl Report {
                 x.killed_lost,
                 x.killed_duplicates,
                 x.leased_at_kill
+            );
+        }
+        if let Some(o) = &self.outage {
+            let _ = writeln!(
+                md,
+                "## 8. Outage and recovery\n\n\
+                 A server of its own with the retry schedule `{}`; one \
+                 workspace with {} subscriptions takes {} events/s. One of them answers 503 (no \
+                 `Retry-After`) for the first {} s, then 200; events keep coming for {} s more. \
+                 The healthy subscriptions' latency runs from each event's answer to its \
+                 arrival, over the whole run; the backlog is what the failing one had not \
+                 received at the recovery, and \"delivered in\" runs from the recovery to the \
+                 arrival of the last of it.\n\n\
+                 | healthy p50 | healthy p99 | backlog | delivered in | 503s answered | lost | duplicates |\n\
+                 |---|---|---|---|---|---|---|\n\
+                 | {} ms | {} ms | {} | {} s | {} | {} | {} |\n",
+                outage::SCHEDULE,
+                outage::HEALTHY + 1,
+                o.rate,
+                o.outage_seconds,
+                self.sizes.recovery_seconds,
+                o.healthy_p50.show(2),
+                o.healthy_p99.show(2),
+                o.backlog.show(0),
+                o.drained_in_s.show(1),
+                o.refused_attempts.show(0),
+                o.lost,
+                o.duplicates
+            );
+        }
+        if let Some(f) = &self.fanout {
+            let side = |s: &fanout::Side| {
+                format!(
+                    "{} | {} | {} | {} | {}",
+                    s.events_per_s.show(0),
+                    s.deliveries_per_s.show(0),
+                    s.delivered_events_per_s.show(0),
+                    s.lost,
+                    s.duplicates
+                )
+            };
+            let _ = writeln!(
+                md,
+                "## 9. Ordering and filters\n\n\
+                 Bursts from {} users of one workspace at once, each sending its share one \
+                 request after another; rates run from the first request to the last arrival. \
+                 **Ordering**: a timer started then stopped on each of {} time entries (the \
+                 stop's delivery waits until the start's is final), against {} manual entries \
+                 (each its own entity), both to {} subscriptions. **Filter fan-out**: {} manual \
+                 entries on one project, to {} subscriptions each filtered on its own project \
+                 (one matches), against one unfiltered subscription.\n\n\
+                 | burst | events accepted/s | deliveries/s | events delivered/s | lost | duplicates |\n\
+                 |---|---|---|---|---|---|\n\
+                 | start/stop pairs | {} |\n\
+                 | unrelated entities | {} |\n\
+                 | one of {} filtered | {} |\n\
+                 | one unfiltered | {} |\n\n\
+                 Pairs / unrelated deliveries/s: {:.2}. Filtered / unfiltered events delivered/s: \
+                 {:.2}.\n",
+                fanout::PUBLISHERS,
+                f.entities,
+                2 * f.entities,
+                fanout::ORDERED_SUBSCRIPTIONS,
+                f.events,
+                fanout::FILTERED,
+                side(&f.ordered),
+                side(&f.unrelated),
+                fanout::FILTERED,
+                side(&f.filtered),
+                side(&f.unfiltered),
+                f.ordering_ratio(),
+                f.filter_ratio()
             );
         }
         md

@@ -95,12 +95,23 @@ impl Environment {
 
     /// Starts `timetrack serve` on a free port: rate limits lifted, the receiver's CA trusted,
     /// private targets allowed (the receiver is on loopback), metrics off.
-    pub async fn start_server(&self, _options: &Options) -> Result<Server> {
-        ServeCommand::new(&self.server_bin, &self.database_url)
+    pub async fn start_server(&self, options: &Options) -> Result<Server> {
+        self.start_server_with(options, &[]).await
+    }
+
+    /// [`start_server`](Self::start_server), with these environment variables set as well.
+    pub async fn start_server_with(
+        &self,
+        _options: &Options,
+        envs: &[(&str, &str)],
+    ) -> Result<Server> {
+        let mut command = ServeCommand::new(&self.server_bin, &self.database_url)
             .trusting_receiver(&self.receiver.ca_pem_path())
-            .unlimited()
-            .start()
-            .await
+            .unlimited();
+        for (name, value) in envs {
+            command = command.env(name, *value);
+        }
+        command.start().await
     }
 
     /// A new workspace with one user and key, made by the server's admin commands.
@@ -188,7 +199,10 @@ async fn clear_earlier_runs(url: &str) -> Result<()> {
     client
         .batch_execute(
             "DELETE FROM workspaces WHERE name LIKE 'Bench burst%' OR name LIKE 'Bench steady%' \
-             OR name LIKE 'Bench scale%' OR name LIKE 'Bench replay%'",
+             OR name LIKE 'Bench scale%' OR name LIKE 'Bench replay%' \
+             OR name LIKE 'Bench outage%' OR name LIKE 'Bench ordered%' \
+             OR name LIKE 'Bench unrelated%' OR name LIKE 'Bench filtered%' \
+             OR name LIKE 'Bench unfiltered%'",
         )
         .await
         .context("deleting earlier runs' delivery workspaces")?;
