@@ -70,8 +70,16 @@ BEGIN
                count(*) FILTER (WHERE NOT done AND finished < succeeded) AS failed_before
         FROM marked GROUP BY subscription_id
     ), was AS (
+        -- The subscriptions whose row changes (a failure, or a success that ends a streak),
+        -- locked in the order of their ids: rounds of several processes that share failing
+        -- subscriptions then wait for each other instead of deadlocking. The lock is the one the
+        -- update takes (not FOR UPDATE, which would hold up the API's writes of deliveries,
+        -- whose reference checks share the row's key).
         SELECT t.*, s.failing_since IS NOT NULL AS failing, s.failing_attempts
         FROM tally t JOIN webhook_subscriptions s ON s.id = t.subscription_id
+        WHERE NOT t.done OR s.failing_since IS NOT NULL
+        ORDER BY s.id
+        FOR NO KEY UPDATE OF s
     ), streak AS (
         -- A success ends the streak, and with it what the owner was told of it (a success that
         -- ends a told streak is normally recorded on its own, with its WEBHOOK_RECOVERED; one
