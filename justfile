@@ -58,7 +58,7 @@ db-schema:
     diesel migration run
     cargo fmt --all
 
-# Benchmarks against the machine's own limits; writes docs/benchmarks.md (about 10 minutes).
+# Benchmarks against the machine's own limits; writes docs/benchmarks.md (about 40 minutes).
 bench *ARGS:
     cargo build --release -p timetrack-api -p timetrack-bench
     target/release/timetrack-bench {{ARGS}}
