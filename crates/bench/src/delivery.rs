@@ -459,6 +459,30 @@ async fn subscribe_all(
     Ok(())
 }
 
+/// Waits until `expected` unique deliveries under `/<tag>/` arrived after the first `before`
+/// requests (or nothing arrived for `patience`), then returns every request since `before`.
+/// Unlike [`wait_for`], duplicates do not count towards `expected`: after a kill, the
+/// deliveries the killed process had sent come again beside those it had not, and a count of
+/// requests reaches `expected` before the last of the latter arrives.
+pub async fn wait_for_unique(
+    env: &Environment,
+    before: usize,
+    tag: &str,
+    expected: usize,
+    patience: Duration,
+) -> Vec<Received> {
+    let mut received = wait_for(env, before, expected, patience).await;
+    let mut last_progress = (received.len(), Instant::now());
+    while tagged(&received, tag).unique < expected && last_progress.1.elapsed() <= patience {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        received = env.receiver.received_from(before);
+        if received.len() != last_progress.0 {
+            last_progress = (received.len(), Instant::now());
+        }
+    }
+    received
+}
+
 /// Waits until `expected` more requests arrived after the first `before` (or nothing arrived
 /// for `patience`), then returns those that did.
 pub async fn wait_for(

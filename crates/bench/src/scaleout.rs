@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::delivery::{subscribed, tagged, wait_for};
+use crate::delivery::{subscribed, tagged, wait_for_unique};
 use crate::setup::{Environment, Server, connect};
 use crate::stats::Repeated;
 use crate::{Options, Sizes, progress};
@@ -195,7 +195,8 @@ async fn burst(
     // A killed process's leases come back when they expire (four times the request time-out,
     // at least 60 s), and until then hold its subscriptions' in-flight slots.
     let patience = if doomed.is_some() { 90 } else { 30 };
-    let received = wait_for(env, before, expected, Duration::from_secs(patience)).await;
+    let received =
+        wait_for_unique(env, before, &tag, expected, Duration::from_secs(patience)).await;
     let mine = tagged(&received, &tag);
     let span = mine.span_since(started);
     Ok(Burst {
