@@ -12,8 +12,8 @@ use serde_json::Value;
 use timetrack_testkit::{Behaviour, Received};
 
 use crate::delivery::{arrivals, publish_steady, subscribed};
-use crate::setup::{Environment, Server};
-use crate::stats::Repeated;
+use crate::setup::{Environment, Server, connect};
+use crate::stats::{Latencies, Repeated, slow_span};
 use crate::{Sizes, progress};
 
 /// The retry schedule of the server this workload runs against.
@@ -31,13 +31,20 @@ pub struct Outage {
     /// The healthy subscriptions' delivery latency over the whole run, in milliseconds.
     pub healthy_p50: Repeated,
     pub healthy_p99: Repeated,
+    /// Their p99 for the events answered during the outage, and after the recovery.
+    pub healthy_p99_outage: Repeated,
+    pub healthy_p99_recovery: Repeated,
     /// Deliveries the failing subscription had not received when it recovered.
     pub backlog: Repeated,
     /// Seconds from the recovery to the arrival of the last of that backlog.
     pub drained_in_s: Repeated,
     /// Attempts answered 503 during the outage.
     pub refused_attempts: Repeated,
-    /// Deliveries never received (with a 2xx), summed over the repetitions.
+    /// The failing subscription's deliveries whose schedule ended during the outage (failed for
+    /// good, as decisions.md says; a replay sends them again), summed over the repetitions.
+    pub gave_up: usize,
+    /// Deliveries neither received (with a 2xx) nor failed for good, summed over the
+    /// repetitions.
     pub lost: usize,
     /// Deliveries received with a 2xx more than once, summed over the repetitions.
     pub duplicates: usize,
@@ -178,17 +185,49 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
                 last.saturating_duration_since(recovered_at).as_secs_f64()
             });
         let refused_in_outage = arrived.refused;
-        let lost = answered.len().saturating_sub(arrived.recovered.len())
+        let gave_up = failed_for_good(env, &env.receiver.url(&down_path)).await?;
+        let lost = answered
+            .len()
+            .saturating_sub(arrived.recovered.len() + gave_up)
             + expected_healthy.saturating_sub(healthy.unique);
         let healthy_duplicates = arrived.healthy.len().saturating_sub(healthy.unique);
         let (p50, p99) = (
             healthy.samples.percentile(50.0),
             healthy.samples.percentile(99.0),
         );
+        // The same split at the recovery, and where the slow ones (over the 10 ms target) fell.
+        let recovery_after = recovered_at
+            .saturating_duration_since(started)
+            .as_secs_f64();
+        let timed: Vec<(f64, f64)> = healthy
+            .answered_after
+            .iter()
+            .copied()
+            .zip(healthy.samples.0.iter().copied())
+            .collect();
+        let phase = |during: bool| {
+            Latencies(
+                timed
+                    .iter()
+                    .filter(|(at, _)| (*at < recovery_after) == during)
+                    .map(|(_, ms)| *ms)
+                    .collect(),
+            )
+            .percentile(99.0)
+        };
+        let (p99_outage, p99_recovery) = (phase(true), phase(false));
+        let slow = slow_span(&timed, 10.0).map_or_else(String::new, |w| {
+            format!(
+                " ({} over 10 ms, answered {:.1}-{:.1} s into the run, {} of them in second {})",
+                w.count, w.first, w.last, w.worst_count, w.worst_second
+            )
+        });
         progress(&format!(
             "outage run {}: {} events at {}/s, one of {} subscriptions answering 503 for {} s: \
-             healthy p50 {p50:.2} ms, p99 {p99:.2} ms; backlog {} delivered {drained:.1} s after \
-             the recovery; {refused_in_outage} attempts refused; lost {lost}, duplicates {}",
+             healthy p50 {p50:.2} ms, p99 {p99:.2} ms (during the outage {p99_outage:.2} ms, \
+             after it {p99_recovery:.2} ms){slow}; backlog {} delivered {drained:.1} s after the \
+             recovery; {refused_in_outage} attempts refused; {gave_up} failed for good (their \
+             schedule ended during the outage); lost {lost}, duplicates {}",
             run + 1,
             answered.len(),
             sizes.latency_rate,
@@ -199,12 +238,30 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
         ));
         figures.healthy_p50.push(p50);
         figures.healthy_p99.push(p99);
+        figures.healthy_p99_outage.push(p99_outage);
+        figures.healthy_p99_recovery.push(p99_recovery);
         figures.backlog.push(backlog.len() as f64);
         figures.drained_in_s.push(drained);
         figures.refused_attempts.push(refused_in_outage as f64);
+        figures.gave_up += gave_up;
         figures.lost += lost;
         figures.duplicates += arrived.duplicates + healthy_duplicates;
         env.settle().await?;
     }
     Ok(figures)
+}
+
+/// How many deliveries to the subscription of `url` failed for good.
+async fn failed_for_good(env: &Environment, url: &str) -> Result<usize> {
+    let (client, driver) = connect(&env.database_url).await?;
+    let row = client
+        .query_one(
+            "SELECT count(*) FROM deliveries d \
+             JOIN webhook_subscriptions s ON s.id = d.subscription_id \
+             WHERE s.url = $1 AND d.status = 'FAILED'",
+            &[&url],
+        )
+        .await?;
+    driver.abort();
+    Ok(usize::try_from(row.get::<_, i64>(0))?)
 }

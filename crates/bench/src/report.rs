@@ -639,12 +639,17 @@ impl Report {
                  workspace with {} subscriptions takes {} events/s. One of them answers 503 (no \
                  `Retry-After`) for the first {} s, then 200; events keep coming for {} s more. \
                  The healthy subscriptions' latency runs from each event's answer to its \
-                 arrival, over the whole run; the backlog is what the failing one had not \
-                 received at the recovery, and \"delivered in\" runs from the recovery to the \
-                 arrival of the last of it.\n\n\
-                 | healthy p50 | healthy p99 | backlog | delivered in | 503s answered | lost | duplicates |\n\
-                 |---|---|---|---|---|---|---|\n\
-                 | {} ms | {} ms | {} | {} s | {} | {} | {} |\n",
+                 arrival, over the whole run, and split at the recovery by when the event was \
+                 answered; the backlog is what the failing one had not received at the recovery, \
+                 and \"delivered in\" runs from the recovery to the arrival of the last of it. \
+                 \"Failed for good\" counts the failing subscription's deliveries whose seven \
+                 attempts all fell inside the outage: the schedule adds up to 61 s and each wait \
+                 has ±20 % jitter (decisions.md), so the first second's events can spend it \
+                 before the receiver answers again; they are in the delivery log as failed, and \
+                 a replay sends them. Lost counts what was neither received nor failed.\n\n\
+                 | healthy p50 | healthy p99 | p99, during the outage | p99, after it | backlog | delivered in | 503s answered | failed for good | lost | duplicates |\n\
+                 |---|---|---|---|---|---|---|---|---|---|\n\
+                 | {} ms | {} ms | {} ms | {} ms | {} | {} s | {} | {} | {} | {} |\n",
                 outage::SCHEDULE,
                 outage::HEALTHY + 1,
                 o.rate,
@@ -652,9 +657,12 @@ impl Report {
                 self.sizes.recovery_seconds,
                 o.healthy_p50.show(2),
                 o.healthy_p99.show(2),
+                o.healthy_p99_outage.show(2),
+                o.healthy_p99_recovery.show(2),
                 o.backlog.show(0),
                 o.drained_in_s.show(1),
                 o.refused_attempts.show(0),
+                o.gave_up,
                 o.lost,
                 o.duplicates
             );

@@ -218,6 +218,7 @@ diesel::table! {
         filter_user_ids -> Nullable<Array<Nullable<Uuid>>>,
         filter_billable -> Nullable<Bool>,
         failing_attempts -> Int4,
+        recovered_at -> Nullable<Timestamptz>,
     }
 }
 

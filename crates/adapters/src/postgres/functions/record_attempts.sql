@@ -3,13 +3,14 @@
 -- subscription's failure clock, decided by its latest attempt of the batch that is not a test
 -- (a test delivery says how the endpoint answers a test, not how the webhook is doing), with its
 -- failures in a row; and when a success ends a streak of at least five, the subscription's
--- waiting retries, brought forward to now.
+-- waiting retries, brought forward to now a bounded number per round.
 --
 -- Each delivery is found by its primary key whatever the statistics say: the ids are also
 -- given as an index condition (`d.id = ANY ($1)`), so that even a plan that drives the join
 -- from deliveries (one made while the queue held a row or two, then kept for the connection)
 -- reads only the batch's rows. Sequential scans, hash and merge joins are off for the same
--- reason, and JIT too (a few hundred rows never repay compiling). The plan is kept for the
+-- reason, and bitmap scans (which would read a recovering webhook's whole backlog to bring 50
+-- of it forward, as they did in the claim), and JIT too (a few hundred rows never repay compiling). The plan is kept for the
 -- connection: with one access path per step it cannot go wrong, and planning the statement
 -- anew on each call, as PL/pgSQL did while custom plans looked cheaper, was half its cost.
 CREATE OR REPLACE FUNCTION timetrack_record_attempts(bigint[], text[], int[], timestamptz[], int[],
@@ -19,7 +20,7 @@ CREATE OR REPLACE FUNCTION timetrack_record_attempts(bigint[], text[], int[], ti
 RETURNS void
 LANGUAGE plpgsql
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off
-SET plan_cache_mode = force_generic_plan
+SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan
 AS $fn$
 BEGIN
     WITH r AS (
@@ -70,48 +71,76 @@ BEGIN
                count(*) FILTER (WHERE NOT done AND finished < succeeded) AS failed_before
         FROM marked GROUP BY subscription_id
     ), was AS (
-        -- The subscriptions whose row changes (a failure, or a success that ends a streak),
-        -- locked in the order of their ids: rounds of several processes that share failing
-        -- subscriptions then wait for each other instead of deadlocking. The lock is the one the
-        -- update takes (not FOR UPDATE, which would hold up the API's writes of deliveries,
-        -- whose reference checks share the row's key).
-        SELECT t.*, s.failing_since IS NOT NULL AS failing, s.failing_attempts
+        -- The subscriptions whose row changes (a failure, a success that ends a streak, or one
+        -- of a webhook whose waiting retries are being brought forward), locked in the order of
+        -- their ids: rounds of several processes that share failing subscriptions then wait for
+        -- each other instead of deadlocking. The lock is the one the update takes (not FOR
+        -- UPDATE, which would hold up the API's writes of deliveries, whose reference checks
+        -- share the row's key).
+        SELECT t.*, s.failing_since IS NOT NULL AS failing, s.failing_attempts, s.recovered_at
         FROM tally t JOIN webhook_subscriptions s ON s.id = t.subscription_id
-        WHERE NOT t.done OR s.failing_since IS NOT NULL
+        WHERE NOT t.done OR s.failing_since IS NOT NULL OR s.recovered_at IS NOT NULL
         ORDER BY s.id
         FOR NO KEY UPDATE OF s
-    ), streak AS (
-        -- A success ends the streak, and with it what the owner was told of it (a success that
-        -- ends a told streak is normally recorded on its own, with its WEBHOOK_RECOVERED; one
-        -- claimed before the streak began lands here, and the next streak is told again). A
-        -- failure starts a streak or counts into it. A success of a webhook that is doing well
-        -- writes nothing.
-        UPDATE webhook_subscriptions s
-        SET failing_since = CASE WHEN w.done THEN NULL
-                                 ELSE coalesce(s.failing_since, w.started_at) END,
-            failing_notified_at = CASE WHEN w.done THEN NULL ELSE s.failing_notified_at END,
-            failing_attempts = CASE WHEN w.done THEN 0
-                                    WHEN w.failing AND w.failed_before = 0
-                                        THEN s.failing_attempts + w.failed_after
-                                    ELSE w.failed_after END
-        FROM was w
-        WHERE s.id = w.subscription_id AND (NOT w.done OR w.failing)
-        RETURNING s.id, w.done, w.finished,
-                  CASE WHEN w.failing THEN w.failing_attempts ELSE 0 END + w.failed_before
-                      AS in_a_row
+    ), w AS (
+        -- Each one's failures in a row before its latest success, and since when its waiting
+        -- retries are brought forward: an endpoint that failed at least five times in a row and
+        -- answers again is back, and its retries waiting since before that answer are due now,
+        -- not at their schedule's next step (hours away late in it); while it keeps answering,
+        -- each round brings more of them. One failing payload among successes never makes five
+        -- in a row, so its schedule stands; a failure stops the bringing forward (the endpoint
+        -- may be down again; the next streak's end starts it anew).
+        SELECT x.*,
+               CASE WHEN x.done AND x.in_a_row >= 5 THEN x.finished
+                    WHEN x.done THEN x.recovered_at END AS back_since
+        FROM (SELECT was.*,
+                     CASE WHEN was.failing THEN was.failing_attempts ELSE 0 END
+                         + was.failed_before AS in_a_row
+              FROM was) x
+    ), chosen AS MATERIALIZED (
+        -- Up to 50 of each such webhook's retries waiting since before it was back, oldest
+        -- first (the claim takes a webhook's deliveries a few at a time, so 50 a round keeps its
+        -- in-flight slots full, and no round pays for the whole backlog), each walk in its own
+        -- lateral subquery along the webhook's pending deliveries. A retry scheduled by a
+        -- failure after it was back (a payload that still fails) is not brought again, nor one
+        -- before the time its receiver asked for (`Retry-After`).
+        SELECT n.id, b.subscription_id, b.finished
+        FROM w b CROSS JOIN LATERAL (
+            SELECT p.id FROM deliveries p
+            WHERE p.subscription_id = b.subscription_id AND p.status = 'PENDING'
+              AND p.next_attempt_at > b.finished AND p.updated_at <= b.back_since
+              AND (p.not_before IS NULL OR p.not_before <= b.finished)
+            ORDER BY p.subscription_id, p.next_attempt_at
+            LIMIT 50
+        ) n
+        WHERE b.back_since IS NOT NULL
+    ), pulled AS (
+        -- By their ids as an array: an index condition on the primary key, the one access path
+        -- whatever the plan's estimates (a join could be driven from deliveries by a plan made
+        -- on a tiny queue, reading all of it).
+        UPDATE deliveries d
+        SET next_attempt_at = c.finished, updated_at = c.finished
+        FROM chosen c
+        WHERE d.id = ANY (ARRAY(SELECT id FROM chosen)) AND d.id = c.id
+        RETURNING d.subscription_id
     )
-    -- An endpoint that failed at least five times in a row and answers again is back: its
-    -- waiting retries are due now, not at their schedule's next step (hours away late in it).
-    -- One failing payload among successes never makes five in a row, so its schedule stands;
-    -- nor is a retry brought before the time its receiver asked for (`Retry-After`).
-    -- The subscriptions are also given as an index condition, so that whatever the statistics
-    -- say, only their pending deliveries are read, and none when no streak ended.
-    UPDATE deliveries d
-    SET next_attempt_at = b.finished, updated_at = b.finished
-    FROM streak b
-    WHERE d.subscription_id = ANY (ARRAY(SELECT id FROM streak WHERE done AND in_a_row >= 5))
-      AND d.subscription_id = b.id AND b.done AND b.in_a_row >= 5
-      AND d.status = 'PENDING' AND d.next_attempt_at > b.finished
-      AND (d.not_before IS NULL OR d.not_before <= b.finished);
+    -- A success ends the streak, and with it what the owner was told of it (a success that ends
+    -- a told streak is normally recorded on its own, with its WEBHOOK_RECOVERED; one claimed
+    -- before the streak began lands here, and the next streak is told again). A failure starts a
+    -- streak or counts into it. A webhook being brought back stays so while a round brings a full
+    -- 50 (there may be more). A success of a webhook that is doing well writes nothing.
+    UPDATE webhook_subscriptions s
+    SET failing_since = CASE WHEN w.done THEN NULL
+                             ELSE coalesce(s.failing_since, w.started_at) END,
+        failing_notified_at = CASE WHEN w.done THEN NULL ELSE s.failing_notified_at END,
+        failing_attempts = CASE WHEN w.done THEN 0
+                                WHEN w.failing AND w.failed_before = 0
+                                    THEN s.failing_attempts + w.failed_after
+                                ELSE w.failed_after END,
+        recovered_at = CASE WHEN (SELECT count(*) FROM pulled p
+                                  WHERE p.subscription_id = w.subscription_id) >= 50
+                            THEN w.back_since END
+    FROM w
+    WHERE s.id = w.subscription_id AND (NOT w.done OR w.failing OR w.recovered_at IS NOT NULL);
 END
 $fn$;

@@ -626,3 +626,135 @@ async fn a_success_after_five_failures_in_a_row_brings_the_waiting_retries_forwa
         "0:false"
     );
 }
+
+#[tokio::test]
+async fn a_backlog_is_brought_forward_fifty_a_round_until_drained_or_a_failure() {
+    let (db, queue) = setup(130).await;
+    let at = |seconds: i64, next: NextStep, outcome: AttemptOutcome| {
+        let mut attempt = record(next, outcome);
+        attempt.started_at = T0 + Duration::seconds(seconds);
+        attempt
+    };
+    let failed = || AttemptOutcome::Rejected {
+        status: 503,
+        retry_after: None,
+    };
+    let ok = || AttemptOutcome::Delivered { status: 200 };
+    let later = NextStep::RetryAt(T0 + Duration::hours(2));
+    let round = async |attempts: Vec<(ClaimedDelivery, AttemptRecord)>| {
+        queue
+            .record_and_claim(
+                &attempts,
+                T0 + Duration::minutes(1),
+                T0 + Duration::minutes(2),
+                0,
+                200,
+                ClaimWhen::IfHeldBack,
+            )
+            .await
+            .unwrap();
+    };
+    let waiting = async || {
+        text(&db, &format!("SELECT count(*)::text AS v FROM deliveries WHERE subscription_id LIKE 'wh_a%' AND status = 'PENDING' AND next_attempt_at > '{}'", T0 + Duration::minutes(1))).await
+    };
+    let back_since = async || {
+        text(&db, "SELECT coalesce(recovered_at::text, 'none') AS v FROM webhook_subscriptions WHERE id LIKE 'wh_a%'").await
+    };
+    let c = queue
+        .claim(T0, T0 + Duration::minutes(5), 200, 200)
+        .await
+        .unwrap();
+    assert_eq!(c.len(), 130);
+    // 129 failures, then the success that ends the streak: 50 of the 129 waiting are due.
+    round(
+        c[..129]
+            .iter()
+            .map(|d| (d.clone(), at(3, later, failed())))
+            .collect(),
+    )
+    .await;
+    assert_eq!(waiting().await, "129");
+    round(vec![(c[129].clone(), at(8, NextStep::Done, ok()))]).await;
+    assert_eq!(waiting().await, "79");
+    assert_eq!(back_since().await, "2026-03-01 09:00:08.042+00");
+    // Each round with a success brings 50 more, and the one that finds fewer ends it.
+    let due = T0 + Duration::seconds(8) + Duration::milliseconds(42);
+    let pulled = queue
+        .claim(due, due + Duration::minutes(1), 200, 200)
+        .await
+        .unwrap();
+    assert_eq!(pulled.len(), 50);
+    // A payload that fails beside the successes keeps its schedule: its retry is not brought.
+    round(vec![
+        (pulled[4].clone(), at(9, later, failed())),
+        (pulled[0].clone(), at(10, NextStep::Done, ok())),
+    ])
+    .await;
+    assert_eq!(waiting().await, "30");
+    assert_eq!(back_since().await, "2026-03-01 09:00:08.042+00");
+    round(vec![(pulled[1].clone(), at(11, NextStep::Done, ok()))]).await;
+    assert_eq!(waiting().await, "1");
+    assert_eq!(back_since().await, "none");
+    // Once drained, a success brings nothing.
+    round(vec![(pulled[2].clone(), at(12, later, failed()))]).await;
+    round(vec![(pulled[3].clone(), at(13, NextStep::Done, ok()))]).await;
+    assert_eq!(waiting().await, "2");
+}
+
+#[tokio::test]
+async fn a_failure_stops_bringing_the_backlog_forward() {
+    let (db, queue) = setup(60).await;
+    let at = |seconds: i64, next: NextStep, outcome: AttemptOutcome| {
+        let mut attempt = record(next, outcome);
+        attempt.started_at = T0 + Duration::seconds(seconds);
+        attempt
+    };
+    let failed = || AttemptOutcome::Rejected {
+        status: 503,
+        retry_after: None,
+    };
+    let ok = || AttemptOutcome::Delivered { status: 200 };
+    let later = NextStep::RetryAt(T0 + Duration::hours(2));
+    let round = async |attempts: Vec<(ClaimedDelivery, AttemptRecord)>| {
+        queue
+            .record_and_claim(
+                &attempts,
+                T0 + Duration::minutes(1),
+                T0 + Duration::minutes(2),
+                0,
+                200,
+                ClaimWhen::IfHeldBack,
+            )
+            .await
+            .unwrap();
+    };
+    let waiting = async || {
+        text(&db, &format!("SELECT count(*)::text AS v FROM deliveries WHERE subscription_id LIKE 'wh_a%' AND status = 'PENDING' AND next_attempt_at > '{}'", T0 + Duration::minutes(1))).await
+    };
+    let c = queue
+        .claim(T0, T0 + Duration::minutes(5), 200, 200)
+        .await
+        .unwrap();
+    round(
+        c[..59]
+            .iter()
+            .map(|d| (d.clone(), at(3, later, failed())))
+            .collect(),
+    )
+    .await;
+    round(vec![(c[59].clone(), at(8, NextStep::Done, ok()))]).await;
+    assert_eq!(waiting().await, "9");
+    let due = T0 + Duration::seconds(8) + Duration::milliseconds(42);
+    let pulled = queue
+        .claim(due, due + Duration::minutes(1), 200, 200)
+        .await
+        .unwrap();
+    // The endpoint fails again: the rest keeps its schedule, even past the next success.
+    round(vec![(pulled[0].clone(), at(9, later, failed()))]).await;
+    round(vec![(pulled[1].clone(), at(10, NextStep::Done, ok()))]).await;
+    assert_eq!(waiting().await, "10");
+    assert_eq!(
+        text(&db, "SELECT coalesce(recovered_at::text, 'none') AS v FROM webhook_subscriptions WHERE id LIKE 'wh_a%'").await,
+        "none"
+    );
+}
