@@ -7,6 +7,8 @@
 --     deliveries_pending_subscription_idx), each probe also returning the subscription's oldest
 --     live due delivery, and the later steps start at that time inside the index, past the dead
 --     entries a long-running snapshot keeps;
+--   * each of those subscriptions is read by its key, never the subscriptions without due
+--     deliveries (however many the installation has);
 --   * each subscription's deliveries are locked inside its own lateral subquery (SKIP LOCKED; a
 --     row changed meanwhile is re-checked when it is locked), never joined back to the table;
 --   * sequential scans, hash and merge joins are off, so a plan made while the queue was small
@@ -58,14 +60,26 @@ RETURN QUERY
             WHERE d.status = 'PENDING' AND d.next_attempt_at <= $1 AND d.subscription_id > subs.id
             ORDER BY d.subscription_id, d.next_attempt_at LIMIT 1
         ) n
+    ), live AS MATERIALIZED (
+        -- Their subscriptions whose API key is not revoked, with their status. Each found by its
+        -- key from the probe (lateral subqueries kept apart by their LIMIT): a join let the plan
+        -- walk every active subscription, and every subscription to find the disabled ones,
+        -- comparing each with every probe, on every claim.
+        SELECT subs.id, subs.first_due, s.status
+        FROM subs
+        CROSS JOIN LATERAL (
+            SELECT y.status, y.api_key_id FROM webhook_subscriptions y
+            WHERE y.id = subs.id LIMIT 1
+        ) s
+        CROSS JOIN LATERAL (
+            SELECT 1 FROM api_keys k WHERE k.id = s.api_key_id AND k.revoked_at IS NULL LIMIT 1
+        ) k
     ), picked AS MATERIALIZED (
         -- Each active one's oldest due deliveries, up to its free in-flight slots, locked
         -- (skipping those another claim holds; a row changed meanwhile is re-checked against
         -- these conditions when it is locked). Both scans start at the oldest live due one.
         SELECT x.id, x.next_attempt_at
-        FROM subs
-        JOIN webhook_subscriptions s ON s.id = subs.id AND s.status = 'ACTIVE'
-        JOIN api_keys k ON k.id = s.api_key_id AND k.revoked_at IS NULL
+        FROM live subs
         CROSS JOIN LATERAL (
             SELECT d.id, d.next_attempt_at
             FROM deliveries d
@@ -88,13 +102,12 @@ RETURN QUERY
                                                 AND f.lease_expires_at > $1)))
             FOR UPDATE OF d SKIP LOCKED
         ) x
+        WHERE subs.status = 'ACTIVE'
         UNION ALL
         -- A disabled one's test deliveries (through their own index: the disabled
         -- subscription's other pending deliveries, if any, are never walked).
         SELECT t.id, t.next_attempt_at
-        FROM subs
-        JOIN webhook_subscriptions s ON s.id = subs.id AND s.status = 'DISABLED'
-        JOIN api_keys k ON k.id = s.api_key_id AND k.revoked_at IS NULL
+        FROM live subs
         CROSS JOIN LATERAL (
             SELECT d.id, d.next_attempt_at
             FROM deliveries d
@@ -105,6 +118,7 @@ RETURN QUERY
             LIMIT $3
             FOR UPDATE OF d SKIP LOCKED
         ) t
+        WHERE subs.status = 'DISABLED'
     ), due AS MATERIALIZED (
         -- The oldest of them across subscriptions, up to the batch. The others stay unleased
         -- (their locks end with this statement's transaction).

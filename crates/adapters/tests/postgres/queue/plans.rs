@@ -627,3 +627,49 @@ async fn a_held_snapshot_makes_a_claim_walk_its_dead_entries_once_not_three_time
     drop(holder);
     let _ = driver.await;
 }
+
+#[tokio::test]
+async fn a_claim_reads_the_subscriptions_with_due_deliveries_only() {
+    // An installation grows from a few subscriptions to thousands while its processes keep
+    // their plans. A claim that joined its probes with the subscriptions, planned while there
+    // were two, walked every active one (and every one, to find the disabled) on every claim.
+    let (db, _queue) = setup(20).await;
+    sql(
+        &db,
+        "ALTER TABLE webhook_subscriptions SET (autovacuum_enabled = false)",
+    )
+    .await;
+    sql(&db, "VACUUM (ANALYZE) webhook_subscriptions").await;
+    let at = T0 + Duration::seconds(5);
+    let claim = format!(
+        "SELECT count(*) FROM timetrack_claim_deliveries('{at}', '{}', 100, 10)",
+        at + Duration::seconds(30)
+    );
+    let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    for _ in 0..10 {
+        client
+            .batch_execute(&format!("BEGIN; {claim}; ROLLBACK"))
+            .await
+            .unwrap();
+    }
+    sql(&db, "INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, secret, status, created_at, updated_at) \
+              SELECT 'wh_' || lpad(g::text, 24, '0'), workspace_id, user_id, api_key_id, url, events, secret, \
+                     CASE WHEN g % 4 = 0 THEN 'DISABLED' ELSE 'ACTIVE' END, created_at, updated_at \
+              FROM webhook_subscriptions CROSS JOIN generate_series(1, 2000) g WHERE id LIKE 'wh_a%'").await;
+    client.batch_execute("BEGIN").await.unwrap();
+    // The counts may still hold the connection's earlier claims, not yet reported.
+    let before = rows_read(&client, "webhook_subscriptions").await;
+    let claimed: i64 = client.query_one(&claim, &[]).await.unwrap().get(0);
+    let read = rows_read(&client, "webhook_subscriptions").await - before;
+    client.batch_execute("ROLLBACK").await.unwrap();
+    drop(client);
+    let _ = driver.await;
+    assert_eq!(claimed, 10);
+    assert!(
+        read < 50,
+        "claiming for 2 of 2,002 subscriptions read {read} subscription rows"
+    );
+}
