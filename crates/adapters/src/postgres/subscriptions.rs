@@ -361,7 +361,12 @@ impl SubscriptionRepository for PgSubscriptionRepository {
         webhook_subscriptions::table
             .filter(webhook_subscriptions::workspace_id.eq(workspace.0))
             .filter(webhook_subscriptions::user_id.eq(user.0))
-            .filter(webhook_subscriptions::status.ne("DELETED"))
+            // Written out, not bound: the workspace's index of webhooks is partial on it, so
+            // that the reference checks of deliveries cannot take it (migration 000012), and
+            // only a constant proves a partial index's condition in every plan.
+            .filter(diesel::dsl::sql::<diesel::sql_types::Bool>(
+                "webhook_subscriptions.status <> 'DELETED'",
+            ))
             .order((
                 webhook_subscriptions::created_at.desc(),
                 webhook_subscriptions::id.desc(),

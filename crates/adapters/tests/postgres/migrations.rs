@@ -250,3 +250,52 @@ async fn the_migrated_schema_is_distributable_by_workspace() {
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+/// The tables whose rows every delivery or attempt written references (by their primary key,
+/// which includes the workspace).
+const REFERENCED_PER_DELIVERY: &[&str] = &["events", "webhook_subscriptions", "deliveries"];
+
+#[tokio::test]
+async fn the_reference_checks_of_the_delivery_path_can_only_take_the_primary_key() {
+    // A reference check looks its row up by every column of the key. An index that starts with
+    // one of them (the workspace's events, for the feed) can serve it too, and was taken for
+    // workspaces newer than the statistics, reading all of a workspace's events for one check.
+    // On the tables every delivery references, any such index must be partial (on a condition
+    // that no reference check states).
+    let db = TestDatabase::new().await;
+    let client = sql_client(db.url()).await;
+    let tables = REFERENCED_PER_DELIVERY
+        .iter()
+        .map(|t| format!("'{t}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let indexes = rows(
+        &client,
+        &format!(
+            "SELECT i.indexrelid::regclass::text, c.relname::text \
+             FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid \
+             JOIN pg_index pk ON pk.indrelid = c.oid AND pk.indisprimary \
+             WHERE c.relname = ANY (ARRAY[{tables}]) \
+               AND c.relnamespace = 'public'::regnamespace \
+               AND NOT i.indisprimary AND i.indpred IS NULL \
+               AND i.indkey[0] = ANY (pk.indkey::int2[]) \
+             ORDER BY 1"
+        ),
+    )
+    .await;
+    let tables = rows(
+        &client,
+        &format!(
+            "SELECT c.relname::text FROM pg_class c JOIN pg_index pk ON pk.indrelid = c.oid \
+             WHERE pk.indisprimary AND c.relnamespace = 'public'::regnamespace \
+               AND c.relname = ANY (ARRAY[{tables}]) \
+             ORDER BY 1"
+        ),
+    )
+    .await;
+    assert_eq!(tables.len(), REFERENCED_PER_DELIVERY.len(), "{tables:?}");
+    assert!(
+        indexes.is_empty(),
+        "indexes a reference check could take instead of the primary key: {indexes:?}"
+    );
+}

@@ -3,11 +3,13 @@
 -- not about itself; with
 -- `only_failed`, only those recorded since it was created that it has no delivered or pending
 -- delivery of.
+-- `e.seq > 0` holds for every event: it lets this query use the workspace's partial index, which
+-- no reference check can (migration 000012).
 SELECT e.id, e.created_at
 FROM webhook_subscriptions s
 JOIN events e ON e.workspace_id = s.workspace_id
 WHERE s.id = :id
-  AND e.created_at >= :since AND e.created_at < :until
+  AND e.created_at >= :since AND e.created_at < :until AND e.seq > 0
   AND e.event_type = ANY (s.events)
   AND e.about_webhook_id IS DISTINCT FROM s.id
   AND (s.filter_project_ids IS NULL OR e.project_id = ANY (s.filter_project_ids))
