@@ -68,7 +68,13 @@ BEGIN
                max(finished) AS finished,
                count(*) FILTER (WHERE NOT done AND finished > coalesce(succeeded, '-infinity'))
                    AS failed_after,
-               count(*) FILTER (WHERE NOT done AND finished < succeeded) AS failed_before
+               count(*) FILTER (WHERE NOT done AND finished < succeeded) AS failed_before,
+               -- Failures that started after its last success had finished (all of them when
+               -- none succeeded): those that started before were sent while the endpoint was
+               -- still down, and answered late.
+               count(*) FILTER (WHERE NOT done
+                                  AND started_at > coalesce(succeeded, '-infinity'))
+                   AS failed_since
         FROM marked GROUP BY subscription_id
     ), was AS (
         -- The subscriptions whose row changes (a failure, a success that ends a streak, or one
@@ -89,10 +95,14 @@ BEGIN
         -- not at their schedule's next step (hours away late in it); while it keeps answering,
         -- each round brings more of them. One failing payload among successes never makes five
         -- in a row, so its schedule stands; a failure stops the bringing forward (the endpoint
-        -- may be down again; the next streak's end starts it anew).
+        -- may be down again; the next streak's end starts it anew), but not one of an attempt
+        -- that started before the success had finished: at the end of an outage, attempts sent
+        -- while the endpoint was down still answer after the first success, and were taken for
+        -- a new outage (the backlog then waited for its schedule, 36 s in one benchmark run).
         SELECT x.*,
-               CASE WHEN x.done AND x.in_a_row >= 5 THEN x.finished
-                    WHEN x.done THEN x.recovered_at END AS back_since
+               CASE WHEN x.failed_since > 0 THEN NULL
+                    WHEN x.in_a_row >= 5 THEN x.finished
+                    ELSE x.recovered_at END AS back_since
         FROM (SELECT was.*,
                      CASE WHEN was.failing THEN was.failing_attempts ELSE 0 END
                          + was.failed_before AS in_a_row

@@ -758,3 +758,89 @@ async fn a_failure_stops_bringing_the_backlog_forward() {
         "none"
     );
 }
+
+#[tokio::test]
+async fn a_failure_sent_before_the_recovery_and_answered_after_it_does_not_stop_it() {
+    let (db, queue) = setup(61).await;
+    let at = |millis: i64, next: NextStep, outcome: AttemptOutcome| {
+        let mut attempt = record(next, outcome);
+        attempt.started_at = T0 + Duration::milliseconds(millis);
+        attempt
+    };
+    let failed = || AttemptOutcome::Rejected {
+        status: 503,
+        retry_after: None,
+    };
+    let ok = || AttemptOutcome::Delivered { status: 200 };
+    let later = NextStep::RetryAt(T0 + Duration::hours(2));
+    let round = async |attempts: Vec<(ClaimedDelivery, AttemptRecord)>| {
+        queue
+            .record_and_claim(
+                &attempts,
+                T0 + Duration::minutes(1),
+                T0 + Duration::minutes(2),
+                0,
+                200,
+                ClaimWhen::IfHeldBack,
+            )
+            .await
+            .unwrap();
+    };
+    let waiting = async || {
+        text(&db, &format!("SELECT count(*)::text AS v FROM deliveries WHERE subscription_id LIKE 'wh_a%' AND status = 'PENDING' AND next_attempt_at > '{}'", T0 + Duration::minutes(1))).await
+    };
+    let c = queue
+        .claim(T0, T0 + Duration::minutes(5), 200, 200)
+        .await
+        .unwrap();
+    round(
+        c[..59]
+            .iter()
+            .map(|d| (d.clone(), at(3_000, later, failed())))
+            .collect(),
+    )
+    .await;
+    // The success ends at 8.042 s; a 503 sent at 8.010 s (the endpoint still down) is answered
+    // after it, in the same round. The endpoint is back all the same.
+    round(vec![
+        (c[59].clone(), at(8_000, NextStep::Done, ok())),
+        (c[60].clone(), at(8_010, later, failed())),
+    ])
+    .await;
+    assert_eq!(waiting().await, "10");
+    // One sent after the success had ended would have said it is down again.
+    let (db, queue) = setup(61).await;
+    let c = queue
+        .claim(T0, T0 + Duration::minutes(5), 200, 200)
+        .await
+        .unwrap();
+    let round = async |attempts: Vec<(ClaimedDelivery, AttemptRecord)>| {
+        queue
+            .record_and_claim(
+                &attempts,
+                T0 + Duration::minutes(1),
+                T0 + Duration::minutes(2),
+                0,
+                200,
+                ClaimWhen::IfHeldBack,
+            )
+            .await
+            .unwrap();
+    };
+    round(
+        c[..59]
+            .iter()
+            .map(|d| (d.clone(), at(3_000, later, failed())))
+            .collect(),
+    )
+    .await;
+    round(vec![
+        (c[59].clone(), at(8_000, NextStep::Done, ok())),
+        (c[60].clone(), at(8_050, later, failed())),
+    ])
+    .await;
+    assert_eq!(
+        text(&db, &format!("SELECT count(*)::text AS v FROM deliveries WHERE subscription_id LIKE 'wh_a%' AND status = 'PENDING' AND next_attempt_at > '{}'", T0 + Duration::minutes(1))).await,
+        "60"
+    );
+}
