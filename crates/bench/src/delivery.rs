@@ -187,11 +187,13 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
             let db = db_before.per_event(&db_after, answered.len());
             figures.cpu.extend(cpu);
             figures.db.extend(db);
+            let arrived = arrivals(&received, &tag, &answered, started);
+            let timed = arrived.timed();
             let Arrivals {
                 samples,
-                answered_after,
                 unique: seen,
-            } = arrivals(&received, &tag, &answered, started);
+                ..
+            } = arrived;
             figures.lost += expected.saturating_sub(seen);
             let (p50, p95, p99) = (
                 samples.percentile(50.0),
@@ -201,10 +203,6 @@ pub async fn latency(env: &Environment, server: &Server, sizes: Sizes) -> Result
             figures.p50.push(p50);
             figures.p95.push(p95);
             figures.p99.push(p99);
-            let timed: Vec<_> = answered_after
-                .into_iter()
-                .zip(samples.0.iter().copied())
-                .collect();
             let slow = slow_span(&timed, p99).map_or_else(String::new, |w| {
                 format!(
                     "; the {} over p99 answered {:.1}-{:.1} s into the run, {} of them in second {}",
@@ -328,6 +326,17 @@ pub struct Arrivals {
     pub answered_after: Vec<f64>,
     /// Unique deliveries (path and event).
     pub unique: usize,
+}
+
+impl Arrivals {
+    /// Each sample as (seconds after the start its event was answered, latency in ms).
+    pub fn timed(&self) -> Vec<(f64, f64)> {
+        self.answered_after
+            .iter()
+            .copied()
+            .zip(self.samples.0.iter().copied())
+            .collect()
+    }
 }
 
 /// The arrivals among `received` of the events `answered` (see [`publish_steady`]).

@@ -199,12 +199,7 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
         let recovery_after = recovered_at
             .saturating_duration_since(started)
             .as_secs_f64();
-        let timed: Vec<(f64, f64)> = healthy
-            .answered_after
-            .iter()
-            .copied()
-            .zip(healthy.samples.0.iter().copied())
-            .collect();
+        let timed = healthy.timed();
         let phase = |during: bool| {
             Latencies(
                 timed

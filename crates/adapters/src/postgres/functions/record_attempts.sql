@@ -10,9 +10,10 @@
 -- from deliveries (one made while the queue held a row or two, then kept for the connection)
 -- reads only the batch's rows. Sequential scans, hash and merge joins are off for the same
 -- reason, and bitmap scans (which would read a recovering webhook's whole backlog to bring 50
--- of it forward, as they did in the claim), and JIT too (a few hundred rows never repay compiling). The plan is kept for the
--- connection: with one access path per step it cannot go wrong, and planning the statement
--- anew on each call, as PL/pgSQL did while custom plans looked cheaper, was half its cost.
+-- of it forward, as they did in the claim), and JIT too (a few hundred rows never repay
+-- compiling). The plan is kept for the connection: with one access path per step it cannot go
+-- wrong, and planning the statement anew on each call, as PL/pgSQL did while custom plans
+-- looked cheaper, was half its cost.
 CREATE OR REPLACE FUNCTION timetrack_record_attempts(bigint[], text[], int[], timestamptz[], int[],
                                                      int[], text[], text[], text[],
                                                      timestamptz[], timestamptz[], bool[], bool[],
@@ -82,31 +83,30 @@ BEGIN
         -- their ids: rounds of several processes that share failing subscriptions then wait for
         -- each other instead of deadlocking. The lock is the one the update takes (not FOR
         -- UPDATE, which would hold up the API's writes of deliveries, whose reference checks
-        -- share the row's key).
-        SELECT t.*, s.failing_since IS NOT NULL AS failing, s.failing_attempts, s.recovered_at
+        -- share the row's key). With each one's failures in a row before its latest success.
+        SELECT t.*, s.failing_since IS NOT NULL AS failing, s.failing_attempts, s.recovered_at,
+               CASE WHEN s.failing_since IS NOT NULL THEN s.failing_attempts ELSE 0 END
+                   + t.failed_before AS in_a_row
         FROM tally t JOIN webhook_subscriptions s ON s.id = t.subscription_id
         WHERE NOT t.done OR s.failing_since IS NOT NULL OR s.recovered_at IS NOT NULL
         ORDER BY s.id
         FOR NO KEY UPDATE OF s
     ), w AS (
-        -- Each one's failures in a row before its latest success, and since when its waiting
-        -- retries are brought forward: an endpoint that failed at least five times in a row and
-        -- answers again is back, and its retries waiting since before that answer are due now,
-        -- not at their schedule's next step (hours away late in it); while it keeps answering,
-        -- each round brings more of them. One failing payload among successes never makes five
-        -- in a row, so its schedule stands; a failure stops the bringing forward (the endpoint
-        -- may be down again; the next streak's end starts it anew), but not one of an attempt
-        -- that started before the success had finished: at the end of an outage, attempts sent
-        -- while the endpoint was down still answer after the first success, and were taken for
-        -- a new outage (the backlog then waited for its schedule, 36 s in one benchmark run).
-        SELECT x.*,
-               CASE WHEN x.failed_since > 0 THEN NULL
-                    WHEN x.in_a_row >= 5 THEN x.finished
-                    ELSE x.recovered_at END AS back_since
-        FROM (SELECT was.*,
-                     CASE WHEN was.failing THEN was.failing_attempts ELSE 0 END
-                         + was.failed_before AS in_a_row
-              FROM was) x
+        -- Since when each one's waiting retries are brought forward: an endpoint that failed at
+        -- least five times in a row and answers again is back, and its retries waiting since
+        -- before that answer are due now, not at their schedule's next step (hours away late in
+        -- it); while it keeps answering, each round brings more of them. One failing payload
+        -- among successes never makes five in a row, so its schedule stands; a failure stops
+        -- the bringing forward (the endpoint may be down again; the next streak's end starts it
+        -- anew), but not one of an attempt that started before the success had finished: at the
+        -- end of an outage, attempts sent while the endpoint was down still answer after the
+        -- first success, and were taken for a new outage (the backlog then waited for its
+        -- schedule, 36 s in one benchmark run).
+        SELECT was.*,
+               CASE WHEN was.failed_since > 0 THEN NULL
+                    WHEN was.in_a_row >= 5 THEN was.finished
+                    ELSE was.recovered_at END AS back_since
+        FROM was
     ), chosen AS MATERIALIZED (
         -- Up to 50 of each such webhook's retries waiting since before it was back, oldest
         -- first (the claim takes a webhook's deliveries a few at a time, so 50 a round keeps its
