@@ -226,12 +226,7 @@ async fn recording_on_a_connection_that_first_recorded_into_a_tiny_queue_finds_r
     // then and kept for the connection can drive the join from deliveries and read all of
     // deliveries_subscription_idx for every batch, a round's cost growing with the queue.
     let (db, queue) = setup(1).await;
-    sql(
-        &db,
-        "ALTER TABLE deliveries SET (autovacuum_enabled = false)",
-    )
-    .await;
-    sql(&db, "VACUUM (ANALYZE) deliveries").await;
+    freeze_statistics(&db, "deliveries", true).await;
     let at = T0 + Duration::seconds(5);
     let leased = queue
         .claim(at, at + Duration::seconds(30), 10, 10)
@@ -291,21 +286,22 @@ impl KeptClaim {
     }
 }
 
-/// Freezes the statistics of `db`'s queue (autovacuum off; analyzed now if `analyze`), has a
-/// new connection claim ten times on them (each rolled back; PL/pgSQL keeps the plan for the
-/// connection), then writes a burst: 20,000 more events, each with a pending delivery to every
-/// subscription.
-async fn claim_planned_before_a_burst(db: &TestDatabase, analyze: bool) -> KeptClaim {
-    for table in ["deliveries", "events"] {
-        sql(
-            db,
-            &format!("ALTER TABLE {table} SET (autovacuum_enabled = false)"),
-        )
-        .await;
-        if analyze {
-            sql(db, &format!("VACUUM (ANALYZE) {table}")).await;
-        }
+/// Turns autovacuum off for `table` of `db`, so that its statistics stay as they are, after
+/// analyzing it now if `analyze`.
+async fn freeze_statistics(db: &TestDatabase, table: &str, analyze: bool) {
+    sql(
+        db,
+        &format!("ALTER TABLE {table} SET (autovacuum_enabled = false)"),
+    )
+    .await;
+    if analyze {
+        sql(db, &format!("VACUUM (ANALYZE) {table}")).await;
     }
+}
+
+/// A new connection that claimed ten times (each rolled back; PL/pgSQL keeps the plan for the
+/// connection), and the claim it keeps.
+async fn claiming_connection(db: &TestDatabase) -> KeptClaim {
     let at = T0 + Duration::seconds(5);
     let claim = format!(
         "SELECT count(*) FROM timetrack_claim_deliveries('{at}', '{}', 100, 10)",
@@ -321,14 +317,25 @@ async fn claim_planned_before_a_burst(db: &TestDatabase, analyze: bool) -> KeptC
             .await
             .unwrap();
     }
-    burst_of_events(db).await;
-    sql(db, "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, next_attempt_at, created_at, updated_at, ordering_key, sequence) SELECT e.id, s.id, e.workspace_id, 'PENDING', 0, e.created_at, e.created_at, e.created_at, e.id::text, e.seq FROM events e CROSS JOIN webhook_subscriptions s WHERE e.id > '00000000-0000-0000-0001-000000000000'").await;
     KeptClaim {
         client,
         driver,
         sql: claim,
         at,
     }
+}
+
+/// Freezes the statistics of `db`'s queue (autovacuum off; analyzed now if `analyze`), has a
+/// new connection claim ten times on them (see [`claiming_connection`]), then writes a burst:
+/// 20,000 more events, each with a pending delivery to every subscription.
+async fn claim_planned_before_a_burst(db: &TestDatabase, analyze: bool) -> KeptClaim {
+    for table in ["deliveries", "events"] {
+        freeze_statistics(db, table, analyze).await;
+    }
+    let kept = claiming_connection(db).await;
+    burst_of_events(db).await;
+    sql(db, "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, next_attempt_at, created_at, updated_at, ordering_key, sequence) SELECT e.id, s.id, e.workspace_id, 'PENDING', 0, e.created_at, e.created_at, e.created_at, e.id::text, e.seq FROM events e CROSS JOIN webhook_subscriptions s WHERE e.id > '00000000-0000-0000-0001-000000000000'").await;
+    kept
 }
 
 #[tokio::test]
@@ -634,27 +641,13 @@ async fn a_claim_reads_the_subscriptions_with_due_deliveries_only() {
     // their plans. A claim that joined its probes with the subscriptions, planned while there
     // were two, walked every active one (and every one, to find the disabled) on every claim.
     let (db, _queue) = setup(20).await;
-    sql(
-        &db,
-        "ALTER TABLE webhook_subscriptions SET (autovacuum_enabled = false)",
-    )
-    .await;
-    sql(&db, "VACUUM (ANALYZE) webhook_subscriptions").await;
-    let at = T0 + Duration::seconds(5);
-    let claim = format!(
-        "SELECT count(*) FROM timetrack_claim_deliveries('{at}', '{}', 100, 10)",
-        at + Duration::seconds(30)
-    );
-    let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    let driver = tokio::spawn(connection);
-    for _ in 0..10 {
-        client
-            .batch_execute(&format!("BEGIN; {claim}; ROLLBACK"))
-            .await
-            .unwrap();
-    }
+    freeze_statistics(&db, "webhook_subscriptions", true).await;
+    let KeptClaim {
+        client,
+        driver,
+        sql: claim,
+        ..
+    } = claiming_connection(&db).await;
     sql(&db, "INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, secret, status, created_at, updated_at) \
               SELECT 'wh_' || lpad(g::text, 24, '0'), workspace_id, user_id, api_key_id, url, events, secret, \
                      CASE WHEN g % 4 = 0 THEN 'DISABLED' ELSE 'ACTIVE' END, created_at, updated_at \
