@@ -228,8 +228,9 @@ async fn leased(env: &Environment) -> Result<usize> {
     let (client, driver) = connect(&env.database_url).await?;
     let row = client
         .query_one(
-            "SELECT count(*) FROM deliveries \
-             WHERE status = 'PENDING' AND lease_expires_at > now()",
+            "SELECT count(*) FROM deliveries d WHERE d.status = 'PENDING' AND EXISTS \
+             (SELECT 1 FROM delivery_leases l \
+              WHERE l.delivery_id = d.id AND l.expires_at > now())",
             &[],
         )
         .await

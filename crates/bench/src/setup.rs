@@ -191,7 +191,7 @@ async fn clear_earlier_runs(url: &str) -> Result<()> {
         .batch_execute(
             "UPDATE webhook_subscriptions SET status = 'DELETED', updated_at = now() \
              WHERE status <> 'DELETED'; \
-             TRUNCATE delivery_attempts, deliveries, events",
+             TRUNCATE delivery_attempts, delivery_leases, deliveries, events",
         )
         .await
         .context("ending earlier runs' subscriptions")?;

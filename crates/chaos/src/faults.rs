@@ -14,8 +14,8 @@ use crate::env::{Db, Env, arrivals, arrivals_by_path, create_clients};
 use crate::scenario::{Scenario, percentile, say};
 
 /// Deliveries held by a worker: sent or being sent, their outcome not yet written.
-const LEASED: &str =
-    "SELECT count(*) FROM deliveries WHERE status = 'PENDING' AND lease_expires_at > now()";
+const LEASED: &str = "SELECT count(*) FROM deliveries d WHERE d.status = 'PENDING' AND EXISTS \
+     (SELECT 1 FROM delivery_leases l WHERE l.delivery_id = d.id AND l.expires_at > now())";
 
 /// Polls `condition` every 20 ms until it holds or `timeout` passes; whether it held.
 async fn wait_until(timeout: Duration, mut condition: impl AsyncFnMut() -> bool) -> bool {
@@ -454,9 +454,10 @@ async fn outage(env: &mut Env, s: &mut Scenario, stop: Stop) -> Result<()> {
     let mut held = 0;
     for row in db
         .rows(
-            "SELECT event_id::text, subscription_id, \
-                    coalesce(status = 'PENDING' AND lease_expires_at > now(), false) \
-             FROM deliveries",
+            "SELECT d.event_id::text, d.subscription_id, d.status = 'PENDING' AND EXISTS \
+                    (SELECT 1 FROM delivery_leases l \
+                     WHERE l.delivery_id = d.id AND l.expires_at > now()) \
+             FROM deliveries d",
         )
         .await?
     {

@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use super::outbox::Queued;
 use super::prepared::Prepared;
-use super::schema::{audit_log, deliveries, webhook_subscriptions};
+use super::schema::{audit_log, deliveries, delivery_leases, webhook_subscriptions};
 use super::sql::named_query;
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 use crate::secrets::{Purpose, SecretBox};
@@ -325,9 +325,14 @@ async fn end_subscription(
     )
     .set((
         deliveries::status.eq("CANCELLED"),
-        deliveries::lease_expires_at.eq(None::<OffsetDateTime>),
         deliveries::updated_at.eq(at),
     ))
+    .execute(conn)
+    .await?;
+    diesel::delete(
+        delivery_leases::table
+            .filter(delivery_leases::subscription_id.eq(claimed.subscription_id.as_str())),
+    )
     .execute(conn)
     .await?;
     diesel::insert_into(audit_log::table)

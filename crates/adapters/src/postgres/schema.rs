@@ -54,7 +54,6 @@ diesel::table! {
         status -> Text,
         attempts -> Int4,
         next_attempt_at -> Timestamptz,
-        lease_expires_at -> Nullable<Timestamptz>,
         last_status_code -> Nullable<Int4>,
         last_error -> Nullable<Text>,
         created_at -> Timestamptz,
@@ -64,6 +63,16 @@ diesel::table! {
         ordering_key -> Nullable<Text>,
         sequence -> Nullable<Int8>,
         not_before -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    delivery_leases (delivery_id, workspace_id) {
+        delivery_id -> Int8,
+        workspace_id -> Uuid,
+        subscription_id -> Text,
+        due_at -> Timestamptz,
+        expires_at -> Timestamptz,
     }
 }
 
@@ -250,6 +259,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     clients,
     deliveries,
     delivery_attempts,
+    delivery_leases,
     events,
     idempotency_keys,
     memberships,

@@ -16,7 +16,9 @@ use uuid::Uuid;
 
 use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 
-use super::schema::{api_keys, audit_log, deliveries, webhook_subscriptions, workspaces};
+use super::schema::{
+    api_keys, audit_log, deliveries, delivery_leases, webhook_subscriptions, workspaces,
+};
 use super::sql::named_query;
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 use crate::secrets::{Purpose, SecretBox};
@@ -580,9 +582,13 @@ impl SubscriptionRepository for PgSubscriptionRepository {
                 )
                 .set((
                     deliveries::status.eq("CANCELLED"),
-                    deliveries::lease_expires_at.eq(None::<OffsetDateTime>),
                     deliveries::updated_at.eq(audit_row.created_at),
                 ))
+                .execute(conn)
+                .await?;
+                diesel::delete(
+                    delivery_leases::table.filter(delivery_leases::subscription_id.eq(id)),
+                )
                 .execute(conn)
                 .await?;
                 diesel::insert_into(audit_log::table)

@@ -283,9 +283,12 @@ async fn a_lease_taken_by_a_process_whose_clock_runs_ahead_still_counts() {
     sql(
         &db,
         &format!(
-            "UPDATE deliveries SET next_attempt_at = '{}', lease_expires_at = '{}' \
+            "WITH d AS (UPDATE deliveries SET next_attempt_at = '{0}' \
              WHERE subscription_id = 'wh_aaaaaaaaaaaaaaaaaaaaaaaa' \
-             AND event_id = '00000000-0000-0000-0000-000000000001'",
+             AND event_id = '00000000-0000-0000-0000-000000000001' \
+             RETURNING id, workspace_id, subscription_id) \
+             INSERT INTO delivery_leases SELECT id, workspace_id, subscription_id, '{0}', '{1}' \
+             FROM d",
             T0 + Duration::hours(1),
             T0 + Duration::hours(2)
         ),
@@ -301,6 +304,76 @@ async fn a_lease_taken_by_a_process_whose_clock_runs_ahead_still_counts() {
         .await
         .unwrap();
     assert_eq!(claimed.len(), 9, "one of the 10 slots is taken");
+}
+
+#[tokio::test]
+async fn a_claim_leases_in_its_own_table_and_leaves_the_deliveries_rows_as_they_were() {
+    // A lease written into the delivery's row made a new version of it, with an entry in each
+    // of the table's indexes, on every claim; a lease is a row of delivery_leases instead, with
+    // the delivery's due time, and the round that records the attempt deletes it.
+    let (db, queue) = setup(3).await;
+    let versions =
+        "SELECT string_agg(ctid::text || xmin::text, ',' ORDER BY id) AS v FROM deliveries";
+    let before = text(&db, versions).await;
+    let claimed = queue
+        .claim(T0, T0 + Duration::seconds(30), 10, 100)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 3);
+    assert_eq!(
+        text(&db, versions).await,
+        before,
+        "no delivery row rewritten"
+    );
+    assert_eq!(
+        text(
+            &db,
+            &format!(
+                "SELECT count(*)::text AS v FROM delivery_leases l JOIN deliveries d \
+                 ON d.id = l.delivery_id AND d.workspace_id = l.workspace_id \
+                 AND d.subscription_id = l.subscription_id \
+                 WHERE l.due_at = d.next_attempt_at AND l.expires_at = '{}'",
+                T0 + Duration::seconds(30)
+            )
+        )
+        .await,
+        "3"
+    );
+    // A running lease is not taken over, an expired one is (and moved on).
+    sql(
+        &db,
+        &format!(
+            "UPDATE delivery_leases SET expires_at = '{}' WHERE delivery_id = {}",
+            T0 + Duration::seconds(1),
+            claimed[0].delivery_id.0
+        ),
+    )
+    .await;
+    let again = queue
+        .claim(
+            T0 + Duration::seconds(2),
+            T0 + Duration::seconds(40),
+            10,
+            100,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        again.iter().map(|c| c.delivery_id).collect::<Vec<_>>(),
+        vec![claimed[0].delivery_id]
+    );
+    assert_eq!(
+        text(
+            &db,
+            &format!(
+                "SELECT count(*)::text || ':' || (max(expires_at) = '{}')::text AS v \
+                 FROM delivery_leases",
+                T0 + Duration::seconds(40)
+            )
+        )
+        .await,
+        "3:true"
+    );
 }
 
 #[tokio::test]

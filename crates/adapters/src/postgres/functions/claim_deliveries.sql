@@ -2,6 +2,12 @@
 -- until $2, with no more than $4 leased per subscription (counting those in flight). $1 is now.
 -- Returns what a worker needs to send each delivery.
 --
+-- A lease is a row of delivery_leases (migration 000013), taken with INSERT ... ON CONFLICT on
+-- the delivery's key: an expired one is taken over, a running one is not, whatever this
+-- statement's snapshot saw (another claim's lease committed meanwhile is found by the insert).
+-- The delivery's own row is only locked, never rewritten, so a claim adds no entry to its
+-- indexes.
+--
 -- How it stays cheap whatever the backlog, the statistics or a held snapshot:
 --   * it walks only the subscriptions that have due deliveries (a skip scan of
 --     deliveries_pending_subscription_idx), each probe also returning the subscription's oldest
@@ -75,17 +81,21 @@ RETURN QUERY
             SELECT 1 FROM api_keys k WHERE k.id = s.api_key_id AND k.revoked_at IS NULL LIMIT 1
         ) k
     ), picked AS MATERIALIZED (
-        -- Each active one's oldest due deliveries, up to its free in-flight slots, locked
-        -- (skipping those another claim holds; a row changed meanwhile is re-checked against
-        -- these conditions when it is locked). Both scans start at the oldest live due one.
-        SELECT x.id, x.next_attempt_at
+        -- Each active one's oldest due deliveries without a running lease, up to its free
+        -- in-flight slots, locked (skipping those another claim holds; a row changed meanwhile
+        -- is re-checked against these conditions when it is locked). Both scans start at the
+        -- oldest live due one: every running lease is of a due delivery, so its due time is not
+        -- older.
+        SELECT x.*
         FROM live subs
         CROSS JOIN LATERAL (
-            SELECT d.id, d.next_attempt_at
+            SELECT d.id, d.next_attempt_at, d.kind, d.event_id, d.subscription_id,
+                   d.workspace_id, d.attempts, d.ordering_key, d.sequence
             FROM deliveries d
             WHERE d.subscription_id = subs.id AND d.status = 'PENDING'
               AND d.next_attempt_at >= subs.first_due AND d.next_attempt_at <= $1
-              AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)
+              AND NOT EXISTS (SELECT 1 FROM delivery_leases l
+                              WHERE l.delivery_id = d.id AND l.expires_at > $1)
               AND (SELECT o.sequence FROM deliveries o
                    WHERE o.subscription_id || '/' || o.ordering_key
                          = subs.id || '/' || d.ordering_key
@@ -94,26 +104,26 @@ RETURN QUERY
                    ORDER BY o.subscription_id || '/' || o.ordering_key, o.sequence
                    LIMIT 1) IS NOT DISTINCT FROM d.sequence
             ORDER BY d.subscription_id, d.next_attempt_at
-            LIMIT least($3, greatest(0, $4 - (SELECT count(*) FROM deliveries f
+            LIMIT least($3, greatest(0, $4 - (SELECT count(*) FROM delivery_leases f
                                               WHERE f.subscription_id = subs.id
-                                                AND f.status = 'PENDING'
-                                                AND f.lease_expires_at IS NOT NULL
-                                                AND f.next_attempt_at >= subs.first_due
-                                                AND f.lease_expires_at > $1)))
+                                                AND f.due_at >= subs.first_due
+                                                AND f.expires_at > $1)))
             FOR UPDATE OF d SKIP LOCKED
         ) x
         WHERE subs.status = 'ACTIVE'
         UNION ALL
         -- A disabled one's test deliveries (through their own index: the disabled
         -- subscription's other pending deliveries, if any, are never walked).
-        SELECT t.id, t.next_attempt_at
+        SELECT t.*
         FROM live subs
         CROSS JOIN LATERAL (
-            SELECT d.id, d.next_attempt_at
+            SELECT d.id, d.next_attempt_at, d.kind, d.event_id, d.subscription_id,
+                   d.workspace_id, d.attempts, d.ordering_key, d.sequence
             FROM deliveries d
             WHERE d.subscription_id = subs.id AND d.status = 'PENDING' AND d.kind = 'test'
               AND d.next_attempt_at <= $1
-              AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $1)
+              AND NOT EXISTS (SELECT 1 FROM delivery_leases l
+                              WHERE l.delivery_id = d.id AND l.expires_at > $1)
             ORDER BY d.subscription_id, d.next_attempt_at
             LIMIT $3
             FOR UPDATE OF d SKIP LOCKED
@@ -122,16 +132,20 @@ RETURN QUERY
     ), due AS MATERIALIZED (
         -- The oldest of them across subscriptions, up to the batch. The others stay unleased
         -- (their locks end with this statement's transaction).
-        SELECT p.id FROM picked p ORDER BY p.next_attempt_at LIMIT $3
-    ), leased AS (
-        -- By their ids as an array: an index condition on the primary key, the one access
-        -- path whatever the plan's estimates (a join with `due` could be driven from
-        -- deliveries by a plan made on a tiny queue, reading all of it).
-        UPDATE deliveries d
-        SET lease_expires_at = $2
-        WHERE d.id = ANY (ARRAY(SELECT due.id FROM due))
-        RETURNING d.id, d.kind, d.event_id, d.subscription_id, d.workspace_id, d.attempts,
-                  d.ordering_key, d.sequence
+        SELECT p.* FROM picked p ORDER BY p.next_attempt_at LIMIT $3
+    ), taken AS (
+        -- Their leases: new, or an expired one taken over. One whose lease another claim
+        -- committed after this statement's snapshot conflicts and is not taken.
+        INSERT INTO delivery_leases AS x (delivery_id, workspace_id, subscription_id, due_at,
+                                          expires_at)
+        SELECT due.id, due.workspace_id, due.subscription_id, due.next_attempt_at, $2 FROM due
+        ON CONFLICT ON CONSTRAINT delivery_leases_pkey DO UPDATE
+            SET subscription_id = EXCLUDED.subscription_id, due_at = EXCLUDED.due_at,
+                expires_at = EXCLUDED.expires_at
+            WHERE x.expires_at <= $1
+        RETURNING x.delivery_id
+    ), leased AS MATERIALIZED (
+        SELECT due.* FROM due WHERE due.id IN (SELECT taken.delivery_id FROM taken)
     )
     -- Each leased delivery's event and subscription, each found by its key from the delivery
     -- (lateral subqueries kept apart by their LIMIT, so no plan can drive the join from events

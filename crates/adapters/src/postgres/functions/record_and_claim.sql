@@ -38,7 +38,8 @@ BEGIN
     IF $18 > 0 AND ($20 OR EXISTS (
         SELECT 1 FROM deliveries d
         WHERE d.subscription_id = ANY ($2) AND d.status = 'PENDING' AND d.next_attempt_at <= $16
-          AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $16)
+          AND NOT EXISTS (SELECT 1 FROM delivery_leases l
+                          WHERE l.delivery_id = d.id AND l.expires_at > $16)
     )) THEN
         RETURN QUERY SELECT * FROM timetrack_claim_deliveries($16, $17, $18, $19);
     END IF;

@@ -47,7 +47,7 @@ BEGIN
     ), delivery AS (
         UPDATE deliveries d
         SET status = r.status, attempts = r.attempt, next_attempt_at = r.next_at,
-            lease_expires_at = NULL, last_status_code = r.status_code, last_error = r.error,
+            last_status_code = r.status_code, last_error = r.error,
             updated_at = r.finished, not_before = r.not_before
         FROM r
         WHERE d.id = ANY ($1::bigint[]) AND d.id = r.delivery_id
@@ -56,6 +56,9 @@ BEGIN
           -- pending deliveries: with statistics saying none is pending, the planner scanned one
           -- of them whole, for every batch, instead of finding each row by its key.
           AND d.status IS NOT DISTINCT FROM 'PENDING'
+    ), freed AS (
+        -- Their leases end (those of deliveries cancelled meanwhile were deleted with them).
+        DELETE FROM delivery_leases l WHERE l.delivery_id = ANY ($1::bigint[])
     ), marked AS (
         SELECT subscription_id, done, started_at, finished,
                max(finished) FILTER (WHERE done) OVER (PARTITION BY subscription_id) AS succeeded

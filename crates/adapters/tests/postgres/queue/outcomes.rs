@@ -73,7 +73,7 @@ async fn an_attempt_recorded_after_its_delivery_was_cancelled_leaves_it_cancelle
         .await
         .unwrap();
     // Cancelled while in flight (its subscription deleted, or its key revoked).
-    sql(&db, "UPDATE deliveries SET status = 'CANCELLED', lease_expires_at = NULL WHERE subscription_id LIKE 'wh_a%'").await;
+    sql(&db, "WITH c AS (UPDATE deliveries SET status = 'CANCELLED' WHERE subscription_id LIKE 'wh_a%') DELETE FROM delivery_leases WHERE subscription_id LIKE 'wh_a%'").await;
     queue
         .record(
             &claimed[0],
@@ -152,7 +152,7 @@ async fn one_round_records_attempts_and_refills_the_slots_they_freed() {
         .unwrap();
     assert!(recorded_only.is_empty(), "limit 0 records only");
     assert_eq!(
-        text(&db, "SELECT count(*)::text AS v FROM deliveries WHERE lease_expires_at IS NOT NULL AND status = 'PENDING'").await,
+        text(&db, "SELECT count(*)::text AS v FROM delivery_leases l JOIN deliveries d ON d.id = l.delivery_id WHERE d.status = 'PENDING'").await,
         "9"
     );
 }
@@ -196,7 +196,7 @@ async fn a_round_refuses_an_attempt_that_ends_its_subscription_and_changes_nothi
         );
     }
     assert_eq!(
-        text(&db, "SELECT (SELECT count(*) FROM delivery_attempts) || ':' || (SELECT count(*) FROM deliveries WHERE lease_expires_at IS NOT NULL) || ':' || (SELECT status FROM webhook_subscriptions WHERE id LIKE 'wh_a%') AS v").await,
+        text(&db, "SELECT (SELECT count(*) FROM delivery_attempts) || ':' || (SELECT count(*) FROM delivery_leases) || ':' || (SELECT status FROM webhook_subscriptions WHERE id LIKE 'wh_a%') AS v").await,
         "0:1:ACTIVE",
         "nothing recorded, nothing more claimed, the subscription untouched"
     );

@@ -395,7 +395,7 @@ async fn a_claim_planned_after_a_burst_reads_only_what_it_claims_in_the_next() {
         }
         let kept = claim_planned_before_a_burst(&db, true).await;
         // Another process holds five of the subscription's ten in-flight slots.
-        sql(&db, &format!("UPDATE deliveries SET lease_expires_at = '{}' WHERE id IN (SELECT id FROM deliveries WHERE subscription_id LIKE 'wh_a%' AND status = 'PENDING' ORDER BY next_attempt_at, id LIMIT 5)", kept.at + Duration::seconds(30))).await;
+        sql(&db, &format!("INSERT INTO delivery_leases SELECT id, workspace_id, subscription_id, next_attempt_at, '{}' FROM deliveries WHERE subscription_id LIKE 'wh_a%' AND status = 'PENDING' ORDER BY next_attempt_at, id LIMIT 5", kept.at + Duration::seconds(30))).await;
         let (claimed, read) = kept.run(&["deliveries"]).await;
         let read = read[0];
         let state = if delivered {
@@ -432,7 +432,6 @@ async fn the_ordering_index_serves_the_claims_ordering_probe_and_nothing_else() 
     let (db, _queue) = setup(20).await;
     for index in [
         "deliveries_pending_subscription_idx",
-        "deliveries_leased_due_idx",
         "deliveries_pending_test_idx",
         "deliveries_subscription_idx",
         "deliveries_event_idx",
@@ -548,8 +547,8 @@ async fn a_held_snapshot_makes_a_claim_walk_its_dead_entries_once_not_three_time
     // While a snapshot older than the deliveries' last changes is held, the index entries of
     // their earlier versions cannot be marked dead, and a scan meeting them visits the heap
     // for each. 2,000 deliveries of one subscription were leased and delivered under such a
-    // snapshot (two dead entries each in the pending index, one in the leased index); 10
-    // newer ones are due. Finding the subscription walks the dead entries once; counting
+    // snapshot (a dead entry each in the pending index, and a dead lease each); 10 newer ones
+    // are due. Finding the subscription walks the dead entries once; counting
     // its leases and picking its due deliveries start at its oldest live one, so they do not
     // walk them again (figures in docs/benchmarks.md, "A held snapshot").
     let (db, queue) = setup(2_010).await;
@@ -580,7 +579,9 @@ async fn a_held_snapshot_makes_a_claim_walk_its_dead_entries_once_not_three_time
     sql(
         &db,
         &format!(
-            "UPDATE deliveries SET lease_expires_at = '{}' WHERE {delivered}",
+            "INSERT INTO delivery_leases \
+             SELECT id, workspace_id, subscription_id, next_attempt_at, '{}' \
+             FROM deliveries WHERE {delivered}",
             T0 + Duration::days(1)
         ),
     )
@@ -588,8 +589,8 @@ async fn a_held_snapshot_makes_a_claim_walk_its_dead_entries_once_not_three_time
     sql(
         &db,
         &format!(
-            "UPDATE deliveries SET status = 'DELIVERED', lease_expires_at = NULL \
-             WHERE {delivered}"
+            "WITH d AS (UPDATE deliveries SET status = 'DELIVERED' WHERE {delivered} \
+             RETURNING id) DELETE FROM delivery_leases WHERE delivery_id IN (SELECT id FROM d)"
         ),
     )
     .await;
