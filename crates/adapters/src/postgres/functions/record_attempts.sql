@@ -73,12 +73,11 @@ BEGIN
                count(*) FILTER (WHERE NOT done AND finished > coalesce(succeeded, '-infinity'))
                    AS failed_after,
                count(*) FILTER (WHERE NOT done AND finished < succeeded) AS failed_before,
-               -- Failures that started after its last success had finished (all of them when
-               -- none succeeded): those that started before were sent while the endpoint was
-               -- still down, and answered late.
-               count(*) FILTER (WHERE NOT done
-                                  AND started_at > coalesce(succeeded, '-infinity'))
-                   AS failed_since
+               -- When its last success ended, and when its latest failure started: a failure
+               -- that started before a success had ended was sent while the endpoint was still
+               -- down, and answered late.
+               max(succeeded) AS succeeded,
+               max(started_at) FILTER (WHERE NOT done) AS failure_started
         FROM marked GROUP BY subscription_id
     ), was AS (
         -- The subscriptions whose row changes (a failure, a success that ends a streak, or one
@@ -104,9 +103,11 @@ BEGIN
         -- anew), but not one of an attempt that started before the success had finished: at the
         -- end of an outage, attempts sent while the endpoint was down still answer after the
         -- first success, and were taken for a new outage (the backlog then waited for its
-        -- schedule, 36 s in one benchmark run).
+        -- schedule, 36 s in one benchmark run). That success is this round's, or, for a round
+        -- that records only such late answers, the one the bringing forward started from.
         SELECT was.*,
-               CASE WHEN was.failed_since > 0 THEN NULL
+               CASE WHEN was.failure_started
+                             > coalesce(was.succeeded, was.recovered_at, '-infinity') THEN NULL
                     WHEN was.in_a_row >= 5 THEN was.finished
                     ELSE was.recovered_at END AS back_since
         FROM was

@@ -732,6 +732,46 @@ async fn a_failure_sent_before_the_recovery_and_answered_after_it_does_not_stop_
     assert_eq!(waiting(&db).await, "60");
 }
 
+#[tokio::test]
+async fn a_late_failure_recorded_in_a_round_of_its_own_does_not_stop_it_either() {
+    // The success (started at 8 s, ended at 8.042 s) brings 50 of the 59 waiting retries forward.
+    // A 503 sent at 8.001 s, while the endpoint was still down, is answered after that round and
+    // lands in the next round alone, with no success beside it: it is compared with the success
+    // the bringing forward started from, and the round brings the other 9 forward (the failed
+    // one keeps its schedule). One sent after that success says the endpoint is down again.
+    for (failure_millis, left) in [(8_001, "1"), (8_050, "10")] {
+        let (db, queue) = setup(61).await;
+        let c = queue
+            .claim(T0, T0 + Duration::minutes(5), 200, 200)
+            .await
+            .unwrap();
+        let failures = c[..59].iter();
+        round(
+            &queue,
+            failures
+                .map(|d| (d.clone(), at(3_000, later(), failed())))
+                .collect(),
+        )
+        .await;
+        round(
+            &queue,
+            vec![(c[59].clone(), at(8_000, NextStep::Done, ok()))],
+        )
+        .await;
+        assert_eq!(waiting(&db).await, "9", "50 brought forward");
+        round(
+            &queue,
+            vec![(c[60].clone(), at(failure_millis, later(), failed()))],
+        )
+        .await;
+        assert_eq!(
+            waiting(&db).await,
+            left,
+            "a failure sent at {failure_millis} ms (one sent after the success stops it)"
+        );
+    }
+}
+
 /// 59 failures of wh_a, then a round with the success that ends the streak (started at 8 s,
 /// ended at 8.042 s) and one more failure, started `failure_millis` after T0.
 async fn streak_ended_beside_a_failure(failure_millis: i64) -> TestDatabase {
