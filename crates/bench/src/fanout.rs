@@ -80,50 +80,36 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
         events: sizes.fanout_events,
         ..Fanout::default()
     };
+    let pairs = sizes.ordering_entities;
+    let manual = |entries, subscriptions, filtered| Shape::Manual {
+        entries,
+        subscriptions,
+        filtered,
+    };
     for run in 0..sizes.runs {
-        let pairs = sizes.ordering_entities;
-        let ordered = burst(env, server, &format!("ordered-{run}"), Shape::Pairs(pairs)).await?;
-        record(&mut figures.ordered, &ordered, "ordered", run);
-        env.settle().await?;
-        let unrelated = burst(
-            env,
-            server,
-            &format!("unrelated-{run}"),
-            Shape::Manual {
-                entries: 2 * pairs,
-                subscriptions: ORDERED_SUBSCRIPTIONS,
-                filtered: false,
-            },
-        )
-        .await?;
-        record(&mut figures.unrelated, &unrelated, "unrelated", run);
-        env.settle().await?;
-        let filtered = burst(
-            env,
-            server,
-            &format!("filtered-{run}"),
-            Shape::Manual {
-                entries: sizes.fanout_events,
-                subscriptions: FILTERED,
-                filtered: true,
-            },
-        )
-        .await?;
-        record(&mut figures.filtered, &filtered, "filtered", run);
-        env.settle().await?;
-        let unfiltered = burst(
-            env,
-            server,
-            &format!("unfiltered-{run}"),
-            Shape::Manual {
-                entries: sizes.fanout_events,
-                subscriptions: 1,
-                filtered: false,
-            },
-        )
-        .await?;
-        record(&mut figures.unfiltered, &unfiltered, "unfiltered", run);
-        env.settle().await?;
+        let sides = [
+            ("ordered", Shape::Pairs(pairs), &mut figures.ordered),
+            (
+                "unrelated",
+                manual(2 * pairs, ORDERED_SUBSCRIPTIONS, false),
+                &mut figures.unrelated,
+            ),
+            (
+                "filtered",
+                manual(sizes.fanout_events, FILTERED, true),
+                &mut figures.filtered,
+            ),
+            (
+                "unfiltered",
+                manual(sizes.fanout_events, 1, false),
+                &mut figures.unfiltered,
+            ),
+        ];
+        for (name, shape, side) in sides {
+            let outcome = burst(env, server, &format!("{name}-{run}"), shape).await?;
+            record(side, &outcome, name, run);
+            env.settle().await?;
+        }
     }
     Ok(figures)
 }
@@ -141,6 +127,24 @@ enum Shape {
         subscriptions: usize,
         filtered: bool,
     },
+}
+
+impl Shape {
+    /// The items the publishers share out (an item is one or two requests).
+    fn items(self) -> usize {
+        match self {
+            Shape::Pairs(pairs) => pairs,
+            Shape::Manual { entries, .. } => entries,
+        }
+    }
+
+    /// The requests, each one event.
+    fn events(self) -> usize {
+        match self {
+            Shape::Pairs(pairs) => 2 * pairs,
+            Shape::Manual { entries, .. } => entries,
+        }
+    }
 }
 
 /// One burst's outcome.
@@ -220,10 +224,7 @@ async fn burst(env: &Environment, server: &Server, name: &str, shape: Shape) -> 
     for _ in 1..PUBLISHERS {
         keys.push(env.account_in(&owner.workspace_id).await?.key);
     }
-    let items = match shape {
-        Shape::Pairs(pairs) => pairs,
-        Shape::Manual { entries, .. } => entries,
-    };
+    let items = shape.items();
     let before = env.receiver.count();
     let next = Arc::new(AtomicUsize::new(0));
     let accepted = Arc::new(AtomicUsize::new(0));
@@ -260,10 +261,7 @@ async fn burst(env: &Environment, server: &Server, name: &str, shape: Shape) -> 
     }
     let accept_time = started.elapsed().as_secs_f64();
     let events = accepted.load(Ordering::Relaxed);
-    let requested = match shape {
-        Shape::Pairs(pairs) => 2 * pairs,
-        Shape::Manual { entries, .. } => entries,
-    };
+    let requested = shape.events();
     if events != requested {
         bail!("{name}: {events} of {requested} requests accepted");
     }
