@@ -139,6 +139,9 @@ RETURN QUERY
         INSERT INTO delivery_leases AS x (delivery_id, workspace_id, subscription_id, due_at,
                                           expires_at)
         SELECT due.id, due.workspace_id, due.subscription_id, due.next_attempt_at, $2 FROM due
+        -- In the order of their keys, as every claim takes them: two claims that wait for each
+        -- other's leases then wait in one direction.
+        ORDER BY due.id
         ON CONFLICT ON CONSTRAINT delivery_leases_pkey DO UPDATE
             SET subscription_id = EXCLUDED.subscription_id, due_at = EXCLUDED.due_at,
                 expires_at = EXCLUDED.expires_at

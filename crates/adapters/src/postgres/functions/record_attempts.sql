@@ -56,9 +56,15 @@ BEGIN
           -- pending deliveries: with statistics saying none is pending, the planner scanned one
           -- of them whole, for every batch, instead of finding each row by its key.
           AND d.status IS NOT DISTINCT FROM 'PENDING'
+        RETURNING d.id
     ), freed AS (
-        -- Their leases end (those of deliveries cancelled meanwhile were deleted with them).
-        DELETE FROM delivery_leases l WHERE l.delivery_id = ANY ($1::bigint[])
+        -- Their leases end (those of deliveries cancelled meanwhile were deleted with them),
+        -- once the update holds their rows. A claim of another process whose snapshot is older
+        -- than a lease can lock its delivery's row (it is not rewritten by the claim), then finds
+        -- the lease with its insert and leaves the row; deleting the lease first had that claim
+        -- wait for this round (the deleted lease) while this round waited for its row lock: a
+        -- deadlock, four in one two-process benchmark run.
+        DELETE FROM delivery_leases l WHERE l.delivery_id = ANY (ARRAY(SELECT id FROM delivery))
     ), marked AS (
         SELECT subscription_id, done, started_at, finished,
                max(finished) FILTER (WHERE done) OVER (PARTITION BY subscription_id) AS succeeded
