@@ -295,6 +295,32 @@ async fn forget_told(conn: &mut AsyncPgConnection, claimed: &ClaimedDelivery) ->
     Ok(forgotten == 1)
 }
 
+/// Cancels what is queued for a subscription that ends (deleted, disabled, gone at the
+/// receiver), and frees the leases of those in flight: none of them is sent or counted again.
+pub(super) async fn cancel_queued(
+    conn: &mut AsyncPgConnection,
+    subscription_id: &str,
+    at: OffsetDateTime,
+) -> QueryResult<()> {
+    diesel::update(
+        deliveries::table
+            .filter(deliveries::subscription_id.eq(subscription_id))
+            .filter(deliveries::status.eq("PENDING")),
+    )
+    .set((
+        deliveries::status.eq("CANCELLED"),
+        deliveries::updated_at.eq(at),
+    ))
+    .execute(conn)
+    .await?;
+    diesel::delete(
+        delivery_leases::table.filter(delivery_leases::subscription_id.eq(subscription_id)),
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Ends `claimed`'s subscription if it is still active; whether it did.
 async fn end_subscription(
     conn: &mut AsyncPgConnection,
@@ -318,23 +344,7 @@ async fn end_subscription(
     if ended == 0 {
         return Ok(false);
     }
-    diesel::update(
-        deliveries::table
-            .filter(deliveries::subscription_id.eq(claimed.subscription_id.as_str()))
-            .filter(deliveries::status.eq("PENDING")),
-    )
-    .set((
-        deliveries::status.eq("CANCELLED"),
-        deliveries::updated_at.eq(at),
-    ))
-    .execute(conn)
-    .await?;
-    diesel::delete(
-        delivery_leases::table
-            .filter(delivery_leases::subscription_id.eq(claimed.subscription_id.as_str())),
-    )
-    .execute(conn)
-    .await?;
+    cancel_queued(conn, claimed.subscription_id.as_str(), at).await?;
     diesel::insert_into(audit_log::table)
         .values((
             audit_log::workspace_id.eq(claimed.workspace_id.0),

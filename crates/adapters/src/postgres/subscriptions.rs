@@ -16,9 +16,8 @@ use uuid::Uuid;
 
 use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 
-use super::schema::{
-    api_keys, audit_log, deliveries, delivery_leases, webhook_subscriptions, workspaces,
-};
+use super::queue::cancel_queued;
+use super::schema::{api_keys, audit_log, webhook_subscriptions, workspaces};
 use super::sql::named_query;
 use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 use crate::secrets::{Purpose, SecretBox};
@@ -575,22 +574,7 @@ impl SubscriptionRepository for PgSubscriptionRepository {
                     ))
                     .execute(conn)
                     .await?;
-                diesel::update(
-                    deliveries::table
-                        .filter(deliveries::subscription_id.eq(id))
-                        .filter(deliveries::status.eq("PENDING")),
-                )
-                .set((
-                    deliveries::status.eq("CANCELLED"),
-                    deliveries::updated_at.eq(audit_row.created_at),
-                ))
-                .execute(conn)
-                .await?;
-                diesel::delete(
-                    delivery_leases::table.filter(delivery_leases::subscription_id.eq(id)),
-                )
-                .execute(conn)
-                .await?;
+                cancel_queued(conn, id, audit_row.created_at).await?;
                 diesel::insert_into(audit_log::table)
                     .values(&audit_row)
                     .execute(conn)
