@@ -618,21 +618,9 @@ async fn a_success_after_five_failures_in_a_row_brings_the_waiting_retries_forwa
 
 #[tokio::test]
 async fn a_backlog_is_brought_forward_fifty_a_round_until_drained_or_a_failure() {
-    let (db, queue) = setup(130).await;
-    let c = queue
-        .claim(T0, T0 + Duration::minutes(5), 200, 200)
-        .await
-        .unwrap();
-    assert_eq!(c.len(), 130);
     // 129 failures, then the success that ends the streak: 50 of the 129 waiting are due.
-    round(
-        &queue,
-        c[..129]
-            .iter()
-            .map(|d| (d.clone(), at(3_000, later(), failed())))
-            .collect(),
-    )
-    .await;
+    let (db, queue, c) = failed_in_a_row(130, 129).await;
+    assert_eq!(c.len(), 130);
     assert_eq!(waiting(&db).await, "129");
     round(
         &queue,
@@ -682,19 +670,7 @@ async fn a_backlog_is_brought_forward_fifty_a_round_until_drained_or_a_failure()
 
 #[tokio::test]
 async fn a_failure_stops_bringing_the_backlog_forward() {
-    let (db, queue) = setup(60).await;
-    let c = queue
-        .claim(T0, T0 + Duration::minutes(5), 200, 200)
-        .await
-        .unwrap();
-    round(
-        &queue,
-        c[..59]
-            .iter()
-            .map(|d| (d.clone(), at(3_000, later(), failed())))
-            .collect(),
-    )
-    .await;
+    let (db, queue, c) = failed_in_a_row(60, 59).await;
     round(
         &queue,
         vec![(c[59].clone(), at(8_000, NextStep::Done, ok()))],
@@ -740,19 +716,7 @@ async fn a_late_failure_recorded_in_a_round_of_its_own_does_not_stop_it_either()
     // the bringing forward started from, and the round brings the other 9 forward (the failed
     // one keeps its schedule). One sent after that success says the endpoint is down again.
     for (failure_millis, left) in [(8_001, "1"), (8_050, "10")] {
-        let (db, queue) = setup(61).await;
-        let c = queue
-            .claim(T0, T0 + Duration::minutes(5), 200, 200)
-            .await
-            .unwrap();
-        let failures = c[..59].iter();
-        round(
-            &queue,
-            failures
-                .map(|d| (d.clone(), at(3_000, later(), failed())))
-                .collect(),
-        )
-        .await;
+        let (db, queue, c) = failed_in_a_row(61, 59).await;
         round(
             &queue,
             vec![(c[59].clone(), at(8_000, NextStep::Done, ok()))],
@@ -775,19 +739,7 @@ async fn a_late_failure_recorded_in_a_round_of_its_own_does_not_stop_it_either()
 /// 59 failures of wh_a, then a round with the success that ends the streak (started at 8 s,
 /// ended at 8.042 s) and one more failure, started `failure_millis` after T0.
 async fn streak_ended_beside_a_failure(failure_millis: i64) -> TestDatabase {
-    let (db, queue) = setup(61).await;
-    let c = queue
-        .claim(T0, T0 + Duration::minutes(5), 200, 200)
-        .await
-        .unwrap();
-    round(
-        &queue,
-        c[..59]
-            .iter()
-            .map(|d| (d.clone(), at(3_000, later(), failed())))
-            .collect(),
-    )
-    .await;
+    let (db, queue, c) = failed_in_a_row(61, 59).await;
     round(
         &queue,
         vec![
@@ -797,6 +749,28 @@ async fn streak_ended_beside_a_failure(failure_millis: i64) -> TestDatabase {
     )
     .await;
     db
+}
+
+/// `events` deliveries of wh_a (and the rest of `setup`), all claimed, and a round that records
+/// a failure (a 503 at 3 s, retried two hours after T0) of each of the first `failures`.
+async fn failed_in_a_row(
+    events: u32,
+    failures: usize,
+) -> (TestDatabase, PgDeliveryQueue, Vec<ClaimedDelivery>) {
+    let (db, queue) = setup(events).await;
+    let c = queue
+        .claim(T0, T0 + Duration::minutes(5), 200, 200)
+        .await
+        .unwrap();
+    round(
+        &queue,
+        c[..failures]
+            .iter()
+            .map(|d| (d.clone(), at(3_000, later(), failed())))
+            .collect(),
+    )
+    .await;
+    (db, queue, c)
 }
 
 /// An attempt of the tests of an outage's end: started `millis` after T0, then `next`.
