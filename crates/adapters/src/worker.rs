@@ -17,7 +17,7 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio_postgres::{AsyncMessage, NoTls};
 
 use crate::metrics::Metrics;
-use crate::postgres::{DELIVERY_CHANNEL, LISTENER_NAME};
+use crate::postgres::{DELIVERY_CHANNEL, DeliveryAnnouncer};
 
 /// Most deliveries claimed in one query.
 const MAX_BATCH: usize = 100;
@@ -347,19 +347,23 @@ async fn attempt(
     let _ = finished.send(message);
 }
 
-/// Keeps a `LISTEN` connection on `url` and wakes `wake` on every delivery notification,
-/// reconnecting after a second when the connection is lost, until `shutdown`.
+/// Keeps a `LISTEN` connection on `url` and wakes this process's worker (the announcer's
+/// [`local_wake`](DeliveryAnnouncer::local_wake)) on every delivery notification, reconnecting
+/// after a second when the connection is lost, until `shutdown`.
 ///
-/// A notification whose payload is `own_origin` (this process's, see
-/// `DeliveryAnnouncer::origin`) is ignored: the announcement already woke the worker.
+/// A notification whose payload is this process's origin (its own) is ignored: the announcement
+/// already woke the worker. Any other tells the announcer that another process is there
+/// ([`DeliveryAnnouncer::heard_another`]). On reaching `LISTEN`, the listener sends a
+/// notification of its own origin, so that the other processes notify this one from then on
+/// (a process alone sends none; see the announcer).
 pub async fn run_listener(
     url: String,
-    wake: Arc<Notify>,
-    own_origin: Arc<str>,
+    announcer: DeliveryAnnouncer,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let wake = announcer.local_wake();
     loop {
-        match listen(&url, &wake, &own_origin, &mut shutdown).await {
+        match listen(&url, &announcer, &mut shutdown).await {
             Ok(Listening::ShutDown) => return,
             Ok(Listening::Lost) => {
                 tracing::warn!("delivery notification connection closed; reconnecting");
@@ -385,23 +389,26 @@ enum Listening {
 
 async fn listen(
     url: &str,
-    wake: &Notify,
-    own_origin: &Arc<str>,
+    announcer: &DeliveryAnnouncer,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<Listening, tokio_postgres::Error> {
-    // Named after the process, so operators can tell the listeners apart in pg_stat_activity.
+    let wake = announcer.local_wake();
+    let own_origin = announcer.origin();
+    // Named after the process: the other processes' notifiers look for it in pg_stat_activity,
+    // and operators can tell the listeners apart there.
     let (client, mut connection) = url
         .parse::<tokio_postgres::Config>()?
-        .application_name(format!("{LISTENER_NAME} {own_origin}"))
+        .application_name(announcer.listener_name())
         .connect(NoTls)
         .await?;
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let own_origin = own_origin.clone();
+    let (heard, origin) = (announcer.clone(), own_origin.clone());
     let driver = tokio::spawn(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(message) = messages.next().await {
             match message {
-                Ok(AsyncMessage::Notification(note)) if note.payload() != &*own_origin => {
+                Ok(AsyncMessage::Notification(note)) if note.payload() != &*origin => {
+                    heard.heard_another();
                     if tx.send(()).is_err() {
                         return;
                     }
@@ -411,8 +418,12 @@ async fn listen(
             }
         }
     });
+    // Listening, and saying so to the other processes (the origin is hexadecimal: nothing to
+    // quote); this process's own listener ignores it.
     client
-        .batch_execute(&format!("LISTEN {DELIVERY_CHANNEL}"))
+        .batch_execute(&format!(
+            "LISTEN {DELIVERY_CHANNEL}; NOTIFY {DELIVERY_CHANNEL}, '{own_origin}'"
+        ))
         .await?;
     wake.notify_one();
     loop {

@@ -34,8 +34,7 @@ use diesel_async::pooled_connection::{
 };
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
-pub(crate) use announce::LISTENER_NAME;
-pub use announce::{DeliveryAnnouncer, run_notifier};
+pub use announce::{DeliveryAnnouncer, LOOK_FOR_LISTENERS_EVERY, run_notifier};
 pub use api_keys::PgApiKeyRepository;
 pub use catalog::PgCatalogRepository;
 pub use clients::{PgClientRepository, SEARCH_SQL};

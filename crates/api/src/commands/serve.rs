@@ -7,7 +7,9 @@ use actix_web::HttpServer;
 use anyhow::{Context, Result};
 use std::time::Duration;
 
-use timetrack_adapters::postgres::{PgDeliveryQueue, PgHousekeeping, reseal_all, run_notifier};
+use timetrack_adapters::postgres::{
+    LOOK_FOR_LISTENERS_EVERY, PgDeliveryQueue, PgHousekeeping, reseal_all, run_notifier,
+};
 use timetrack_adapters::{
     HyperWebhookSender, OsRandom, PoolSettings, SecretBox, SecretKey, SenderSettings, SystemClock,
     UuidV7Ids, WorkerSettings, build_pool, run_housekeeping, run_listener, run_worker,
@@ -219,13 +221,17 @@ async fn run_server(
     // The delivery workers run beside the API, woken by this process's writes at once and by the
     // other processes' notifications.
     let wake = announcer.local_wake();
-    let origin = announcer.origin();
     let (stop, stopped) = watch::channel(false);
-    let notifier = tokio::spawn(run_notifier(pool.clone(), announcer, stopped.clone()));
+    let notifier = tokio::spawn(run_notifier(
+        pool.clone(),
+        announcer.clone(),
+        LOOK_FOR_LISTENERS_EVERY,
+        stopped.clone(),
+    ));
     let worker = tokio::spawn(run_worker(
         delivery,
         metrics,
-        wake.clone(),
+        wake,
         WorkerSettings {
             concurrency: settings.webhook_concurrency as usize,
             // Within the lease (four times the request time-out), so an abandoned attempt is
@@ -237,8 +243,7 @@ async fn run_server(
     ));
     let listener = tokio::spawn(run_listener(
         db.url().to_owned(),
-        wake,
-        origin,
+        announcer,
         stopped.clone(),
     ));
     let housekeeping = tokio::spawn(run_housekeeping(
