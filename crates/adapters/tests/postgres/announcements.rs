@@ -10,6 +10,7 @@ use timetrack_adapters::postgres::{DeliveryAnnouncer, LOOK_FOR_LISTENERS_EVERY, 
 use timetrack_adapters::run_listener;
 use timetrack_testkit::TestDatabase;
 use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, NoTls};
 
 #[tokio::test]
@@ -18,26 +19,13 @@ async fn an_announcement_in_one_process_wakes_the_worker_of_another() {
     let (stop, stopped) = watch::channel(false);
     // "This" process: its announcer and notifier.
     let announcer = DeliveryAnnouncer::new();
-    let notifier = tokio::spawn(run_notifier(
-        db.pool(),
-        announcer.clone(),
-        LOOK_FOR_LISTENERS_EVERY,
-        stopped.clone(),
-    ));
+    let notifier = notifying(&db, announcer.clone(), LOOK_FOR_LISTENERS_EVERY, &stopped);
     // This process's own listener, and another process's: each wakes its worker.
     let own = announcer.local_wake();
-    let own_listener = tokio::spawn(run_listener(
-        db.url().to_owned(),
-        announcer.clone(),
-        stopped.clone(),
-    ));
+    let own_listener = listening(&db, announcer.clone(), &stopped);
     let other_process = DeliveryAnnouncer::new();
     let other = other_process.local_wake();
-    let listener = tokio::spawn(run_listener(
-        db.url().to_owned(),
-        other_process,
-        stopped.clone(),
-    ));
+    let listener = listening(&db, other_process, &stopped);
     // A listener wakes its worker once when it starts listening (for anything announced
     // before), and again when it hears that the other started: from then on, notifications
     // reach it. Those wake-ups are let through first.
@@ -90,14 +78,48 @@ async fn an_announcement_in_one_process_wakes_the_worker_of_another() {
     tokio::time::timeout(Duration::from_secs(5), own.notified())
         .await
         .expect("another origin's notification wakes the worker");
+    stop_all(stop, [notifier, listener, own_listener]).await;
+}
+
+/// A process's listener on the test database, as `serve` starts it.
+fn listening(
+    db: &TestDatabase,
+    announcer: DeliveryAnnouncer,
+    stopped: &watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(run_listener(
+        db.url().to_owned(),
+        announcer,
+        stopped.clone(),
+    ))
+}
+
+/// A process's notifier on the test database, looking for the others' listeners every
+/// `look_every`.
+fn notifying(
+    db: &TestDatabase,
+    announcer: DeliveryAnnouncer,
+    look_every: Duration,
+    stopped: &watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(run_notifier(
+        db.pool(),
+        announcer,
+        look_every,
+        stopped.clone(),
+    ))
+}
+
+/// Shuts down, and expects every task to stop within 5 s.
+async fn stop_all<const N: usize>(stop: watch::Sender<bool>, tasks: [JoinHandle<()>; N]) {
     stop.send(true).unwrap();
     tokio::time::timeout(Duration::from_secs(5), async {
-        notifier.await.unwrap();
-        listener.await.unwrap();
-        own_listener.await.unwrap();
+        for task in tasks {
+            task.await.unwrap();
+        }
     })
     .await
-    .expect("both stop on shutdown");
+    .expect("every task stops on shutdown");
 }
 
 /// The payloads of the notifications on the delivery channel, as a plain `LISTEN` connection
@@ -151,22 +173,13 @@ async fn a_process_alone_sends_no_notify_and_one_that_starts_listening_is_notifi
     // listener saying it listens.
     let announcer = DeliveryAnnouncer::new();
     let origin = announcer.origin().to_string();
-    let own_listener = tokio::spawn(run_listener(
-        db.url().to_owned(),
-        announcer.clone(),
-        stopped.clone(),
-    ));
+    let own_listener = listening(&db, announcer.clone(), &stopped);
     assert_eq!(
         next_heard(&mut heard, "", Duration::from_secs(10)).await,
         Some(origin.clone()),
         "a listener says it listens when it starts"
     );
-    let notifier = tokio::spawn(run_notifier(
-        db.pool(),
-        announcer.clone(),
-        Duration::from_secs(60),
-        stopped.clone(),
-    ));
+    let notifier = notifying(&db, announcer.clone(), Duration::from_secs(60), &stopped);
     for _ in 0..3 {
         announcer.announce(1);
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -182,11 +195,7 @@ async fn a_process_alone_sends_no_notify_and_one_that_starts_listening_is_notifi
     let other_process = DeliveryAnnouncer::new();
     let other_origin = other_process.origin().to_string();
     let other = other_process.local_wake();
-    let other_listener = tokio::spawn(run_listener(
-        db.url().to_owned(),
-        other_process,
-        stopped.clone(),
-    ));
+    let other_listener = listening(&db, other_process, &stopped);
     assert_eq!(
         next_heard(&mut heard, "", Duration::from_secs(10)).await,
         Some(other_origin.clone()),
@@ -206,14 +215,7 @@ async fn a_process_alone_sends_no_notify_and_one_that_starts_listening_is_notifi
         .await
         .expect("and its worker is woken");
 
-    stop.send(true).unwrap();
-    tokio::time::timeout(Duration::from_secs(5), async {
-        notifier.await.unwrap();
-        own_listener.await.unwrap();
-        other_listener.await.unwrap();
-    })
-    .await
-    .expect("all stop on shutdown");
+    stop_all(stop, [notifier, own_listener, other_listener]).await;
 }
 
 #[tokio::test]
@@ -224,30 +226,15 @@ async fn a_process_finds_a_listener_already_there_by_looking() {
     // it never hears the other's start and can only look.
     let other_process = DeliveryAnnouncer::new();
     let other = other_process.local_wake();
-    let other_listener = tokio::spawn(run_listener(
-        db.url().to_owned(),
-        other_process,
-        stopped.clone(),
-    ));
+    let other_listener = listening(&db, other_process, &stopped);
     tokio::time::timeout(Duration::from_secs(10), other.notified())
         .await
         .expect("the other listener reaches LISTEN");
     let announcer = DeliveryAnnouncer::new();
-    let notifier = tokio::spawn(run_notifier(
-        db.pool(),
-        announcer.clone(),
-        Duration::from_secs(60),
-        stopped.clone(),
-    ));
+    let notifier = notifying(&db, announcer.clone(), Duration::from_secs(60), &stopped);
     announcer.announce(1);
     tokio::time::timeout(Duration::from_secs(5), other.notified())
         .await
         .expect("the listener found in pg_stat_activity is notified");
-    stop.send(true).unwrap();
-    tokio::time::timeout(Duration::from_secs(5), async {
-        notifier.await.unwrap();
-        other_listener.await.unwrap();
-    })
-    .await
-    .expect("both stop on shutdown");
+    stop_all(stop, [notifier, other_listener]).await;
 }
