@@ -74,13 +74,13 @@ async fn explained(
         .split_once("BEGIN")
         .and_then(|(_, rest)| rest.rsplit_once("END"))
         .map(|(body, _)| {
-            let body = body.trim();
-            body.strip_prefix("RETURN QUERY")
-                .unwrap_or(body)
+            // The query a function returns, after what it does first (the claim's lock).
+            body.split_once("RETURN QUERY")
+                .map_or(body, |(_, query)| query)
                 .trim()
                 .trim_end_matches(';')
         })
-        .expect("the function is BEGIN <one statement> END");
+        .expect("the function is BEGIN <one statement, or locks then RETURN QUERY> END");
     client
         .batch_execute(&format!(
             "BEGIN; {settings}SET LOCAL plan_cache_mode = {mode}; \
