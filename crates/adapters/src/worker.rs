@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{FutureExt, StreamExt};
+use timetrack_domain::DomainError;
 use timetrack_domain::delivery::{
     AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, NextStep,
 };
@@ -255,9 +256,22 @@ pub async fn run_worker(
             Ok(Ok(claimed)) => claimed,
             failed => {
                 let error = match failed {
-                    Ok(Err(err)) => err.to_string(),
-                    _ => "timed out".to_owned(),
+                    Ok(Err(err)) => err,
+                    _ => DomainError::Unavailable("timed out".to_owned()),
                 };
+                if !matches!(error, DomainError::Unavailable(_)) && !held.done.is_empty() {
+                    // Not the database's absence: something in the batch. Its attempts are
+                    // recorded one at a time, so that one that cannot be written holds up no
+                    // other delivery.
+                    tracing::warn!(
+                        %error,
+                        attempts = held.done.len(),
+                        "recording a batch of attempts failed; recording them one at a time"
+                    );
+                    record_apart(&service, &mut held, &metrics, &mut failures).await;
+                    claim = true;
+                    continue;
+                }
                 tracing::warn!(
                     %error,
                     attempts = held.done.len(),
@@ -288,6 +302,85 @@ pub async fn run_worker(
                 finished_tx.clone(),
             ));
         }
+    }
+}
+
+/// Records each attempt of `held.done` in a round of its own (claiming nothing), after their
+/// batch failed for a reason other than the database's absence. An attempt whose record cannot
+/// be written is logged at ERROR with its delivery, counted (`timetrack_webhook_record_errors`),
+/// and recorded without the receiver's text ([`AttemptRecord::without_receiver_text`]); if even
+/// that fails, it is given up to its lease, and sent again once that expires. Attempts that find
+/// the database gone stay for the next round.
+async fn record_apart(
+    service: &DeliveryService,
+    held: &mut Held,
+    metrics: &Metrics,
+    failures: &mut FailureLog,
+) {
+    let done = std::mem::take(&mut held.done);
+    let started_at = std::mem::take(&mut held.started_at);
+    for ((delivery, record), at) in done.into_iter().zip(started_at) {
+        let error = match record_alone(service, &delivery, &record).await {
+            Ok(()) => {
+                metrics.observe_attempt(&record);
+                failures.attempted(&delivery, &record, Instant::now());
+                held.count -= 1;
+                continue;
+            }
+            Err(DomainError::Unavailable(_)) => {
+                held.done.push((delivery, record));
+                held.started_at.push(at);
+                continue;
+            }
+            Err(error) => error,
+        };
+        metrics.observe_record_error();
+        tracing::error!(
+            delivery_id = delivery.delivery_id.0,
+            webhook_id = %delivery.subscription_id,
+            event_id = %delivery.event_id,
+            %error,
+            "an attempt's record could not be written; recording it without the receiver's answer"
+        );
+        let stripped = record.without_receiver_text();
+        match record_alone(service, &delivery, &stripped).await {
+            Ok(()) => {
+                metrics.observe_attempt(&stripped);
+                held.count -= 1;
+            }
+            Err(DomainError::Unavailable(_)) => {
+                held.done.push((delivery, stripped));
+                held.started_at.push(at);
+            }
+            Err(error) => {
+                tracing::error!(
+                    delivery_id = delivery.delivery_id.0,
+                    webhook_id = %delivery.subscription_id,
+                    event_id = %delivery.event_id,
+                    %error,
+                    "an attempt could not be recorded; its lease will expire and it will be sent again"
+                );
+                held.count -= 1;
+            }
+        }
+    }
+}
+
+/// Records one attempt in a round of its own that claims nothing.
+async fn record_alone(
+    service: &DeliveryService,
+    delivery: &ClaimedDelivery,
+    record: &AttemptRecord,
+) -> Result<(), DomainError> {
+    let one = [(delivery.clone(), record.clone())];
+    match tokio::time::timeout(
+        ROUND_TIMEOUT,
+        service.record_and_claim(&one, 0, ClaimWhen::IfHeldBack),
+    )
+    .await
+    {
+        Ok(result) => result.map(|_| ()),
+        Err(_) => Err(DomainError::Unavailable("timed out".to_owned())),
     }
 }
 
@@ -325,7 +418,7 @@ async fn attempt(
     })
     .await
     .unwrap_or_else(|_| {
-        Err(timetrack_domain::DomainError::Unavailable(
+        Err(DomainError::Unavailable(
             "the attempt did not finish before its deadline".into(),
         ))
     });

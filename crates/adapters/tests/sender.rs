@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use timetrack_adapters::{HyperWebhookSender, SenderSettings};
-use timetrack_domain::delivery::{AttemptOutcome, FailureReason, WebhookRequest, build_request};
+use timetrack_domain::delivery::{
+    AttemptOutcome, FailureReason, ResponseExcerpt, WebhookRequest, build_request,
+};
 use timetrack_domain::ports::WebhookSender;
 use timetrack_testkit::{Behaviour, HttpsReceiver};
 
@@ -43,7 +45,10 @@ async fn a_2xx_is_delivered_with_the_exact_body_and_signed_headers() {
         .send(&request(&receiver.url("/hook?zap=1")))
         .await;
     assert_eq!(report.outcome, AttemptOutcome::Delivered { status: 200 });
-    assert_eq!(report.response_excerpt.as_deref(), Some("ok"));
+    assert_eq!(
+        report.response_excerpt.as_ref().map(ResponseExcerpt::text),
+        Some("ok")
+    );
     let got = &receiver.received()[0];
     assert_eq!(got.path, "/hook?zap=1");
     assert_eq!(got.body, br#"{"id":"c1","name":"Acme"}"#);
@@ -143,7 +148,7 @@ async fn an_endless_body_is_read_only_up_to_the_cap() {
         .send(&request(&receiver.url("/endless")))
         .await;
     assert_eq!(report.outcome, AttemptOutcome::Delivered { status: 200 });
-    assert_eq!(report.response_excerpt.unwrap().len(), 1024);
+    assert_eq!(report.response_excerpt.unwrap().text().len(), 1024);
 }
 
 #[tokio::test]
@@ -231,4 +236,23 @@ async fn refused_connections_and_blocked_targets_are_named() {
     }
     assert!(receiver.received().is_empty());
     assert_eq!(receiver.accepts(), 0);
+}
+
+#[tokio::test]
+async fn a_binary_answer_is_kept_lossy_and_without_nul() {
+    let receiver = HttpsReceiver::start().await;
+    receiver.respond(
+        "/png",
+        Behaviour::Body(200, b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\xff".to_vec()),
+    );
+    let report = sender(&receiver, Duration::from_secs(10))
+        .send(&request(&receiver.url("/png")))
+        .await;
+    assert_eq!(report.outcome, AttemptOutcome::Delivered { status: 200 });
+    let excerpt = report.response_excerpt.unwrap();
+    assert!(excerpt.is_lossy());
+    assert_eq!(
+        excerpt.text(),
+        "\u{FFFD}PNG\r\n\u{1a}\n\u{FFFD}\u{FFFD}\u{FFFD}\rIHDR\u{FFFD}"
+    );
 }

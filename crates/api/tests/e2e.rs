@@ -1985,6 +1985,49 @@ mod deliveries {
     }
 
     #[tokio::test(flavor = "multi_thread")]
+    async fn a_binary_answer_is_logged_lossy_and_holds_up_no_other_delivery() {
+        let s = Setup::new().await;
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        s.receiver.respond("/binary", Behaviour::Body(200, png));
+        let (binary, _) = s.subscribe("/binary", &["CLIENT_CREATED"]).await;
+        s.subscribe("/healthy", &["CLIENT_CREATED"]).await;
+        for n in 0..10 {
+            let (status, body) = s
+                .post("/api/clients", json!({"name": format!("Client {n}")}))
+                .await;
+            assert_eq!(status, 201, "{body}");
+        }
+        received_until(&s, Duration::from_secs(5), |r| {
+            on(r, "/healthy").len() >= 10 && on(r, "/binary").len() >= 10
+        })
+        .await;
+        // Recorded once each: nothing is sent again.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let received = s.receiver.received();
+        assert_eq!(on(&received, "/healthy").len(), 10);
+        assert_eq!(on(&received, "/binary").len(), 10);
+        let log = s
+            .get(&format!(
+                "/api/integrations/automation/webhooks/{binary}/deliveries"
+            ))
+            .await;
+        let deliveries = log["data"].as_array().unwrap();
+        assert_eq!(deliveries.len(), 10, "{log}");
+        assert!(
+            deliveries.iter().all(|d| d["status"] == "DELIVERED"),
+            "{log}"
+        );
+        let detail = settled(&s, &binary, deliveries[0]["id"].as_str().unwrap()).await;
+        let attempt = &detail["attempts_log"][0];
+        assert_eq!(attempt["status_code"], 200, "{detail}");
+        assert_eq!(
+            attempt["response_body"],
+            "\u{FFFD}PNG\r\n\u{1a}\n\u{FFFD}\u{FFFD}\u{FFFD}\rIHDR"
+        );
+        assert_eq!(attempt["response_body_lossy"], true);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
     async fn a_subscriber_that_never_answers_does_not_delay_the_others() {
         let _heavy = HEAVY.lock().await;
         let s = Setup::new().await;

@@ -113,7 +113,74 @@ pub struct AttemptReport {
     /// From the start of the attempt to its end.
     pub latency: Duration,
     /// The first kilobyte of the response body, if there was one.
-    pub response_excerpt: Option<String>,
+    pub response_excerpt: Option<ResponseExcerpt>,
+}
+
+/// The first kilobyte of a receiver's response body, as text that storage can always hold.
+///
+/// A receiver may answer anything: an image, protobuf, a compressed body. Text that is valid
+/// UTF-8 without NUL is kept as it came; anything else is kept *lossy*: each invalid sequence and
+/// each NUL becomes U+FFFD, and the excerpt says so. No answer can make the record of its attempt
+/// unwritable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseExcerpt {
+    text: String,
+    lossy: bool,
+}
+
+impl ResponseExcerpt {
+    /// Most bytes an excerpt holds (a character is never cut).
+    pub const MAX_BYTES: usize = 1024;
+
+    /// The excerpt of `body`; `None` for an empty body.
+    pub fn of(body: &[u8]) -> Option<Self> {
+        if body.is_empty() {
+            return None;
+        }
+        let head = &body[..body.len().min(Self::MAX_BYTES)];
+        // A character cut by the kilobyte's end is dropped, not replaced.
+        let (text, lossy) = match std::str::from_utf8(head) {
+            Ok(text) => (text.to_owned(), false),
+            Err(e) if e.error_len().is_none() => (
+                String::from_utf8_lossy(&head[..e.valid_up_to()]).into_owned(),
+                false,
+            ),
+            Err(_) => (String::from_utf8_lossy(head).into_owned(), true),
+        };
+        let (mut text, lossy) = if text.contains('\0') {
+            (text.replace('\0', "\u{FFFD}"), true)
+        } else {
+            (text, lossy)
+        };
+        // Replacements are three bytes each: cut again on a character boundary.
+        let mut end = text.len().min(Self::MAX_BYTES);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        Some(Self { text, lossy })
+    }
+
+    /// The excerpt as stored: a kilobyte at most, never a NUL.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the body was not UTF-8 text, or held NUL: its bytes that were not are shown as
+    /// U+FFFD.
+    pub fn is_lossy(&self) -> bool {
+        self.lossy
+    }
+}
+
+/// `text` as storage can hold it: every NUL (which no stored text may contain) shown as U+FFFD.
+/// For what a receiver or its TLS stack says about a failed attempt, which may quote its bytes.
+pub fn storable(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
 }
 
 /// A delivery claimed by a worker, with everything needed to send it.
@@ -198,16 +265,39 @@ impl AttemptRecord {
         self.next == NextStep::Unsubscribe || self.disable_subscription
     }
 
-    /// The status code and error text this attempt leaves on its delivery.
+    /// The status code and error text this attempt leaves on its delivery (text storage can
+    /// hold: see [`storable`]).
     pub fn last_result(&self) -> (Option<i32>, Option<String>) {
         match &self.report.outcome {
             AttemptOutcome::Delivered { status } => (Some(i32::from(*status)), None),
             AttemptOutcome::Rejected { status, .. } => {
                 (Some(i32::from(*status)), Some(format!("HTTP {status}")))
             }
-            AttemptOutcome::Failed { reason, detail } => {
-                (None, Some(format!("{}: {detail}", reason.as_str())))
-            }
+            AttemptOutcome::Failed { reason, detail } => (
+                None,
+                Some(format!("{}: {}", reason.as_str(), storable(detail))),
+            ),
+        }
+    }
+
+    /// This attempt with none of the receiver's text: no excerpt of its answer, and a failure's
+    /// detail replaced by a fixed one. What is recorded when the whole record cannot be written,
+    /// so that the delivery's state still moves on.
+    pub fn without_receiver_text(&self) -> Self {
+        let outcome = match &self.report.outcome {
+            AttemptOutcome::Failed { reason, .. } => AttemptOutcome::Failed {
+                reason: *reason,
+                detail: "the details of this failure could not be stored".to_owned(),
+            },
+            other => other.clone(),
+        };
+        Self {
+            report: AttemptReport {
+                outcome,
+                latency: self.report.latency,
+                response_excerpt: None,
+            },
+            ..self.clone()
         }
     }
 

@@ -34,6 +34,8 @@ pub enum Behaviour {
     Sequence(Vec<u16>),
     /// No answer: the connection is dropped once the request is read.
     Reset,
+    /// This status with these bytes as its body (binary, NUL, anything).
+    Body(u16, Vec<u8>),
 }
 
 /// The error that makes hyper drop a connection without answering ([`Behaviour::Reset`]).
@@ -281,7 +283,9 @@ async fn handle(
         }
     };
     let answered = match &behaviour {
-        Some(Behaviour::Respond(status, _) | Behaviour::Slow(_, status)) => Some(*status),
+        Some(
+            Behaviour::Respond(status, _) | Behaviour::Slow(_, status) | Behaviour::Body(status, _),
+        ) => Some(*status),
         Some(Behaviour::Reset) => None,
         Some(Behaviour::Endless | Behaviour::Sequence(_)) | None => Some(200),
     };
@@ -307,6 +311,9 @@ async fn handle(
         }
         Behaviour::Endless => Response::builder().status(200).body(EndlessBody.boxed()),
         Behaviour::Reset => return Err(Dropped),
+        Behaviour::Body(status, bytes) => Response::builder()
+            .status(status)
+            .body(http_body_util::Full::new(Bytes::from(bytes)).boxed()),
         Behaviour::Sequence(_) => unreachable!("resolved above"),
     };
     Ok(response.unwrap_or_else(|_| Response::new(full("bad response"))))

@@ -27,14 +27,14 @@ use hyper_util::client::legacy::connect::dns::Name;
 use hyper_util::rt::TokioExecutor;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use timetrack_domain::delivery::{AttemptOutcome, AttemptReport, FailureReason, WebhookRequest};
+use timetrack_domain::delivery::{
+    AttemptOutcome, AttemptReport, FailureReason, ResponseExcerpt, WebhookRequest,
+};
 use timetrack_domain::net::{blocked_reason, check_webhook_url};
 use timetrack_domain::ports::WebhookSender;
 
 /// Most bytes of a response body read; the rest is never received.
 pub const MAX_RESPONSE_BYTES: usize = 16 * 1024;
-/// Most bytes of a response body kept for the delivery log.
-pub const EXCERPT_BYTES: usize = 1024;
 
 /// How the sender connects.
 #[derive(Debug, Clone)]
@@ -191,7 +191,7 @@ impl HyperWebhookSender {
         })
     }
 
-    async fn attempt(&self, request: &WebhookRequest) -> (AttemptOutcome, Option<String>) {
+    async fn attempt(&self, request: &WebhookRequest) -> (AttemptOutcome, Option<ResponseExcerpt>) {
         // Literals never reach the resolver: check them (and the URL rules) here. The request
         // goes to the URL as this check parsed it, so what was checked is what is sent.
         let Some(target) = check_webhook_url(&request.url, self.settings.allow_private_targets)
@@ -234,7 +234,7 @@ impl HyperWebhookSender {
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|secs| time::Duration::seconds(i64::try_from(secs).unwrap_or(i64::MAX)));
         let body = read_capped(response.into_body()).await;
-        let excerpt = (!body.is_empty()).then(|| excerpt(&body));
+        let excerpt = ResponseExcerpt::of(&body);
         let outcome = if status.is_success() {
             AttemptOutcome::Delivered {
                 status: status.as_u16(),
@@ -271,16 +271,6 @@ async fn read_capped(mut body: hyper::body::Incoming) -> Vec<u8> {
         }
     }
     out
-}
-
-/// The first kilobyte of `body` as text, cut on a character boundary.
-fn excerpt(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(EXCERPT_BYTES)]).into_owned();
-    let mut end = text.len().min(EXCERPT_BYTES);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_owned()
 }
 
 /// Names the cause of a request that got no response, from its error chain.
@@ -367,13 +357,5 @@ mod tests {
         .await
         .unwrap_err();
         assert!(err.downcast_ref::<DnsFailure>().is_some(), "{err}");
-    }
-
-    #[test]
-    fn excerpts_are_a_kilobyte_cut_on_a_character() {
-        assert_eq!(excerpt(b"ok"), "ok");
-        let long = "é".repeat(1000);
-        let cut = excerpt(long.as_bytes());
-        assert!(cut.len() <= EXCERPT_BYTES && cut.chars().all(|c| c == 'é'));
     }
 }

@@ -278,6 +278,7 @@ impl DeliveryLog for PgDeliveryLog {
             Option<i32>,
             Option<String>,
             Option<String>,
+            bool,
         );
         let attempts: Vec<AttemptRow> = delivery_attempts::table
             .filter(delivery_attempts::delivery_id.eq(delivery.0))
@@ -289,6 +290,7 @@ impl DeliveryLog for PgDeliveryLog {
                 delivery_attempts::status_code,
                 delivery_attempts::error,
                 delivery_attempts::response_excerpt,
+                delivery_attempts::response_excerpt_lossy,
             ))
             .load(&mut conn)
             .await
@@ -300,15 +302,22 @@ impl DeliveryLog for PgDeliveryLog {
             attempts: attempts
                 .into_iter()
                 .map(
-                    |(number, started_at, duration_ms, status_code, error, response_body)| {
-                        DeliveryAttempt {
-                            number,
-                            started_at,
-                            duration_ms,
-                            status_code,
-                            error,
-                            response_body,
-                        }
+                    |(
+                        number,
+                        started_at,
+                        duration_ms,
+                        status_code,
+                        error,
+                        response_body,
+                        response_body_lossy,
+                    )| DeliveryAttempt {
+                        number,
+                        started_at,
+                        duration_ms,
+                        status_code,
+                        error,
+                        response_body,
+                        response_body_lossy,
                     },
                 )
                 .collect(),

@@ -26,13 +26,13 @@ const FUNCTIONS: &[Function] = &[
     Function {
         signature: "timetrack_record_attempts(bigint[], text[], int[], timestamptz[], int[], \
                     int[], text[], text[], text[], timestamptz[], timestamptz[], bool[], bool[], uuid[], \
-                    timestamptz[])",
+                    timestamptz[], bool[])",
         sql: include_str!("functions/record_attempts.sql"),
     },
     Function {
         signature: "timetrack_record_and_claim(bigint[], text[], int[], timestamptz[], int[], \
                     int[], text[], text[], text[], timestamptz[], timestamptz[], bool[], bool[], \
-                    uuid[], timestamptz[], timestamptz, timestamptz, bigint, bigint, bool)",
+                    uuid[], timestamptz[], bool[], timestamptz, timestamptz, bigint, bigint, bool)",
         sql: include_str!("functions/record_and_claim.sql"),
     },
 ];

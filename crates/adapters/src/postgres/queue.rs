@@ -10,6 +10,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::delivery::{
     AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, NextStep, Notice, QueueStats,
+    ResponseExcerpt,
 };
 use timetrack_domain::ids::{EventId, WorkspaceId};
 use timetrack_domain::model::{DeliveryId, DeliveryKind, EventType, WebhookId};
@@ -74,7 +75,7 @@ struct StatsRow {
 }
 
 /// [`named_query!`] of a statement taking the arrays of the [`RecordBatch`] `$batch` (as
-/// `delivery_ids`, `subscription_ids`, ... `not_before`), then the parameters that follow the `;`.
+/// `delivery_ids`, `subscription_ids`, ... `not_before`, `lossy`), then the parameters that follow the `;`.
 macro_rules! batch_query {
     ($sql:expr, $batch:expr; $($rest:tt)*) => {
         named_query!(
@@ -94,6 +95,7 @@ macro_rules! batch_query {
             tests: Array<Bool> = &$batch.tests,
             workspace_ids: Array<SqlUuid> = &$batch.workspace_ids,
             not_before: Array<Nullable<Timestamptz>> = &$batch.not_before,
+            lossy: Array<Bool> = &$batch.lossy,
             $($rest)*
         )
     };
@@ -131,6 +133,8 @@ struct RecordBatch {
     codes: Vec<Option<i32>>,
     errors: Vec<Option<String>>,
     excerpts: Vec<Option<String>>,
+    /// Whether each excerpt is lossy (the body was not UTF-8 text).
+    lossy: Vec<bool>,
     statuses: Vec<&'static str>,
     next_at: Vec<OffsetDateTime>,
     finished: Vec<OffsetDateTime>,
@@ -162,7 +166,10 @@ impl RecordBatch {
             .push(i32::try_from(attempt.report.latency.whole_milliseconds()).unwrap_or(i32::MAX));
         self.codes.push(code);
         self.errors.push(error);
-        self.excerpts.push(attempt.report.response_excerpt.clone());
+        let excerpt = attempt.report.response_excerpt.as_ref();
+        self.excerpts.push(excerpt.map(|e| e.text().to_owned()));
+        self.lossy
+            .push(excerpt.is_some_and(ResponseExcerpt::is_lossy));
         self.statuses.push(status);
         self.next_at.push(next_at);
         self.finished.push(finished);
@@ -387,9 +394,23 @@ impl DeliveryQueue for PgDeliveryQueue {
                 .load(&mut conn)
                 .await
                 .map_err(|e| map_db_error(e, "recording attempts and claiming deliveries"))?;
-        rows.into_iter()
-            .map(|row| claimed(row, &self.secrets))
-            .collect()
+        // A row that cannot be made a delivery (a secret that does not open) is that delivery's
+        // fault alone: it is logged and left to its lease, and the others go out.
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                let delivery_id = row.delivery_id;
+                claimed(row, &self.secrets)
+                    .inspect_err(|error| {
+                        tracing::error!(
+                            delivery_id,
+                            %error,
+                            "a claimed delivery cannot be sent; left to its lease"
+                        );
+                    })
+                    .ok()
+            })
+            .collect())
     }
 
     async fn stats(&self, now: OffsetDateTime) -> DomainResult<QueueStats> {

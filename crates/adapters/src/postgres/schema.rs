@@ -86,6 +86,7 @@ diesel::table! {
         status_code -> Nullable<Int4>,
         error -> Nullable<Text>,
         response_excerpt -> Nullable<Text>,
+        response_excerpt_lossy -> Bool,
         delivery_id -> Int8,
         is_test -> Bool,
         workspace_id -> Uuid,

@@ -10,6 +10,7 @@ use timetrack_adapters::postgres::PgDeliveryQueue;
 use timetrack_domain::DomainResult;
 use timetrack_domain::delivery::{
     AttemptOutcome, AttemptRecord, AttemptReport, ClaimWhen, ClaimedDelivery, NextStep, QueueStats,
+    ResponseExcerpt,
 };
 use timetrack_domain::ports::DeliveryQueue;
 use timetrack_testkit::TestDatabase;
@@ -95,7 +96,7 @@ fn record(next: NextStep, outcome: AttemptOutcome) -> AttemptRecord {
         report: AttemptReport {
             outcome,
             latency: Duration::milliseconds(42),
-            response_excerpt: Some("ok".into()),
+            response_excerpt: ResponseExcerpt::of(b"ok"),
         },
         next,
         disable_subscription: false,

@@ -70,6 +70,9 @@ pub struct AttemptObject {
     error: Option<String>,
     /// The response body, cut to 1 KiB.
     response_body: Option<String>,
+    /// True when the body was not UTF-8 text (an image, protobuf, a compressed body) or held
+    /// NUL: each invalid sequence and each NUL is shown as U+FFFD in `response_body`.
+    response_body_lossy: bool,
 }
 
 impl From<DeliveryAttempt> for AttemptObject {
@@ -81,6 +84,7 @@ impl From<DeliveryAttempt> for AttemptObject {
             status_code: a.status_code,
             error: a.error,
             response_body: a.response_body,
+            response_body_lossy: a.response_body_lossy,
         }
     }
 }

@@ -454,6 +454,9 @@ pub struct DeliveryAttempt {
     pub error: Option<String>,
     /// The first kilobyte of the response body, if there was one.
     pub response_body: Option<String>,
+    /// Whether the body was not UTF-8 text (or held NUL): the bytes that were not are shown as
+    /// U+FFFD in `response_body` ([`crate::delivery::ResponseExcerpt`]).
+    pub response_body_lossy: bool,
 }
 
 /// A delivery with the exact body it sends and every attempt.

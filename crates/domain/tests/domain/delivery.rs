@@ -535,3 +535,62 @@ mod notices {
         }
     }
 }
+
+#[test]
+fn a_text_body_is_kept_as_it_came_cut_on_a_character() {
+    use timetrack_domain::delivery::ResponseExcerpt;
+    assert_eq!(ResponseExcerpt::of(b""), None);
+    let ok = ResponseExcerpt::of(b"ok").unwrap();
+    assert_eq!((ok.text(), ok.is_lossy()), ("ok", false));
+    // A three-byte character: 341 of them are 1,023 bytes, and the 342nd is cut, not replaced.
+    let long = "€".repeat(400);
+    let cut = ResponseExcerpt::of(long.as_bytes()).unwrap();
+    assert_eq!(cut.text(), "€".repeat(341));
+    assert!(!cut.is_lossy());
+}
+
+#[test]
+fn a_binary_body_is_stored_lossy_without_nul_within_a_kilobyte() {
+    use timetrack_domain::delivery::ResponseExcerpt;
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+    let excerpt = ResponseExcerpt::of(png).unwrap();
+    assert!(excerpt.is_lossy());
+    assert!(!excerpt.text().contains('\0'));
+    assert_eq!(
+        excerpt.text(),
+        "\u{FFFD}PNG\r\n\u{1a}\n\u{FFFD}\u{FFFD}\u{FFFD}\rIHDR"
+    );
+    // Valid UTF-8 with a NUL is lossy too.
+    let nul = ResponseExcerpt::of(b"a\0b").unwrap();
+    assert_eq!((nul.text(), nul.is_lossy()), ("a\u{FFFD}b", true));
+    // Every byte invalid: the replacements (3 bytes each) are cut to the kilobyte again.
+    let noise = vec![0xffu8; 4096];
+    let excerpt = ResponseExcerpt::of(&noise).unwrap();
+    assert!(excerpt.text().len() <= ResponseExcerpt::MAX_BYTES);
+    assert_eq!(excerpt.text(), "\u{FFFD}".repeat(341));
+}
+
+#[test]
+fn a_failure_detail_quoting_a_nul_is_stored_without_it() {
+    let record = AttemptRecord {
+        started_at: time::OffsetDateTime::UNIX_EPOCH,
+        report: AttemptReport {
+            outcome: AttemptOutcome::Failed {
+                reason: FailureReason::Tls,
+                detail: "certificate not valid for name \"a\0b\"".into(),
+            },
+            latency: Duration::milliseconds(1),
+            response_excerpt: None,
+        },
+        next: NextStep::GiveUp,
+        disable_subscription: false,
+        notice: None,
+    };
+    assert_eq!(
+        record.last_result(),
+        (
+            None,
+            Some("tls: certificate not valid for name \"a\u{FFFD}b\"".to_owned())
+        )
+    );
+}

@@ -1,9 +1,9 @@
--- One round trip for the delivery worker: record the attempts that have finished ($1-$15, as
--- timetrack_record_attempts), then claim ($16-$19, as timetrack_claim_deliveries), in one
+-- One round trip for the delivery worker: record the attempts that have finished ($1-$16, as
+-- timetrack_record_attempts), then claim ($17-$20, as timetrack_claim_deliveries), in one
 -- transaction. The claim sees the leases the record just cleared, so a subscription's freed
 -- in-flight slots are refilled at once.
 --
--- Unless $20 (claim in any case), the claim runs only when a subscription of the recorded
+-- Unless $21 (claim in any case), the claim runs only when a subscription of the recorded
 -- attempts has due deliveries that no worker holds: those the recorded ones held back, the next
 -- of an ordering key or those beyond the subscription's in-flight cap. The worker asks for the
 -- claim in any case when it was woken, polled, or its last claim was full; otherwise, a round
@@ -18,7 +18,7 @@
 CREATE OR REPLACE FUNCTION timetrack_record_and_claim(bigint[], text[], int[], timestamptz[],
                                                       int[], int[], text[], text[], text[],
                                                       timestamptz[], timestamptz[], bool[], bool[],
-                                                      uuid[], timestamptz[], timestamptz,
+                                                      uuid[], timestamptz[], bool[], timestamptz,
                                                       timestamptz, bigint, bigint, bool)
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
@@ -33,15 +33,15 @@ BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
     IF cardinality($1) > 0 THEN
         PERFORM timetrack_record_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-                                          $13, $14, $15);
+                                          $13, $14, $15, $16);
     END IF;
-    IF $18 > 0 AND ($20 OR EXISTS (
+    IF $19 > 0 AND ($21 OR EXISTS (
         SELECT 1 FROM deliveries d
-        WHERE d.subscription_id = ANY ($2) AND d.status = 'PENDING' AND d.next_attempt_at <= $16
+        WHERE d.subscription_id = ANY ($2) AND d.status = 'PENDING' AND d.next_attempt_at <= $17
           AND NOT EXISTS (SELECT 1 FROM delivery_leases l
-                          WHERE l.delivery_id = d.id AND l.expires_at > $16)
+                          WHERE l.delivery_id = d.id AND l.expires_at > $17)
     )) THEN
-        RETURN QUERY SELECT * FROM timetrack_claim_deliveries($16, $17, $18, $19);
+        RETURN QUERY SELECT * FROM timetrack_claim_deliveries($17, $18, $19, $20);
     END IF;
 END
 $fn$;

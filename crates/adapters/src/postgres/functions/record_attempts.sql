@@ -17,7 +17,7 @@
 CREATE OR REPLACE FUNCTION timetrack_record_attempts(bigint[], text[], int[], timestamptz[], int[],
                                                      int[], text[], text[], text[],
                                                      timestamptz[], timestamptz[], bool[], bool[],
-                                                     uuid[], timestamptz[])
+                                                     uuid[], timestamptz[], bool[])
 RETURNS void
 LANGUAGE plpgsql
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off
@@ -28,9 +28,10 @@ BEGIN
         SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[], $5::int[],
                              $6::int[], $7::text[], $8::text[], $9::text[], $10::timestamptz[],
                              $11::timestamptz[], $12::bool[], $13::bool[], $14::uuid[],
-                             $15::timestamptz[])
+                             $15::timestamptz[], $16::bool[])
             AS r(delivery_id, subscription_id, attempt, started_at, latency_ms, status_code, error,
-                 excerpt, status, next_at, finished, done, test, workspace_id, not_before)
+                 excerpt, status, next_at, finished, done, test, workspace_id, not_before,
+                 lossy)
     ), attempt AS (
         -- An attempt is its delivery's workspace's, which the worker took with the claim ($14):
         -- looking it up here read every delivery of the batch twice. The reference to the
@@ -39,9 +40,9 @@ BEGIN
         -- or one made within the retention period needs.
         INSERT INTO delivery_attempts (workspace_id, delivery_id, subscription_id, attempt,
                                        started_at, latency_ms, status_code, error,
-                                       response_excerpt, is_test)
+                                       response_excerpt, response_excerpt_lossy, is_test)
         SELECT r.workspace_id, r.delivery_id, r.subscription_id, r.attempt, r.started_at,
-               r.latency_ms, r.status_code, r.error, r.excerpt, r.test
+               r.latency_ms, r.status_code, r.error, r.excerpt, r.lossy, r.test
         FROM r
         ON CONFLICT (delivery_id, attempt, workspace_id) DO NOTHING
     ), delivery AS (

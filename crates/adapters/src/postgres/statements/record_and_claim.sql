@@ -2,5 +2,5 @@
 -- (functions/record_and_claim.sql).
 SELECT * FROM timetrack_record_and_claim(:delivery_ids, :subscription_ids, :attempts, :started,
                                          :latency_ms, :codes, :errors, :excerpts, :statuses,
-                                         :next_at, :finished, :done, :tests, :workspace_ids, :not_before, :now, :lease_until,
+                                         :next_at, :finished, :done, :tests, :workspace_ids, :not_before, :lossy, :now, :lease_until,
                                          :limit, :per_subscription, :always)

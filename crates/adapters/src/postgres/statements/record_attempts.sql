@@ -2,4 +2,4 @@
 SELECT timetrack_record_attempts(:delivery_ids, :subscription_ids, :attempts, :started,
                                  :latency_ms, :codes, :errors, :excerpts, :statuses, :next_at,
                                  :finished, :done, :tests, :workspace_ids,
-                                 :not_before)
+                                 :not_before, :lossy)

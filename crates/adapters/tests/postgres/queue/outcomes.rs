@@ -214,8 +214,8 @@ async fn a_round_commits_asynchronously_and_only_its_own_transaction() {
     }
     let round = format!(
         "SELECT count(*) FROM timetrack_record_and_claim('{{}}', '{{}}', '{{}}', '{{}}', '{{}}', \
-         '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{T0}', '{}', 10, \
-         10, true)",
+         '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{T0}', '{}', \
+         10, 10, true)",
         T0 + Duration::seconds(30)
     );
     let mut seen = Vec::new();

@@ -163,6 +163,7 @@ fn record_arguments(leased: &[ClaimedDelivery], at: OffsetDateTime) -> String {
             column(&|c| c.workspace_id.0.to_string())
         ),
         same("NULL::timestamptz"),
+        same("false"),
     ]
     .join(", ")
 }
