@@ -343,6 +343,11 @@ impl DeliveryLog for PgDeliveryLog {
                         events::created_at.eq(event.created_at),
                         events::about_webhook_id.eq(id.as_str()),
                         events::ordering_key.eq(&event.ordering_key),
+                        // Its owner's alone (functions/shows_to.sql): it carries the URL.
+                        events::visible_to.eq(webhook_subscriptions::table
+                            .filter(webhook_subscriptions::id.eq(id.as_str()))
+                            .select(webhook_subscriptions::user_id)
+                            .single_value()),
                     ))
                     .execute(conn)
                     .await?;
@@ -389,6 +394,11 @@ impl DeliveryLog for PgDeliveryLog {
                     return Ok(Found::Disabled);
                 }
                 let queued = queue_again(conn, id, &[event], DeliveryKind::Resend, at).await?;
+                if queued.is_empty() {
+                    // Its event does not show to the webhook's owner (functions/shows_to.sql),
+                    // and neither does the delivery in its log.
+                    return Ok(Found::NoDelivery);
+                }
                 Ok(Found::Done(queued))
             })
             .await

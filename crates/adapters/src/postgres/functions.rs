@@ -20,6 +20,10 @@ struct Function {
 /// again); to change a signature, add the new one and remove the old (it is then dropped).
 const FUNCTIONS: &[Function] = &[
     Function {
+        signature: "timetrack_shows_to(uuid, uuid)",
+        sql: include_str!("functions/shows_to.sql"),
+    },
+    Function {
         signature: "timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint)",
         sql: include_str!("functions/claim_deliveries.sql"),
     },

@@ -108,6 +108,7 @@ diesel::table! {
         seq -> Int8,
         txid -> Int8,
         ordering_key -> Nullable<Text>,
+        visible_to -> Nullable<Uuid>,
     }
 }
 

@@ -43,7 +43,8 @@ async fn a_function_whose_text_changed_is_recreated_and_one_no_longer_defined_is
         [
             "timetrack_claim_deliveries",
             "timetrack_record_and_claim",
-            "timetrack_record_attempts"
+            "timetrack_record_attempts",
+            "timetrack_shows_to"
         ]
     );
     // An older text of the claim (a body that claims nothing, returning what an older version
@@ -73,7 +74,8 @@ async fn a_function_whose_text_changed_is_recreated_and_one_no_longer_defined_is
         [
             "timetrack_claim_deliveries",
             "timetrack_record_and_claim",
-            "timetrack_record_attempts"
+            "timetrack_record_attempts",
+            "timetrack_shows_to"
         ]
     );
     let language: String = client
@@ -99,7 +101,7 @@ async fn a_function_whose_text_changed_is_recreated_and_one_no_longer_defined_is
         .iter()
         .map(|row| row.get(0))
         .collect();
-    assert_eq!(recorded.len(), 3);
+    assert_eq!(recorded.len(), 4);
     assert!(recorded.iter().all(|sha| sha.len() == 64), "{recorded:?}");
 }
 

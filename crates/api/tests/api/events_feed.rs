@@ -396,8 +396,9 @@ async fn the_feed_never_shows_test_deliveries_and_shows_a_notice_to_its_webhooks
             &t,
             &format!(
                 "INSERT INTO events (id, workspace_id, event_type, body, created_at, \
-             about_webhook_id, ordering_key) VALUES ('00000000-0000-4000-8000-00000000000{n}', \
-             '{}', 'WEBHOOK_FAILING', '{{}}', now(), '{about}', '{about}')",
+             about_webhook_id, ordering_key, visible_to) \
+             SELECT '00000000-0000-4000-8000-00000000000{n}', '{}', 'WEBHOOK_FAILING', '{{}}', \
+                    now(), id, id, user_id FROM webhook_subscriptions WHERE id = '{about}'",
                 t.workspace.id
             ),
         )

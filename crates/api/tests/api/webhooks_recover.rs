@@ -552,6 +552,128 @@ async fn replay_queues_what_the_webhook_missed_in_the_window_oldest_first() {
     assert_eq!(answer["replayed"], 3, "{answer}");
 }
 
+/// A webhook's notices, as the worker writes them (`notice.sql`, checked in the adapter's
+/// tests): about `about`, visible to its owner alone; their ids.
+async fn notices_about(t: &TestApp, about: &str, first: u8) -> Vec<String> {
+    let mut ids = Vec::new();
+    for (n, event_type) in [(first, "WEBHOOK_FAILING"), (first + 1, "WEBHOOK_DISABLED")] {
+        let id = format!("00000000-0000-4000-8000-0000000000{n:02x}");
+        t.execute(&format!(
+            "INSERT INTO events (id, workspace_id, event_type, body, created_at, \
+                                 about_webhook_id, ordering_key, visible_to) \
+             SELECT '{id}', workspace_id, '{event_type}', \
+                    '{{\"webhook\": {{\"url\": \"' || url || '\"}}}}', \
+                    now() - interval '1 hour', id, id, user_id \
+             FROM webhook_subscriptions WHERE id = '{about}'"
+        ))
+        .await;
+        ids.push(id);
+    }
+    ids
+}
+
+#[actix_web::test]
+async fn replay_and_resend_never_send_a_notice_about_another_members_webhook() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let auth = t.bearer().1;
+    let notices = json!(["WEBHOOK_FAILING", "WEBHOOK_DISABLED", "CLIENT_CREATED"]);
+    let subscribe = |auth: &str, url: &str| {
+        request(
+            "POST",
+            auth,
+            "/subscribe",
+            Some(json!({"url": url, "events": notices})),
+        )
+    };
+    let (status, _, body) = call(&app, subscribe(&auth, "https://hooks.example.com/mine")).await;
+    assert_eq!(status, 201, "{body}");
+    let mine = body["webhook"]["id"].as_str().unwrap().to_owned();
+    let other_of_mine = subscribed(&t, &app, "https://hooks.example.com/mine-too").await;
+    let eve = colleague(&t).await;
+    let (status, _, body) =
+        call(&app, subscribe(&eve, "https://eve.example.com/secret-path")).await;
+    assert_eq!(status, 201, "{body}");
+    let eves = body["webhook"]["id"].as_str().unwrap().to_owned();
+    let my_notices = notices_about(&t, &other_of_mine, 0x10).await;
+    let eves_notices = notices_about(&t, &eves, 0x20).await;
+
+    // Replay: my notices about my other webhook, never Eve's, whose URL they carry.
+    let since = timetrack_domain::timefmt::rfc3339(
+        time::OffsetDateTime::now_utc() - time::Duration::days(1),
+    );
+    let (status, _, body) = call(
+        &app,
+        request(
+            "POST",
+            &auth,
+            &format!("/{mine}/replay"),
+            Some(json!({"since": since, "only_failed": false})),
+        ),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["queued"], 2, "{body}");
+    let queued: Vec<String> = t
+        .texts(&format!(
+            "SELECT event_id::text AS t FROM deliveries WHERE subscription_id = '{mine}' \
+             ORDER BY event_id"
+        ))
+        .await;
+    assert_eq!(queued, my_notices);
+    // Eve's replay the same way: hers, never mine.
+    let (status, _, body) = call(
+        &app,
+        request(
+            "POST",
+            &eve,
+            &format!("/{eves}/replay"),
+            Some(json!({"since": since, "only_failed": false})),
+        ),
+    )
+    .await;
+    assert_eq!((status, &body["queued"]), (202, &json!(0)), "{body}");
+
+    // A delivery of Eve's notice to my webhook (as a replay made before this rule could): the
+    // log does not show it and resend does not send it.
+    t.execute(&format!(
+        "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, attempts, \
+                                 next_attempt_at, created_at, updated_at) \
+         SELECT id, '{mine}', workspace_id, 'FAILED', 1, now(), now(), now() \
+         FROM events WHERE id = '{}'",
+        eves_notices[0]
+    ))
+    .await;
+    let leaked = t
+        .scalar(&format!(
+            "SELECT id AS n FROM deliveries WHERE event_id = '{}'",
+            eves_notices[0]
+        ))
+        .await;
+    let before = t.scalar("SELECT count(*) AS n FROM deliveries").await;
+    for (method, path) in [
+        ("GET", format!("/{mine}/deliveries/{leaked}")),
+        ("POST", format!("/{mine}/deliveries/{leaked}/resend")),
+    ] {
+        let (status, _, body) = call(&app, request(method, &auth, &path, None)).await;
+        assert_eq!(
+            (status, body),
+            (404, json!({"error": "Delivery not found"})),
+            "{method} {path}"
+        );
+    }
+    let (_, _, log) = call(
+        &app,
+        request("GET", &auth, &format!("/{mine}/deliveries?limit=200"), None),
+    )
+    .await;
+    assert!(!log.to_string().contains("secret-path"), "{log}");
+    assert_eq!(
+        t.scalar("SELECT count(*) AS n FROM deliveries").await,
+        before
+    );
+}
+
 #[actix_web::test]
 async fn a_replay_stops_at_ten_thousand_and_says_where_to_go_on() {
     let t = TestApp::new().await;

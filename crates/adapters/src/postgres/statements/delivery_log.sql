@@ -1,13 +1,16 @@
 -- A page of a subscription's delivery log, newest (highest id) first: deliveries created at or
 -- after `since`, of the status and event type asked for (null: any), older than `before`
--- (null: from the newest). `delivery` (null: any) selects one delivery, for its detail.
+-- (null: from the newest). `delivery` (null: any) selects one delivery, for its detail. Only
+-- events that show to the subscription's owner (functions/shows_to.sql).
 SELECT d.id, d.event_id, e.event_type, d.kind, d.status, d.attempts, d.next_attempt_at,
        (SELECT max(a.started_at) FROM delivery_attempts a WHERE a.delivery_id = d.id)
            AS last_attempt_at,
        d.last_status_code, d.last_error, d.created_at, d.updated_at, e.body
 FROM deliveries d
 JOIN events e ON e.id = d.event_id
+JOIN webhook_subscriptions s ON s.id = d.subscription_id
 WHERE d.subscription_id = :id
+  AND timetrack_shows_to(e.visible_to, s.user_id)
   AND d.created_at >= :since
   AND (:delivery::bigint IS NULL OR d.id = :delivery)
   AND (:status::text IS NULL OR d.status = :status)

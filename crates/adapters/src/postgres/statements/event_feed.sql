@@ -1,7 +1,7 @@
 -- A page of the catch-up feed: the workspace's events of `types` after (`after_txid`,
 -- `after_seq`), oldest first, among those of transactions below the oldest transaction still
 -- running (`horizon`, returned on every row, and alone on a row of nulls when there is no event).
--- A notice about a webhook shows only to that webhook's owner (`viewer`).
+-- An event about a webhook shows only to that webhook's owner (`viewer`; functions/shows_to.sql).
 -- `e.seq > 0` holds for every event: it lets this query use the workspace's partial index, which
 -- no reference check can (migration 000012).
 WITH h AS (
@@ -16,9 +16,7 @@ LEFT JOIN LATERAL (
       AND (e.txid, e.seq) > (:after_txid, :after_seq)
       AND e.txid < h.horizon
       AND e.event_type = ANY (:types)
-      AND (e.about_webhook_id IS NULL
-           OR EXISTS (SELECT 1 FROM webhook_subscriptions s
-                      WHERE s.id = e.about_webhook_id AND s.user_id = :viewer))
+      AND timetrack_shows_to(e.visible_to, :viewer)
     ORDER BY e.txid, e.seq
     LIMIT :limit
 ) e ON true

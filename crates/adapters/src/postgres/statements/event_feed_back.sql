@@ -1,8 +1,8 @@
 -- A page of the catch-up feed read backwards: the workspace's events of `types` before
 -- (`before_txid`, `before_seq`), newest first, among those of transactions below the oldest
 -- transaction still running (as `event_feed.sql`; `horizon` is returned for the shared row type,
--- and alone on a row of nulls when there is no event). A notice about a webhook shows only to that
--- webhook's owner (`viewer`).
+-- and alone on a row of nulls when there is no event). An event about a webhook shows only to that
+-- webhook's owner (`viewer`; functions/shows_to.sql).
 -- `e.seq > 0` holds for every event: it lets this query use the workspace's partial index, which
 -- no reference check can (migration 000012).
 WITH h AS (
@@ -17,9 +17,7 @@ LEFT JOIN LATERAL (
       AND (e.txid, e.seq) < (:before_txid, :before_seq)
       AND e.txid < h.horizon
       AND e.event_type = ANY (:types)
-      AND (e.about_webhook_id IS NULL
-           OR EXISTS (SELECT 1 FROM webhook_subscriptions s
-                      WHERE s.id = e.about_webhook_id AND s.user_id = :viewer))
+      AND timetrack_shows_to(e.visible_to, :viewer)
     ORDER BY e.txid DESC, e.seq DESC
     LIMIT :limit
 ) e ON true

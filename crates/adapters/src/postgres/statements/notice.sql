@@ -1,12 +1,13 @@
--- A notice about webhook `about`: its event, and one pending delivery for each other active
--- subscription of the same owner in the workspace that lists its type (a webhook is never told
--- about itself, and another member never learns its URL, a capability). Returns one row,
--- `queued`: the deliveries it queued.
+-- A notice about webhook `about`: its event, visible to the webhook's owner alone, and one
+-- pending delivery for each other active subscription in the workspace that lists its type and
+-- that it shows to (functions/shows_to.sql: another member never learns its URL, a capability; a
+-- webhook is never told about itself). Returns one row, `queued`: the deliveries it queued.
 WITH e AS (
     INSERT INTO events (id, workspace_id, event_type, body, created_at, about_webhook_id,
-                        ordering_key)
-    VALUES (:id, :workspace_id, :event_type, :body, :at, :about, :about)
-    RETURNING id, workspace_id, event_type, created_at, ordering_key, seq
+                        ordering_key, visible_to)
+    VALUES (:id, :workspace_id, :event_type, :body, :at, :about, :about,
+            (SELECT a.user_id FROM webhook_subscriptions a WHERE a.id = :about))
+    RETURNING id, workspace_id, event_type, created_at, ordering_key, seq, visible_to
 ), d AS (
     INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, next_attempt_at,
                             created_at, updated_at, ordering_key, sequence)
@@ -15,7 +16,7 @@ WITH e AS (
     FROM e JOIN webhook_subscriptions s
       ON s.workspace_id = e.workspace_id AND s.status = 'ACTIVE' AND e.event_type = ANY (s.events)
      AND s.id <> :about
-     AND s.user_id = (SELECT a.user_id FROM webhook_subscriptions a WHERE a.id = :about)
+     AND timetrack_shows_to(e.visible_to, s.user_id)
     RETURNING 1
 )
 SELECT count(*) AS queued FROM d

@@ -447,6 +447,16 @@ async fn a_notice_reaches_the_owners_other_webhooks_that_list_it_once_per_streak
         "wh_cccccccccccccccccccccccc",
         "not the webhook it is about, not another member's"
     );
+    assert_eq!(
+        text(
+            &db,
+            "SELECT visible_to::text AS v FROM events \
+             WHERE id = '00000000-0000-0000-0000-0000feed0001'"
+        )
+        .await,
+        "00000000-0000-0000-0000-0000000000b1",
+        "visible to the webhook's owner alone"
+    );
     // Once per streak: a second failing attempt tells nothing more.
     attempt.notice = Some(notice(2));
     assert!(!queue.record(&claimed[0], &attempt).await.unwrap());
