@@ -334,6 +334,7 @@ async fn api_keys_are_found_by_hash_until_revoked(s: Subject) {
         s.keys.find_active_by_hash(&KeyHash([8; 32])).await.unwrap(),
         None
     );
+    assert!(s.keys.active_hashes().await.unwrap().contains(&hash));
 
     let used = T0 + Duration::minutes(3);
     s.keys.record_use(key.id, used).await.unwrap();
@@ -354,6 +355,7 @@ async fn api_keys_are_found_by_hash_until_revoked(s: Subject) {
     let revoked = s.keys.revoke(key.id, revoked_at).await.unwrap();
     assert_eq!(revoked.revoked_at, Some(revoked_at));
     assert_eq!(s.keys.find_active_by_hash(&hash).await.unwrap(), None);
+    assert!(!s.keys.active_hashes().await.unwrap().contains(&hash));
     // Revoking again changes nothing.
     let again = s
         .keys

@@ -6,11 +6,11 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use actix_web::dev::Payload;
-use actix_web::http::{StatusCode, header};
+use actix_web::http::{Method, StatusCode, header};
 use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
 use serde::de::DeserializeOwned;
 use timetrack_domain::model::Principal;
-use timetrack_domain::services::{Admitted, Refusal};
+use timetrack_domain::services::{Access, Admitted, Refusal};
 
 use crate::error::{ApiError, json_error};
 use crate::state::AppState;
@@ -77,9 +77,15 @@ pub async fn admit(req: &HttpRequest) -> Result<Principal, ApiError> {
         .trusted_proxies
         .client(req.peer_addr().map(|a| a.ip()), req.headers())
         .map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
+    // A write checks its key in storage, so that a revocation stops every write at once.
+    let access = if matches!(*req.method(), Method::GET | Method::HEAD) {
+        Access::Read
+    } else {
+        Access::Write
+    };
     let admitted = state
         .admission
-        .admit(bearer_token(req.headers()), &client)
+        .admit(bearer_token(req.headers()), &client, access)
         .await;
     match admitted {
         Ok(Admitted {

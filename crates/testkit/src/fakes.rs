@@ -277,6 +277,16 @@ impl ApiKeyRepository for InMemoryStore {
             .map(|(k, _)| k.clone()))
     }
 
+    async fn active_hashes(&self) -> DomainResult<Vec<KeyHash>> {
+        Ok(self
+            .tables()
+            .keys
+            .values()
+            .filter(|(k, _)| k.revoked_at.is_none())
+            .map(|(_, h)| *h)
+            .collect())
+    }
+
     async fn record_use(&self, id: ApiKeyId, at: OffsetDateTime) -> DomainResult<()> {
         if let Some((key, _)) = self.tables().keys.get_mut(&id) {
             key.last_used_at = Some(at);

@@ -106,6 +106,20 @@ impl ApiKeyRepository for PgApiKeyRepository {
             .map_err(|e| map_db_error(e, "looking up an API key"))
     }
 
+    async fn active_hashes(&self) -> DomainResult<Vec<KeyHash>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let hashes: Vec<Vec<u8>> = api_keys::table
+            .filter(api_keys::revoked_at.is_null())
+            .select(api_keys::key_hash)
+            .load(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "reading the active API keys"))?;
+        Ok(hashes
+            .into_iter()
+            .filter_map(|h| <[u8; 32]>::try_from(h).ok().map(KeyHash))
+            .collect())
+    }
+
     async fn record_use(&self, id: ApiKeyId, at: OffsetDateTime) -> DomainResult<()> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         diesel::update(api_keys::table.find(id.0))

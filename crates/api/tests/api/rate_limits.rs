@@ -350,3 +350,56 @@ async fn past_the_failure_limit_no_key_is_looked_up() {
     }
     assert_eq!(call(&app, me(&t.secret)).await.0, 200);
 }
+
+#[actix_web::test]
+async fn past_the_failure_limit_a_valid_key_still_passes_and_a_guess_does_not() {
+    let t = TestApp::with_settings(limits(100, 100, 3)).await;
+    let app = t.service().await;
+    let at = |method: &str, path: &str, key: &str| {
+        test::TestRequest::default()
+            .method(method.parse().unwrap())
+            .uri(path)
+            .peer_addr("203.0.113.7:4000".parse().unwrap())
+            .insert_header(("Authorization", format!("Bearer {key}")))
+            .set_json(json!({"name": "Shared NAT Ltd"}))
+            .to_request()
+    };
+    let unknown = format!("tt_{}", "A".repeat(43));
+    for _ in 0..3 {
+        assert_eq!(call(&app, at("GET", "/api/me", &unknown)).await.0, 401);
+    }
+    assert_eq!(call(&app, at("GET", "/api/me", &unknown)).await.0, 429);
+    // A key this process has never seen (made elsewhere, after the guesses began), from the
+    // same address: it passes, for reads and writes.
+    let (_, fresh) = t
+        .admin
+        .create_api_key(t.user.id, t.workspace.id, None)
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(
+        call(&app, at("GET", "/api/me", fresh.expose())).await.0,
+        200
+    );
+    assert_eq!(
+        call(&app, at("POST", "/api/clients", fresh.expose()))
+            .await
+            .0,
+        201
+    );
+    // Guesses stay refused; with the keys' table out of reach, they are refused all the same
+    // (the set of keys is read at most once a second, and not per guess).
+    t.execute("ALTER TABLE api_keys RENAME TO api_keys_hidden")
+        .await;
+    for n in 0..20 {
+        let guess = format!("tt_{}{n:02}", "B".repeat(41));
+        let (status, _, body) = call(&app, at("GET", "/api/me", &guess)).await;
+        assert_eq!(
+            (status, body),
+            (429, json!({"error": "Too many requests"})),
+            "{guess}"
+        );
+    }
+    t.execute("ALTER TABLE api_keys_hidden RENAME TO api_keys")
+        .await;
+}

@@ -484,6 +484,112 @@ async fn every_webhook_endpoint_needs_a_key() {
 }
 
 #[actix_web::test]
+async fn a_key_revoked_while_still_cached_can_make_no_write_at_all() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    // The same member's second key made the webhook, so it stays active when the first is
+    // revoked; the first is verified, and so trusted by the cache for its lifetime (5 s).
+    let (_, other) = t
+        .admin
+        .create_api_key(t.user.id, t.workspace.id, None)
+        .await
+        .unwrap();
+    let other = format!("Bearer {}", other.expose());
+    let (status, _, body) = call(
+        &app,
+        subscribe_as(
+            &other,
+            json!({"url": "https://hooks.example.com/mine", "events": ["CLIENT_CREATED"]}),
+        ),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["webhook"]["id"].as_str().unwrap().to_owned();
+    let (status, _, _) = call(
+        &app,
+        test::TestRequest::get()
+            .uri(&format!("{BASE}/{id}"))
+            .insert_header(t.bearer())
+            .to_request(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    t.admin.revoke_api_key(t.key.id).await.unwrap();
+    let state = "SELECT count(*) AS n FROM webhook_subscriptions \
+                 WHERE url = 'https://hooks.example.com/mine' AND status = 'ACTIVE'";
+    let rows = "SELECT (SELECT count(*) FROM deliveries) + (SELECT count(*) FROM clients) \
+                + (SELECT count(*) FROM webhook_subscriptions) + (SELECT count(*) FROM events) \
+                AS n";
+    let before = (t.scalar(state).await, t.scalar(rows).await);
+    assert_eq!(before.0, 1);
+    let secret_before = t
+        .texts(&format!(
+            "SELECT secret AS t FROM webhook_subscriptions WHERE id = '{id}'"
+        ))
+        .await;
+    let since = timetrack_domain::timefmt::rfc3339(
+        time::OffsetDateTime::now_utc() - time::Duration::hours(1),
+    );
+    for (method, path, body) in [
+        (
+            "PATCH",
+            format!("{BASE}/{id}"),
+            json!({"url": "https://evil.example.com/x"}),
+        ),
+        ("POST", format!("{BASE}/{id}/rotate-secret"), json!({})),
+        ("POST", format!("{BASE}/{id}/test"), json!({})),
+        (
+            "POST",
+            format!("{BASE}/{id}/replay"),
+            json!({"since": since}),
+        ),
+        ("POST", format!("{BASE}/{id}/enable"), json!({})),
+        ("DELETE", format!("{BASE}/{id}"), json!({})),
+        (
+            "DELETE",
+            format!("{BASE}/unsubscribe"),
+            json!({"url": "https://hooks.example.com/mine"}),
+        ),
+        ("POST", "/api/clients".to_owned(), json!({"name": "Evil"})),
+        ("POST", "/api/time-entries/start".to_owned(), json!({})),
+    ] {
+        let req = test::TestRequest::default()
+            .method(method.parse().unwrap())
+            .uri(&path)
+            .insert_header(t.bearer())
+            .set_json(body)
+            .to_request();
+        assert_eq!(
+            call(&app, req).await,
+            (
+                401,
+                "application/json".into(),
+                json!({"error": "Unauthorized"})
+            ),
+            "{method} {path}"
+        );
+    }
+    assert_eq!((t.scalar(state).await, t.scalar(rows).await), before);
+    assert_eq!(
+        t.texts(&format!(
+            "SELECT secret AS t FROM webhook_subscriptions WHERE id = '{id}'"
+        ))
+        .await,
+        secret_before
+    );
+    // Its reads fail at once too, in this process: the write found it revoked.
+    let (status, _, _) = call(
+        &app,
+        test::TestRequest::get()
+            .uri(&format!("{BASE}/{id}"))
+            .insert_header(t.bearer())
+            .to_request(),
+    )
+    .await;
+    assert_eq!(status, 401);
+}
+
+#[actix_web::test]
 async fn a_key_revoked_while_still_cached_cannot_subscribe() {
     let t = TestApp::new().await;
     let app = t.service().await;

@@ -73,6 +73,10 @@ pub trait ApiKeyRepository: Send + Sync {
     /// The key with this hash if it exists and is not revoked, or `None`.
     async fn find_active_by_hash(&self, hash: &KeyHash) -> DomainResult<Option<ApiKey>>;
 
+    /// The hashes of every key that is not revoked: past an address's failure limit, a key that
+    /// is not among them is refused without a look-up of its own.
+    async fn active_hashes(&self) -> DomainResult<Vec<KeyHash>>;
+
     /// Records that the key authenticated a request at `at`.
     async fn record_use(&self, id: ApiKeyId, at: OffsetDateTime) -> DomainResult<()>;
 

@@ -4,11 +4,11 @@
 //! it afterwards (a handler, or a stored idempotent response), so every such request counts
 //! against its key's limit.
 //!
-//! Failed authentications are limited per client address. Past that limit, a key is not looked up
-//! at all unless this process verified it recently (the [`Authenticator`]'s cache): a guesser
-//! learns nothing, and costs no storage, until the window frees. A valid key that this process
-//! has not seen recently waits out the window too, at most a minute, like the guesser it shares
-//! the address with.
+//! Failed authentications are limited per client address. Past that limit, a key is looked up
+//! only if this process verified it recently (the [`Authenticator`]'s cache) or it is among the
+//! keys storage holds (a set read again at most once a second, when a key not in it comes): a
+//! valid key always passes, whoever shares its address (an automation platform's egress, an
+//! office NAT), and a guess is refused without a look-up of its own until the window frees.
 
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ use crate::error::DomainError;
 use crate::model::Principal;
 use crate::ports::{Clock, RateLimitStore};
 use crate::ratelimit::{RateDecision, RatePolicy};
-use crate::services::Authenticator;
+use crate::services::{Access, Authenticator};
 
 /// The limits admission applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,13 +91,20 @@ impl Admission {
         }
     }
 
-    /// Admits a request presenting `key` (the bearer token, if any) from `client` (its address).
+    /// Admits a request presenting `key` (the bearer token, if any) from `client` (its address),
+    /// for `access` (a write always checks the key in storage: see [`Authenticator`]).
     ///
-    /// In order: past the address's failure limit, a key not verified recently is refused with
-    /// `TooManyRequests` before any lookup; a missing, unknown or revoked key counts as a failure
-    /// of the address (`Unauthorized`, or `TooManyRequests` once that passes the limit); a valid
-    /// key counts against its own limit, and is refused with `TooManyRequests` past it.
-    pub async fn admit(&self, key: Option<&str>, client: &str) -> Result<Admitted, Refusal> {
+    /// In order: past the address's failure limit, a key neither verified recently nor among the
+    /// keys storage holds is refused with `TooManyRequests` before any lookup; a missing, unknown
+    /// or revoked key counts as a failure of the address (`Unauthorized`, or `TooManyRequests`
+    /// once that passes the limit); a valid key counts against its own limit, and is refused with
+    /// `TooManyRequests` past it.
+    pub async fn admit(
+        &self,
+        key: Option<&str>,
+        client: &str,
+        access: Access,
+    ) -> Result<Admitted, Refusal> {
         let now = self.clock.now();
         let failures = format!("auth-failure:{client}");
         let verified = key.is_some_and(|key| self.auth.is_verified(key));
@@ -106,7 +113,11 @@ impl Admission {
                 .limiter
                 .peek(&failures, now, self.limits.auth_failures)
                 .await?;
-            if !state.allowed {
+            let known = match key {
+                Some(key) if !state.allowed => self.auth.may_be_known(key).await,
+                _ => false,
+            };
+            if !state.allowed && !known {
                 return Err(Refusal::TooManyRequests {
                     retry_after_secs: state.retry_after_secs.unwrap_or(1),
                     decision: None,
@@ -114,7 +125,7 @@ impl Admission {
             }
         }
         let authenticated = match key {
-            Some(key) => self.auth.authenticate(key).await,
+            Some(key) => self.auth.authenticate(key, access).await,
             None => Err(DomainError::Unauthorized),
         };
         let principal = match authenticated {

@@ -1,6 +1,6 @@
 //! Authentication of API keys, with a short-lived cache of verified keys.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use time::{Duration, OffsetDateTime};
@@ -13,6 +13,9 @@ use crate::ports::{ApiKeyRepository, Clock};
 const LAST_USED_EVERY: Duration = Duration::minutes(1);
 /// Verified keys kept in the cache before it is cleared.
 const MAX_CACHED_KEYS: usize = 10_000;
+/// How often the set of keys storage holds is read again, at most (and only when a key that is
+/// not in it is presented past an address's failure limit).
+const KNOWN_KEYS_EVERY: Duration = Duration::seconds(1);
 
 #[derive(Clone)]
 struct Cached {
@@ -21,15 +24,36 @@ struct Cached {
     last_used_at: Option<OffsetDateTime>,
 }
 
+/// What a request may do with the key it presents: read, or write (which must see a revocation
+/// at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// A read (`GET`, `HEAD`): the cache's answer will do.
+    Read,
+    /// Anything else: the key is looked up in storage, whatever the cache says.
+    Write,
+}
+
+/// The hashes of the keys storage holds, as last read.
+#[derive(Default)]
+struct Known {
+    hashes: HashSet<KeyHash>,
+    read_at: Option<OffsetDateTime>,
+}
+
 /// Turns a presented bearer key into a [`Principal`].
 ///
-/// A verified key is remembered for `ttl` (at most 30 s by the product's rules), so a revoked key
-/// stops working within `ttl` in every process, and at once in a process that has not seen it.
+/// A verified key is remembered for `ttl` (at most 30 s by the product's rules) for reads: a
+/// revoked key stops reading within `ttl` in every process, and at once in a process that has not
+/// seen it. A write always looks the key up in storage ([`Access::Write`]), so once a revocation
+/// has committed no write by that key passes in any process (and the key leaves this process's
+/// cache then).
 pub struct Authenticator {
     keys: Arc<dyn ApiKeyRepository>,
     clock: Arc<dyn Clock>,
     ttl: Duration,
     cache: Mutex<HashMap<KeyHash, Cached>>,
+    known: Mutex<Known>,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -51,6 +75,7 @@ impl Authenticator {
             clock,
             ttl: ttl.clamp(Duration::ZERO, Self::MAX_TTL),
             cache: Mutex::new(HashMap::new()),
+            known: Mutex::new(Known::default()),
         }
     }
 
@@ -58,23 +83,25 @@ impl Authenticator {
     ///
     /// Returns `Unauthorized` for a key that is malformed, unknown or revoked, and `Unavailable`
     /// when storage cannot be reached.
-    pub async fn authenticate(&self, presented: &str) -> DomainResult<Principal> {
+    /// A write ([`Access::Write`]) asks storage whatever the cache holds, and a key it finds
+    /// revoked leaves the cache.
+    pub async fn authenticate(&self, presented: &str, access: Access) -> DomainResult<Principal> {
         let secret = ApiKeySecret::parse(presented).ok_or(DomainError::Unauthorized)?;
         let hash = secret.hash();
         let now = self.clock.now();
 
-        let mut entry = match self.cached(&hash, now) {
-            Some(hit) => hit,
-            None => {
-                let key = self
-                    .keys
-                    .find_active_by_hash(&hash)
-                    .await?
-                    .ok_or(DomainError::Unauthorized)?;
+        let cached = self.cached(&hash, now);
+        let mut entry = match (cached, access) {
+            (Some(hit), Access::Read) => hit,
+            (cached, _) => {
+                let Some(key) = self.keys.find_active_by_hash(&hash).await? else {
+                    self.forget(&hash);
+                    return Err(DomainError::Unauthorized);
+                };
                 Cached {
                     principal: key.principal(),
                     verified_at: now,
-                    last_used_at: key.last_used_at,
+                    last_used_at: cached.and_then(|c| c.last_used_at).or(key.last_used_at),
                 }
             }
         };
@@ -103,6 +130,42 @@ impl Authenticator {
     pub(crate) fn is_verified(&self, presented: &str) -> bool {
         ApiKeySecret::parse(presented)
             .is_some_and(|secret| self.cached(&secret.hash(), self.clock.now()).is_some())
+    }
+
+    /// Whether `presented` may be a key storage holds: it is among the keys storage held when last
+    /// read, which is read again (at most once per [`KNOWN_KEYS_EVERY`]) when it is not. Past an
+    /// address's failure limit, only such a key is looked up: a valid key always passes, and a
+    /// guess costs no look-up of its own. Storage that cannot be read leaves the set as it was.
+    pub(crate) async fn may_be_known(&self, presented: &str) -> bool {
+        let Some(secret) = ApiKeySecret::parse(presented) else {
+            return false;
+        };
+        let hash = secret.hash();
+        let now = self.clock.now();
+        {
+            let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+            if known.hashes.contains(&hash) {
+                return true;
+            }
+            if known.read_at.is_some_and(|at| now - at < KNOWN_KEYS_EVERY) {
+                return false;
+            }
+            // One reader at a time: the others keep the set as it is meanwhile.
+            known.read_at = Some(now);
+        }
+        let Ok(hashes) = self.keys.active_hashes().await else {
+            return false;
+        };
+        let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+        known.hashes = hashes.into_iter().collect();
+        known.hashes.contains(&hash)
+    }
+
+    fn forget(&self, hash: &KeyHash) {
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(hash);
     }
 
     fn cached(&self, hash: &KeyHash, now: OffsetDateTime) -> Option<Cached> {

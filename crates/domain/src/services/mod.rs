@@ -14,7 +14,7 @@ pub mod webhooks;
 pub use account::{AccountService, Profile};
 pub use admin::{AdminService, NewWorkspace};
 pub use admission::{Admission, AdmissionLimits, Admitted, Refusal};
-pub use auth::Authenticator;
+pub use auth::{Access, Authenticator};
 pub use catalog::{CatalogService, ProjectPatch};
 pub use clients::ClientService;
 pub use delivery::{DeliveryService, DeliverySettings};
