@@ -3,6 +3,7 @@
 //! process's writes and by `NOTIFY` from the others, by every attempt that finishes, and by a poll
 //! as a backstop (for retries that come due, and for a lost listener connection).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,6 +12,7 @@ use timetrack_domain::DomainError;
 use timetrack_domain::delivery::{
     AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, NextStep,
 };
+use timetrack_domain::ids::WorkspaceId;
 use timetrack_domain::model::WebhookId;
 use timetrack_domain::ports::{Clock, Housekeeping, Retention};
 use timetrack_domain::services::DeliveryService;
@@ -48,15 +50,23 @@ impl Default for WorkerSettings {
     }
 }
 
-/// What a delivery's task hands back to the loop: an attempt for the loop to record, with when
-/// its task started (just after the claim); or `None`, nothing to record (the task recorded it itself, as it
-/// ended the subscription, or abandoned it to its lease).
-type Finished = Option<(ClaimedDelivery, AttemptRecord, Instant)>;
+/// What a delivery's task hands back to the loop.
+enum Finished {
+    /// An attempt for the loop to record, with when its task started (just after the claim).
+    Attempted(Box<(ClaimedDelivery, AttemptRecord, Instant)>),
+    /// Nothing to record (the task recorded it itself, as it ended the subscription, or
+    /// abandoned it to its lease): the workspace's slot is free.
+    Released(WorkspaceId),
+}
 
-/// The attempts waiting to be recorded, and how many deliveries the process holds.
+/// The attempts waiting to be recorded, and how many deliveries the process holds, in all and
+/// per workspace.
+#[derive(Default)]
 struct Held {
     /// Claimed and not yet recorded: attempts running, and those in `done`.
     count: usize,
+    /// The same, per workspace (no entry for none).
+    by_workspace: HashMap<WorkspaceId, u32>,
     /// Finished attempts for the next round.
     done: Vec<(ClaimedDelivery, AttemptRecord)>,
     /// When the attempt of each delivery of `done` started (just after its claim).
@@ -64,13 +74,30 @@ struct Held {
 }
 
 impl Held {
+    fn claimed(&mut self, delivery: &ClaimedDelivery) {
+        self.count += 1;
+        *self.by_workspace.entry(delivery.workspace_id).or_default() += 1;
+    }
+
+    /// One delivery of `workspace` is no longer held.
+    fn release(&mut self, workspace: WorkspaceId) {
+        self.count -= 1;
+        if let Some(n) = self.by_workspace.get_mut(&workspace) {
+            *n -= 1;
+            if *n == 0 {
+                self.by_workspace.remove(&workspace);
+            }
+        }
+    }
+
     fn settle(&mut self, finished: Finished) {
         match finished {
-            Some((delivery, record, at)) => {
+            Finished::Attempted(attempt) => {
+                let (delivery, record, at) = *attempt;
                 self.done.push((delivery, record));
                 self.started_at.push(at);
             }
-            None => self.count -= 1,
+            Finished::Released(workspace) => self.release(workspace),
         }
     }
 
@@ -79,34 +106,43 @@ impl Held {
         concurrency.saturating_sub(self.count - self.done.len())
     }
 
+    /// What stays held per workspace once `done` is recorded: the attempts still running.
+    fn running(&self) -> Vec<(WorkspaceId, u32)> {
+        let mut running = self.by_workspace.clone();
+        for (delivery, _) in &self.done {
+            if let Some(n) = running.get_mut(&delivery.workspace_id) {
+                *n = n.saturating_sub(1);
+            }
+        }
+        running.into_iter().filter(|(_, n)| *n > 0).collect()
+    }
+
     /// `done` is recorded.
     fn recorded(&mut self, metrics: &Metrics, failures: &mut FailureLog) {
         let now = Instant::now();
-        for (delivery, record) in &self.done {
+        let done = std::mem::take(&mut self.done);
+        for (delivery, record) in &done {
             metrics.observe_attempt(record);
             failures.attempted(delivery, record, now);
+            self.release(delivery.workspace_id);
         }
-        self.count -= self.done.len();
-        self.done.clear();
         self.started_at.clear();
     }
 
     /// Gives up the attempts of `done` started longer than `deadline` ago: their leases may have
     /// passed to another worker.
     fn expire(&mut self, deadline: Duration, metrics: &Metrics) {
-        let mut kept = 0;
-        for i in 0..self.done.len() {
-            if self.started_at[i].elapsed() < deadline {
-                self.done.swap(kept, i);
-                self.started_at.swap(kept, i);
-                kept += 1;
+        let done = std::mem::take(&mut self.done);
+        let started_at = std::mem::take(&mut self.started_at);
+        for (attempt, at) in done.into_iter().zip(started_at) {
+            if at.elapsed() < deadline {
+                self.done.push(attempt);
+                self.started_at.push(at);
             } else {
                 metrics.observe_record_error();
+                self.release(attempt.0.workspace_id);
             }
         }
-        self.count -= self.done.len() - kept;
-        self.done.truncate(kept);
-        self.started_at.truncate(kept);
     }
 }
 
@@ -116,7 +152,7 @@ impl Held {
 #[derive(Default)]
 struct FailureLog {
     /// Per subscription: when its last line was written, and the failures since, unlogged.
-    last: std::collections::HashMap<WebhookId, (Instant, u64)>,
+    last: HashMap<WebhookId, (Instant, u64)>,
 }
 
 impl FailureLog {
@@ -205,11 +241,7 @@ pub async fn run_worker(
 ) {
     let concurrency = settings.concurrency.max(1);
     let (finished_tx, mut finished_rx) = mpsc::unbounded_channel();
-    let mut held = Held {
-        count: 0,
-        done: Vec::new(),
-        started_at: Vec::new(),
-    };
+    let mut held = Held::default();
     let mut failures = FailureLog::default();
     // Whether to claim even with nothing to record: woken, polled, or the last claim was full.
     let mut claim = true;
@@ -222,7 +254,8 @@ pub async fn run_worker(
         }
         if *shutdown.borrow() {
             if !held.done.is_empty() {
-                let last = service.record_and_claim(&held.done, 0, ClaimWhen::IfHeldBack);
+                let last =
+                    service.record_and_claim(&held.done, 0, ClaimWhen::IfHeldBack, Vec::new());
                 if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), last).await {
                     held.recorded(&metrics, &mut failures);
                 }
@@ -251,7 +284,12 @@ pub async fn run_worker(
         } else {
             ClaimWhen::IfHeldBack
         };
-        let round = service.record_and_claim(&held.done, u32::try_from(free).unwrap_or(0), when);
+        let round = service.record_and_claim(
+            &held.done,
+            u32::try_from(free).unwrap_or(0),
+            when,
+            held.running(),
+        );
         let claimed = match tokio::time::timeout(ROUND_TIMEOUT, round).await {
             Ok(Ok(claimed)) => claimed,
             failed => {
@@ -292,8 +330,8 @@ pub async fn run_worker(
         if free > 0 {
             claim = claimed.len() == free;
         }
-        held.count += claimed.len();
         for delivery in claimed {
+            held.claimed(&delivery);
             tokio::spawn(attempt(
                 service.clone(),
                 metrics.clone(),
@@ -324,7 +362,7 @@ async fn record_apart(
             Ok(()) => {
                 metrics.observe_attempt(&record);
                 failures.attempted(&delivery, &record, Instant::now());
-                held.count -= 1;
+                held.release(delivery.workspace_id);
                 continue;
             }
             Err(DomainError::Unavailable(_)) => {
@@ -346,7 +384,7 @@ async fn record_apart(
         match record_alone(service, &delivery, &stripped).await {
             Ok(()) => {
                 metrics.observe_attempt(&stripped);
-                held.count -= 1;
+                held.release(delivery.workspace_id);
             }
             Err(DomainError::Unavailable(_)) => {
                 held.done.push((delivery, stripped));
@@ -360,7 +398,7 @@ async fn record_apart(
                     %error,
                     "an attempt could not be recorded; its lease will expire and it will be sent again"
                 );
-                held.count -= 1;
+                held.release(delivery.workspace_id);
             }
         }
     }
@@ -375,7 +413,7 @@ async fn record_alone(
     let one = [(delivery.clone(), record.clone())];
     match tokio::time::timeout(
         ROUND_TIMEOUT,
-        service.record_and_claim(&one, 0, ClaimWhen::IfHeldBack),
+        service.record_and_claim(&one, 0, ClaimWhen::IfHeldBack, Vec::new()),
     )
     .await
     {
@@ -423,8 +461,8 @@ async fn attempt(
         ))
     });
     let message = match outcome {
-        Ok(Some(record)) => Some((delivery, record, started_at)),
-        Ok(None) => None,
+        Ok(Some(record)) => Finished::Attempted(Box::new((delivery, record, started_at))),
+        Ok(None) => Finished::Released(delivery.workspace_id),
         Err(err) => {
             metrics.observe_record_error();
             tracing::warn!(
@@ -433,7 +471,7 @@ async fn attempt(
                 error = %err,
                 "delivery attempt abandoned; its lease will expire and it will be retried"
             );
-            None
+            Finished::Released(delivery.workspace_id)
         }
     };
     // The loop outlives its tasks; if it stopped (shutdown), the lease covers the delivery.

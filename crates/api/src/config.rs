@@ -20,6 +20,7 @@
 //! | `serve --webhook-root-certs` | `TIMETRACK_WEBHOOK_ROOT_CERTS` | unset (system roots only) |
 //! | `serve --webhook-concurrency` | `TIMETRACK_WEBHOOK_CONCURRENCY` | `64` |
 //! | `serve --webhook-max-in-flight` | `TIMETRACK_WEBHOOK_MAX_IN_FLIGHT` | `10` (per subscription) |
+//! | `serve --webhook-max-in-flight-per-workspace` | `TIMETRACK_WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE` | half of `--webhook-concurrency` |
 //! | `serve --delivery-retention-days` | `TIMETRACK_DELIVERY_RETENTION_DAYS` | `7` |
 //! | `serve --event-retention-days` | `TIMETRACK_EVENT_RETENTION_DAYS` | `30` |
 //! | `serve --rate-limit-per-minute` | `TIMETRACK_RATE_LIMIT_PER_MINUTE` | `100` |
@@ -188,6 +189,11 @@ pub struct ServeSettings {
     /// Most deliveries in flight to one subscription, across every process.
     #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_MAX_IN_FLIGHT", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub webhook_max_in_flight: u32,
+    /// Most deliveries of one workspace in flight in this process (default: half of
+    /// --webhook-concurrency), so that no workspace's hanging endpoints take the slots the others
+    /// need.
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub webhook_max_in_flight_per_workspace: Option<u32>,
     /// Days delivery attempts are kept (the delivery log's reach).
     #[arg(long, hide_env_values = true, env = "TIMETRACK_DELIVERY_RETENTION_DAYS", default_value_t = 7, value_parser = clap::value_parser!(u16).range(1..=3650))]
     pub delivery_retention_days: u16,

@@ -2057,6 +2057,68 @@ mod deliveries {
     }
 
     #[tokio::test(flavor = "multi_thread")]
+    async fn a_workspace_whose_endpoints_hang_leaves_the_other_workspaces_their_slots() {
+        let _heavy = HEAVY.lock().await;
+        let s = Setup::new().await;
+        // Eight webhooks that accept the request and never answer (the time-out is 15 s), and
+        // 96 deliveries to them: more than the process's 64 slots.
+        for n in 0..8 {
+            let path = format!("/hang/{n}");
+            s.receiver
+                .respond(&path, Behaviour::Slow(Duration::from_secs(60), 200));
+            s.subscribe(&path, &["CLIENT_CREATED"]).await;
+        }
+        for n in 0..12 {
+            let (status, body) = s
+                .post("/api/clients", json!({"name": format!("Client {n}")}))
+                .await;
+            assert_eq!(status, 201, "{body}");
+        }
+        let hung = |r: &[Received]| r.iter().filter(|r| r.path.starts_with("/hang/")).count();
+        received_until(&s, Duration::from_secs(5), |r| hung(r) >= 32).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(
+            hung(&s.receiver.received()),
+            32,
+            "the workspace holds its share of the process's slots (half), no more"
+        );
+
+        // Another workspace: each of its events arrives at once, not after the time-out.
+        let url = s._db.url().to_owned();
+        let other = tokio::task::spawn_blocking(move || seed_account(&url, &["--name", "Other"]))
+            .await
+            .unwrap();
+        let send = |path: &str, body: Value| {
+            s.client
+                .post(format!("{}{path}", s.server.base))
+                .bearer_auth(&other)
+                .json(&body)
+                .send()
+        };
+        let res = send(
+            "/api/integrations/automation/webhooks/subscribe",
+            json!({"url": s.receiver.url("/healthy"), "events": ["CLIENT_CREATED"]}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(res.status(), 201);
+        for n in 0..5 {
+            let created = Instant::now();
+            let res = send("/api/clients", json!({"name": format!("Healthy {n}")}))
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 201);
+            let got =
+                received_until(&s, Duration::from_secs(10), |r| on(r, "/healthy").len() > n).await;
+            assert!(
+                on(&got, "/healthy").len() > n && created.elapsed() < Duration::from_secs(2),
+                "event {n} of the other workspace took {:?}",
+                created.elapsed()
+            );
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
     async fn two_processes_share_one_queue_without_double_sends() {
         let _heavy = HEAVY.lock().await;
         let db = TestDatabase::new().await;

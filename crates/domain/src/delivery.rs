@@ -308,6 +308,46 @@ impl AttemptRecord {
     }
 }
 
+/// How many deliveries a claim may lease, beyond its limit: the caps that keep one subscription,
+/// and one workspace, from taking the slots the others need.
+///
+/// A subscription has at most `per_subscription` deliveries in flight across every process (a
+/// slow or dead endpoint holds no more). A workspace has at most `per_workspace` in flight in the
+/// claiming process, counting `held`, what that process already holds of each: however many of
+/// its endpoints hang, the other workspaces keep the rest of the process's slots. Within those
+/// caps the claim is fair between workspaces: each workspace's next delivery comes before any
+/// workspace's one after it, counting what each holds (round-robin over the workspaces that
+/// wait, the least served first), oldest first among equals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InFlightCaps {
+    /// Most deliveries of one subscription in flight at once, across all processes.
+    pub per_subscription: u32,
+    /// Most deliveries of one workspace in flight at once in the claiming process.
+    pub per_workspace: u32,
+    /// What the claiming process holds in flight, per workspace (claimed and not yet recorded,
+    /// not counting attempts recorded by the same round).
+    pub held: Vec<(crate::ids::WorkspaceId, u32)>,
+}
+
+impl InFlightCaps {
+    /// Only the per-subscription cap: no workspace is held back by the process's share.
+    pub fn per_subscription(per_subscription: u32) -> Self {
+        Self {
+            per_subscription,
+            per_workspace: u32::MAX,
+            held: Vec::new(),
+        }
+    }
+
+    /// The default share of a process's `concurrency` slots that one workspace may hold: half,
+    /// at least one. Half leaves any other workspace as many slots as the busiest one has, and
+    /// costs a lone workspace little: its deliveries take milliseconds, so 32 slots of 64 carry
+    /// thousands a second.
+    pub fn default_workspace_share(concurrency: usize) -> u32 {
+        u32::try_from(concurrency / 2).unwrap_or(u32::MAX).max(1)
+    }
+}
+
 /// Whether a round that records attempts also claims due deliveries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClaimWhen {

@@ -24,7 +24,8 @@ const FUNCTIONS: &[Function] = &[
         sql: include_str!("functions/shows_to.sql"),
     },
     Function {
-        signature: "timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint)",
+        signature: "timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint, bigint, \
+                    uuid[], int[])",
         sql: include_str!("functions/claim_deliveries.sql"),
     },
     Function {
@@ -36,7 +37,8 @@ const FUNCTIONS: &[Function] = &[
     Function {
         signature: "timetrack_record_and_claim(bigint[], text[], int[], timestamptz[], int[], \
                     int[], text[], text[], text[], timestamptz[], timestamptz[], bool[], bool[], \
-                    uuid[], timestamptz[], bool[], timestamptz, timestamptz, bigint, bigint, bool)",
+                    uuid[], timestamptz[], bool[], timestamptz, timestamptz, bigint, bigint, \
+                    bigint, uuid[], int[], bool)",
         sql: include_str!("functions/record_and_claim.sql"),
     },
 ];

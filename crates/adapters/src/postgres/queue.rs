@@ -9,8 +9,8 @@ use diesel::sql_types::{
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::delivery::{
-    AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, NextStep, Notice, QueueStats,
-    ResponseExcerpt,
+    AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, InFlightCaps, NextStep, Notice,
+    QueueStats, ResponseExcerpt,
 };
 use timetrack_domain::ids::{EventId, WorkspaceId};
 use timetrack_domain::model::{DeliveryId, DeliveryKind, EventType, WebhookId};
@@ -103,20 +103,28 @@ macro_rules! batch_query {
 
 /// `statements/record_and_claim.sql`, on the arrays of the [`RecordBatch`] `$batch` and the
 /// claim's parameters.
-fn record_and_claim_query(
-    batch: &RecordBatch,
+fn record_and_claim_query<'a>(
+    batch: &'a RecordBatch,
     now: OffsetDateTime,
     lease_until: OffsetDateTime,
     limit: u32,
-    per_subscription: u32,
+    caps: &InFlightCaps,
     when: ClaimWhen,
-) -> impl diesel_async::methods::LoadQuery<'_, AsyncPgConnection, ClaimRow> + Send + '_ {
+) -> impl diesel_async::methods::LoadQuery<'a, AsyncPgConnection, ClaimRow> + Send + 'a {
+    let (held_workspaces, held_counts): (Vec<Uuid>, Vec<i32>) = caps
+        .held
+        .iter()
+        .map(|(ws, n)| (ws.0, i32::try_from(*n).unwrap_or(i32::MAX)))
+        .unzip();
     Prepared(batch_query!(
         include_str!("statements/record_and_claim.sql"), batch;
         now: Timestamptz = now,
         lease_until: Timestamptz = lease_until,
         limit: BigInt = i64::from(limit),
-        per_subscription: BigInt = i64::from(per_subscription),
+        per_subscription: BigInt = i64::from(caps.per_subscription),
+        per_workspace: BigInt = i64::from(caps.per_workspace),
+        held_workspaces: Array<SqlUuid> = held_workspaces,
+        held_counts: Array<Integer> = held_counts,
         always: Bool = when == ClaimWhen::Always,
     ))
 }
@@ -375,7 +383,7 @@ impl DeliveryQueue for PgDeliveryQueue {
         now: OffsetDateTime,
         lease_until: OffsetDateTime,
         limit: u32,
-        per_subscription: u32,
+        caps: &InFlightCaps,
         when: ClaimWhen,
     ) -> DomainResult<Vec<ClaimedDelivery>> {
         if let Some((claimed, _)) = attempts.iter().find(|(_, a)| a.recorded_alone()) {
@@ -390,7 +398,7 @@ impl DeliveryQueue for PgDeliveryQueue {
         }
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let rows: Vec<ClaimRow> =
-            record_and_claim_query(&batch, now, lease_until, limit, per_subscription, when)
+            record_and_claim_query(&batch, now, lease_until, limit, caps, when)
                 .load(&mut conn)
                 .await
                 .map_err(|e| map_db_error(e, "recording attempts and claiming deliveries"))?;

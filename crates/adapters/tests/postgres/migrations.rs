@@ -51,9 +51,10 @@ async fn a_function_whose_text_changed_is_recreated_and_one_no_longer_defined_is
     // returned), and a function since removed.
     client
         .batch_execute(
-            "DROP FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint); \
+            "DROP FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint, \
+             bigint, uuid[], int[]); \
              CREATE FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, \
-             bigint, bigint) RETURNS TABLE (event_id uuid, subscription_id text, \
+             bigint, bigint, bigint, uuid[], int[]) RETURNS TABLE (event_id uuid, subscription_id text, \
              workspace_id uuid, event_type text, body text, url text, secret text, \
              attempts integer, failing_since timestamptz) LANGUAGE sql AS \
              $$ SELECT NULL::uuid, NULL, NULL::uuid, NULL, NULL, NULL, NULL, 0, NULL::timestamptz \

@@ -9,8 +9,8 @@ use time::{Duration, OffsetDateTime};
 use timetrack_adapters::postgres::PgDeliveryQueue;
 use timetrack_domain::DomainResult;
 use timetrack_domain::delivery::{
-    AttemptOutcome, AttemptRecord, AttemptReport, ClaimWhen, ClaimedDelivery, NextStep, QueueStats,
-    ResponseExcerpt,
+    AttemptOutcome, AttemptRecord, AttemptReport, ClaimWhen, ClaimedDelivery, InFlightCaps,
+    NextStep, QueueStats, ResponseExcerpt,
 };
 use timetrack_domain::ports::DeliveryQueue;
 use timetrack_testkit::TestDatabase;
@@ -41,7 +41,7 @@ impl Claim for PgDeliveryQueue {
             now,
             lease_until,
             limit,
-            per_subscription,
+            &InFlightCaps::per_subscription(per_subscription),
             ClaimWhen::Always,
         )
         .await
@@ -515,4 +515,55 @@ async fn a_cancelled_or_delivered_delivery_releases_the_next_of_its_key() {
         [3],
         "a delivered one releases the next"
     );
+}
+
+#[tokio::test]
+async fn a_claim_keeps_each_workspace_within_its_share_and_serves_the_workspaces_in_turn() {
+    use timetrack_domain::ids::WorkspaceId;
+    // Workspace a1 (from `setup`) has 30 due deliveries; a2 has 5, younger by a second.
+    let (db, queue) = setup(30).await;
+    for statement in [
+        "INSERT INTO workspaces (id, name, created_at) VALUES ('00000000-0000-0000-0000-0000000000a2', 'W2', now())".to_owned(),
+        "INSERT INTO users (id, name, email, created_at) VALUES ('00000000-0000-0000-0000-0000000000b2', 'V', 'v@example.com', now())".to_owned(),
+        "INSERT INTO memberships VALUES ('00000000-0000-0000-0000-0000000000a2', '00000000-0000-0000-0000-0000000000b2', now())".to_owned(),
+        "INSERT INTO api_keys (id, workspace_id, user_id, key_prefix, key_hash, created_at) VALUES ('00000000-0000-0000-0000-0000000000c2', '00000000-0000-0000-0000-0000000000a2', '00000000-0000-0000-0000-0000000000b2', 'tt_y', decode(repeat('22', 32), 'hex'), now())".to_owned(),
+        "INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, secret, status, created_at, updated_at) VALUES \
+         ('wh_eeeeeeeeeeeeeeeeeeeeeeee', '00000000-0000-0000-0000-0000000000a2', '00000000-0000-0000-0000-0000000000b2', '00000000-0000-0000-0000-0000000000c2', 'https://e.example.com/h', ARRAY['CLIENT_CREATED'], 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'ACTIVE', now(), now())".to_owned(),
+        format!("INSERT INTO events (id, workspace_id, event_type, body, created_at) SELECT ('00000000-0000-0000-0002-' || lpad(g::text, 12, '0'))::uuid, '00000000-0000-0000-0000-0000000000a2', 'CLIENT_CREATED', '{{}}', '{T0}' FROM generate_series(1, 5) g"),
+        format!("INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, next_attempt_at, created_at, updated_at, ordering_key, sequence) SELECT e.id, 'wh_eeeeeeeeeeeeeeeeeeeeeeee', e.workspace_id, 'PENDING', '{T0}'::timestamptz + interval '1 second', '{T0}', '{T0}', e.id::text, e.seq FROM events e WHERE e.workspace_id = '00000000-0000-0000-0000-0000000000a2'"),
+    ] {
+        sql(&db, &statement).await;
+    }
+    let (a1, a2) = (
+        WorkspaceId("00000000-0000-0000-0000-0000000000a1".parse().unwrap()),
+        WorkspaceId("00000000-0000-0000-0000-0000000000a2".parse().unwrap()),
+    );
+    let now = T0 + Duration::seconds(10);
+    let lease = now + Duration::seconds(30);
+    let claim = |limit: u32, per_workspace: u32, held: Vec<(WorkspaceId, u32)>| {
+        let queue = queue.clone();
+        async move {
+            let caps = InFlightCaps {
+                per_subscription: 100,
+                per_workspace,
+                held,
+            };
+            let claimed = queue
+                .record_and_claim(&[], now, lease, limit, &caps, ClaimWhen::Always)
+                .await
+                .unwrap();
+            let of = |ws: WorkspaceId| claimed.iter().filter(|c| c.workspace_id == ws).count();
+            (of(a1), of(a2))
+        }
+    };
+    // In turn, though a1's are all older: 6 of 35 go three and three.
+    assert_eq!(claim(6, 100, vec![]).await, (3, 3));
+    // Within each one's share of the process, counting what it holds.
+    assert_eq!(claim(100, 5, vec![(a1, 3), (a2, 3)]).await, (2, 2));
+    // A workspace at its share gets nothing, however old its deliveries; the other gets its own.
+    sql(&db, "DELETE FROM delivery_leases").await;
+    assert_eq!(claim(100, 5, vec![(a1, 5)]).await, (0, 5));
+    // The least served first: a1 holds none, a2 holds four; two slots go to a1.
+    sql(&db, "DELETE FROM delivery_leases").await;
+    assert_eq!(claim(2, 100, vec![(a2, 4)]).await, (2, 0));
 }

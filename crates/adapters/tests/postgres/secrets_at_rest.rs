@@ -3,7 +3,7 @@ use timetrack_adapters::postgres::{
     PgDeliveryQueue, PgIdempotencyStore, PgSubscriptionRepository, reseal_all,
 };
 use timetrack_adapters::{SecretBox, SecretKey};
-use timetrack_domain::delivery::ClaimedDelivery;
+use timetrack_domain::delivery::{ClaimedDelivery, InFlightCaps};
 use timetrack_domain::model::{EventType, Subscription, SubscriptionStatus, WebhookId};
 use timetrack_domain::ports::{
     DeliveryQueue, IdempotencyBegin, IdempotencyStore, SubscriptionRepository,
@@ -84,7 +84,7 @@ async fn claim(
             now,
             now + time::Duration::seconds(30),
             10,
-            10,
+            &InFlightCaps::per_subscription(10),
             timetrack_domain::delivery::ClaimWhen::Always,
         )
         .await

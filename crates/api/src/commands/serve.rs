@@ -14,6 +14,7 @@ use timetrack_adapters::{
     HyperWebhookSender, OsRandom, PoolSettings, SecretBox, SecretKey, SenderSettings, SystemClock,
     UuidV7Ids, WorkerSettings, build_pool, run_housekeeping, run_listener, run_worker,
 };
+use timetrack_domain::delivery::InFlightCaps;
 use timetrack_domain::ports::Retention;
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::WebhookSettings;
@@ -418,6 +419,11 @@ fn delivery_service(
             schedule,
             lease,
             max_in_flight_per_subscription: settings.webhook_max_in_flight,
+            max_in_flight_per_workspace: settings
+                .webhook_max_in_flight_per_workspace
+                .unwrap_or_else(|| {
+                    InFlightCaps::default_workspace_share(settings.webhook_concurrency as usize)
+                }),
             disable_after: settings.webhook_disable_after,
             failing_after: settings.webhook_failing_after,
         },

@@ -548,8 +548,11 @@ pub trait DeliveryQueue: Send + Sync {
     /// committed before returning: the in-flight slots the recorded deliveries held are free for
     /// the claim, and a claimed delivery is invisible to other workers until its lease expires
     /// (a crashed worker's deliveries come back then). No subscription gets more than
-    /// `per_subscription` deliveries leased at once (counting those already in flight), so a slow
-    /// subscriber cannot take every worker. On an error nothing is recorded and nothing claimed.
+    /// `caps.per_subscription` deliveries leased at once (counting those already in flight), so a
+    /// slow subscriber cannot take every worker, and no workspace more than `caps.per_workspace`
+    /// in the claiming process (counting `caps.held`), taken fairly between workspaces as
+    /// [`InFlightCaps`](crate::delivery::InFlightCaps) says. On an error nothing is recorded and
+    /// nothing claimed.
     /// Empty `attempts` is a plain claim; `limit` 0 records only. With
     /// [`ClaimWhen::IfHeldBack`](crate::delivery::ClaimWhen::IfHeldBack) the claim runs only
     /// when a subscription of `attempts` has due deliveries that no worker holds.
@@ -562,7 +565,7 @@ pub trait DeliveryQueue: Send + Sync {
         now: OffsetDateTime,
         lease_until: OffsetDateTime,
         limit: u32,
-        per_subscription: u32,
+        caps: &crate::delivery::InFlightCaps,
         when: crate::delivery::ClaimWhen,
     ) -> DomainResult<Vec<crate::delivery::ClaimedDelivery>>;
 

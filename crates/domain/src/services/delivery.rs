@@ -7,11 +7,11 @@ use time::Duration;
 
 use crate::delivery::{
     AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, DEFAULT_DISABLE_AFTER,
-    DEFAULT_FAILING_AFTER, NextStep, Notice, Ordering, RetrySchedule, Secrets, build_request,
-    next_step, should_disable,
+    DEFAULT_FAILING_AFTER, InFlightCaps, NextStep, Notice, Ordering, RetrySchedule, Secrets,
+    build_request, next_step, should_disable,
 };
 use crate::error::DomainResult;
-use crate::ids::EventId;
+use crate::ids::{EventId, WorkspaceId};
 use crate::model::{DeliveryKind, EventSubject, EventType};
 use crate::payload::{NoticeWebhook, WebhookNoticePayload};
 use crate::ports::{Clock, DeliveryQueue, IdGenerator, RandomSource, WebhookSender};
@@ -26,6 +26,9 @@ pub struct DeliverySettings {
     pub lease: Duration,
     /// Most deliveries of one subscription in flight at once, across all workers.
     pub max_in_flight_per_subscription: u32,
+    /// Most deliveries of one workspace in flight at once in one process
+    /// ([`InFlightCaps`]; by default half the process's slots).
+    pub max_in_flight_per_workspace: u32,
     /// How long a subscription's deliveries may all fail before it is disabled.
     pub disable_after: Duration,
     /// How long a subscription's deliveries may all fail before its owner is told
@@ -39,6 +42,7 @@ impl Default for DeliverySettings {
             schedule: RetrySchedule::default(),
             lease: Duration::seconds(30),
             max_in_flight_per_subscription: 10,
+            max_in_flight_per_workspace: u32::MAX,
             disable_after: DEFAULT_DISABLE_AFTER,
             failing_after: DEFAULT_FAILING_AFTER,
         }
@@ -88,22 +92,23 @@ impl DeliveryService {
     /// [`AttemptRecord::recorded_alone`]) and claims up to `limit` due deliveries, leased for
     /// the configured time, in one transaction: the slots `done` held are free for the claim.
     /// `when` says whether to claim in any case or only when `done` held deliveries back.
+    /// `held` is what this process has in flight besides `done`, per workspace: the claim keeps
+    /// each workspace within its share of the process's slots ([`InFlightCaps`]).
     pub async fn record_and_claim(
         &self,
         done: &[(ClaimedDelivery, AttemptRecord)],
         limit: u32,
         when: ClaimWhen,
+        held: Vec<(WorkspaceId, u32)>,
     ) -> DomainResult<Vec<ClaimedDelivery>> {
         let now = self.clock.now();
+        let caps = InFlightCaps {
+            per_subscription: self.settings.max_in_flight_per_subscription,
+            per_workspace: self.settings.max_in_flight_per_workspace,
+            held,
+        };
         self.queue
-            .record_and_claim(
-                done,
-                now,
-                now + self.settings.lease,
-                limit,
-                self.settings.max_in_flight_per_subscription,
-                when,
-            )
+            .record_and_claim(done, now, now + self.settings.lease, limit, &caps, when)
             .await
     }
 

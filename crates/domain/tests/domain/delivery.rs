@@ -339,7 +339,7 @@ mod notices {
             _: time::OffsetDateTime,
             _: time::OffsetDateTime,
             _: u32,
-            _: u32,
+            _: &InFlightCaps,
             _: ClaimWhen,
         ) -> DomainResult<Vec<ClaimedDelivery>> {
             unreachable!()

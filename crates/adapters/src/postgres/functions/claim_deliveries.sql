@@ -1,6 +1,12 @@
 -- The claim: up to $3 due deliveries of active subscriptions whose API key is not revoked, leased
--- until $2, with no more than $4 leased per subscription (counting those in flight). $1 is now.
--- Returns what a worker needs to send each delivery.
+-- until $2, with no more than $4 leased per subscription (counting those in flight), and no more
+-- than $5 per workspace for the claiming process, counting what it holds ($6 the workspaces, $7
+-- how many of each). $1 is now. Returns what a worker needs to send each delivery.
+--
+-- Fairness (the domain's InFlightCaps): however many of one workspace's endpoints hang, the
+-- others keep the rest of the process's slots; and among the deliveries that fit, each
+-- workspace's n-th (counting what it holds) comes before any workspace's (n+1)-th, oldest first
+-- among equals: round-robin over the workspaces that wait, the least served first.
 --
 -- A lease is a row of delivery_leases (migration 000013), taken with INSERT ... ON CONFLICT on
 -- the delivery's key: an expired one is taken over, a running one is not, whatever this
@@ -41,7 +47,8 @@
 -- A claim never takes two of one key at once: the later one sees the earlier one pending.
 --
 -- The previous signing secret is returned while it has not expired (a rotation's window).
-CREATE OR REPLACE FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint)
+CREATE OR REPLACE FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint,
+                                                      bigint, uuid[], int[])
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
                secret text, previous_secret text, attempts integer, failing_since timestamptz,
@@ -76,14 +83,17 @@ RETURN QUERY
             ORDER BY d.subscription_id, d.next_attempt_at LIMIT 1
         ) n
     ), live AS MATERIALIZED (
-        -- Their subscriptions whose API key is not revoked, with their status. Each found by its
-        -- key from the probe (lateral subqueries kept apart by their LIMIT): a join let the plan
-        -- walk every active subscription, and every subscription to find the disabled ones,
-        -- comparing each with every probe, on every claim.
-        SELECT subs.id, subs.first_due, s.status
+        -- Their subscriptions whose API key is not revoked, with their status and the room their
+        -- workspace has left in this process. Each found by its key from the probe (lateral
+        -- subqueries kept apart by their LIMIT): a join let the plan walk every active
+        -- subscription, and every subscription to find the disabled ones, comparing each with
+        -- every probe, on every claim.
+        SELECT subs.id, subs.first_due, s.status,
+               $5 - coalesce((SELECT sum(h.n) FROM unnest($6::uuid[], $7::int[]) AS h(ws, n)
+                              WHERE h.ws = s.workspace_id), 0) AS room
         FROM subs
         CROSS JOIN LATERAL (
-            SELECT y.status, y.api_key_id FROM webhook_subscriptions y
+            SELECT y.status, y.api_key_id, y.workspace_id FROM webhook_subscriptions y
             WHERE y.id = subs.id LIMIT 1
         ) s
         CROSS JOIN LATERAL (
@@ -94,8 +104,8 @@ RETURN QUERY
         -- in-flight slots, locked (skipping those another claim holds; a row changed meanwhile
         -- is re-checked against these conditions when it is locked). Both scans start at the
         -- oldest live due one: every running lease is of a due delivery, so its due time is not
-        -- older.
-        SELECT x.*
+        -- older. None of a workspace without room in this process, and no more than its room.
+        SELECT x.*, subs.room
         FROM live subs
         CROSS JOIN LATERAL (
             SELECT d.id, d.next_attempt_at, d.kind, d.event_id, d.subscription_id,
@@ -113,17 +123,17 @@ RETURN QUERY
                    ORDER BY o.subscription_id || '/' || o.ordering_key, o.sequence
                    LIMIT 1) IS NOT DISTINCT FROM d.sequence
             ORDER BY d.subscription_id, d.next_attempt_at
-            LIMIT least($3, greatest(0, $4 - (SELECT count(*) FROM delivery_leases f
-                                              WHERE f.subscription_id = subs.id
-                                                AND f.due_at >= subs.first_due
-                                                AND f.expires_at > $1)))
+            LIMIT least($3, subs.room, greatest(0, $4 - (SELECT count(*) FROM delivery_leases f
+                                                         WHERE f.subscription_id = subs.id
+                                                           AND f.due_at >= subs.first_due
+                                                           AND f.expires_at > $1)))
             FOR UPDATE OF d SKIP LOCKED
         ) x
-        WHERE subs.status = 'ACTIVE'
+        WHERE subs.status = 'ACTIVE' AND subs.room > 0
         UNION ALL
         -- A disabled one's test deliveries (through their own index: the disabled
         -- subscription's other pending deliveries, if any, are never walked).
-        SELECT t.*
+        SELECT t.*, subs.room
         FROM live subs
         CROSS JOIN LATERAL (
             SELECT d.id, d.next_attempt_at, d.kind, d.event_id, d.subscription_id,
@@ -134,14 +144,23 @@ RETURN QUERY
               AND NOT EXISTS (SELECT 1 FROM delivery_leases l
                               WHERE l.delivery_id = d.id AND l.expires_at > $1)
             ORDER BY d.subscription_id, d.next_attempt_at
-            LIMIT $3
+            LIMIT least($3, subs.room)
             FOR UPDATE OF d SKIP LOCKED
         ) t
-        WHERE subs.status = 'DISABLED'
+        WHERE subs.status = 'DISABLED' AND subs.room > 0
+    ), ranked AS MATERIALIZED (
+        -- Each one's place in its workspace's line, oldest first.
+        SELECT p.*, row_number() OVER (PARTITION BY p.workspace_id
+                                       ORDER BY p.next_attempt_at, p.id) AS nth
+        FROM picked p
     ), due AS MATERIALIZED (
-        -- The oldest of them across subscriptions, up to the batch. The others stay unleased
-        -- (their locks end with this statement's transaction).
-        SELECT p.* FROM picked p ORDER BY p.next_attempt_at LIMIT $3
+        -- Up to the batch, within each workspace's room, fairly: by how many the workspace would
+        -- hold with it ($5 - room is what it holds now), then oldest first. The others stay
+        -- unleased (their locks end with this statement's transaction).
+        SELECT r.* FROM ranked r
+        WHERE r.nth <= r.room
+        ORDER BY ($5 - r.room) + r.nth, r.next_attempt_at
+        LIMIT $3
     ), taken AS (
         -- Their leases: new, or an expired one taken over. One whose lease another claim
         -- committed after this statement's snapshot conflicts and is not taken.

@@ -1,9 +1,9 @@
 -- One round trip for the delivery worker: record the attempts that have finished ($1-$16, as
--- timetrack_record_attempts), then claim ($17-$20, as timetrack_claim_deliveries), in one
+-- timetrack_record_attempts), then claim ($17-$23, as timetrack_claim_deliveries), in one
 -- transaction. The claim sees the leases the record just cleared, so a subscription's freed
 -- in-flight slots are refilled at once.
 --
--- Unless $21 (claim in any case), the claim runs only when a subscription of the recorded
+-- Unless $24 (claim in any case), the claim runs only when a subscription of the recorded
 -- attempts has due deliveries that no worker holds: those the recorded ones held back, the next
 -- of an ordering key or those beyond the subscription's in-flight cap. The worker asks for the
 -- claim in any case when it was woken, polled, or its last claim was full; otherwise, a round
@@ -19,7 +19,8 @@ CREATE OR REPLACE FUNCTION timetrack_record_and_claim(bigint[], text[], int[], t
                                                       int[], int[], text[], text[], text[],
                                                       timestamptz[], timestamptz[], bool[], bool[],
                                                       uuid[], timestamptz[], bool[], timestamptz,
-                                                      timestamptz, bigint, bigint, bool)
+                                                      timestamptz, bigint, bigint, bigint,
+                                                      uuid[], int[], bool)
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
                secret text, previous_secret text, attempts integer, failing_since timestamptz,
@@ -35,13 +36,13 @@ BEGIN
         PERFORM timetrack_record_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
                                           $13, $14, $15, $16);
     END IF;
-    IF $19 > 0 AND ($21 OR EXISTS (
+    IF $19 > 0 AND ($24 OR EXISTS (
         SELECT 1 FROM deliveries d
         WHERE d.subscription_id = ANY ($2) AND d.status = 'PENDING' AND d.next_attempt_at <= $17
           AND NOT EXISTS (SELECT 1 FROM delivery_leases l
                           WHERE l.delivery_id = d.id AND l.expires_at > $17)
     )) THEN
-        RETURN QUERY SELECT * FROM timetrack_claim_deliveries($17, $18, $19, $20);
+        RETURN QUERY SELECT * FROM timetrack_claim_deliveries($17, $18, $19, $20, $21, $22, $23);
     END IF;
 END
 $fn$;

@@ -3,4 +3,5 @@
 SELECT * FROM timetrack_record_and_claim(:delivery_ids, :subscription_ids, :attempts, :started,
                                          :latency_ms, :codes, :errors, :excerpts, :statuses,
                                          :next_at, :finished, :done, :tests, :workspace_ids, :not_before, :lossy, :now, :lease_until,
-                                         :limit, :per_subscription, :always)
+                                         :limit, :per_subscription, :per_workspace,
+                                         :held_workspaces, :held_counts, :always)

@@ -5,7 +5,8 @@ use diesel_async::RunQueryDsl;
 use time::{Duration, OffsetDateTime};
 use timetrack_adapters::postgres::PgDeliveryQueue;
 use timetrack_domain::delivery::{
-    AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, FailureReason, NextStep,
+    AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, FailureReason, InFlightCaps,
+    NextStep,
 };
 use timetrack_domain::ports::{DeliveryQueue, Retention};
 use timetrack_testkit::TestDatabase;
@@ -97,7 +98,14 @@ async fn one_round_records_attempts_and_refills_the_slots_they_freed() {
     let (db, queue) = setup(30).await;
     let lease = T0 + Duration::seconds(30);
     let first = queue
-        .record_and_claim(&[], T0, lease, 100, 10, ClaimWhen::Always)
+        .record_and_claim(
+            &[],
+            T0,
+            lease,
+            100,
+            &InFlightCaps::per_subscription(10),
+            ClaimWhen::Always,
+        )
         .await
         .unwrap();
     assert_eq!(first.len(), 10, "an empty round is a plain claim");
@@ -107,7 +115,14 @@ async fn one_round_records_attempts_and_refills_the_slots_they_freed() {
         .map(|d| (d.clone(), delivered.clone()))
         .collect();
     let next = queue
-        .record_and_claim(&done, T0, lease, 100, 10, ClaimWhen::Always)
+        .record_and_claim(
+            &done,
+            T0,
+            lease,
+            100,
+            &InFlightCaps::per_subscription(10),
+            ClaimWhen::Always,
+        )
         .await
         .unwrap();
     assert_eq!(next.len(), 3, "the three slots just freed are refilled");
@@ -126,7 +141,14 @@ async fn one_round_records_attempts_and_refills_the_slots_they_freed() {
     );
     assert!(
         queue
-            .record_and_claim(&[], T0, lease, 100, 10, ClaimWhen::Always)
+            .record_and_claim(
+                &[],
+                T0,
+                lease,
+                100,
+                &InFlightCaps::per_subscription(10),
+                ClaimWhen::Always
+            )
             .await
             .unwrap()
             .is_empty(),
@@ -145,7 +167,7 @@ async fn one_round_records_attempts_and_refills_the_slots_they_freed() {
             T0,
             lease,
             0,
-            10,
+            &InFlightCaps::per_subscription(10),
             ClaimWhen::Always,
         )
         .await
@@ -162,7 +184,14 @@ async fn a_round_refuses_an_attempt_that_ends_its_subscription_and_changes_nothi
     let (db, queue) = setup(3).await;
     let lease = T0 + Duration::seconds(30);
     let claimed = queue
-        .record_and_claim(&[], T0, lease, 1, 10, ClaimWhen::Always)
+        .record_and_claim(
+            &[],
+            T0,
+            lease,
+            1,
+            &InFlightCaps::per_subscription(10),
+            ClaimWhen::Always,
+        )
         .await
         .unwrap();
     let gone = record(
@@ -188,7 +217,7 @@ async fn a_round_refuses_an_attempt_that_ends_its_subscription_and_changes_nothi
                     T0,
                     lease,
                     10,
-                    10,
+                    &InFlightCaps::per_subscription(10),
                     ClaimWhen::Always
                 )
                 .await
@@ -215,7 +244,7 @@ async fn a_round_commits_asynchronously_and_only_its_own_transaction() {
     let round = format!(
         "SELECT count(*) FROM timetrack_record_and_claim('{{}}', '{{}}', '{{}}', '{{}}', '{{}}', \
          '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{T0}', '{}', \
-         10, 10, true)",
+         10, 10, 1000, '{{}}', '{{}}', true)",
         T0 + Duration::seconds(30)
     );
     let mut seen = Vec::new();
@@ -484,7 +513,14 @@ async fn a_round_asked_to_claim_only_if_held_back_claims_what_its_attempts_held_
         .map(|d| (d.clone(), delivered.clone()))
         .collect();
     let next = queue
-        .record_and_claim(&done, T0, lease, 100, 10, ClaimWhen::IfHeldBack)
+        .record_and_claim(
+            &done,
+            T0,
+            lease,
+            100,
+            &InFlightCaps::per_subscription(10),
+            ClaimWhen::IfHeldBack,
+        )
         .await
         .unwrap();
     assert_eq!(next.len(), 3, "the cap held these back");
@@ -504,7 +540,7 @@ async fn a_round_asked_to_claim_only_if_held_back_claims_what_its_attempts_held_
             T0,
             lease,
             100,
-            10,
+            &InFlightCaps::per_subscription(10),
             ClaimWhen::IfHeldBack,
         )
         .await
@@ -526,7 +562,14 @@ async fn a_round_asked_to_claim_only_if_held_back_claims_what_its_attempts_held_
         .map(|d| (d.clone(), delivered.clone()))
         .collect();
     let next = queue
-        .record_and_claim(&done, T0, lease, 100, 10, ClaimWhen::IfHeldBack)
+        .record_and_claim(
+            &done,
+            T0,
+            lease,
+            100,
+            &InFlightCaps::per_subscription(10),
+            ClaimWhen::IfHeldBack,
+        )
         .await
         .unwrap();
     assert!(next.is_empty(), "no claim ran");
@@ -540,7 +583,14 @@ async fn a_round_asked_to_claim_only_if_held_back_claims_what_its_attempts_held_
         "the attempts were recorded"
     );
     let asked = queue
-        .record_and_claim(&[], T0, lease, 100, 10, ClaimWhen::Always)
+        .record_and_claim(
+            &[],
+            T0,
+            lease,
+            100,
+            &InFlightCaps::per_subscription(10),
+            ClaimWhen::Always,
+        )
         .await
         .unwrap();
     assert_eq!(asked.len(), 2);
@@ -815,7 +865,7 @@ async fn round(queue: &PgDeliveryQueue, attempts: Vec<(ClaimedDelivery, AttemptR
             T0 + Duration::minutes(1),
             T0 + Duration::minutes(2),
             0,
-            200,
+            &InFlightCaps::per_subscription(200),
             ClaimWhen::IfHeldBack,
         )
         .await
