@@ -14,6 +14,7 @@ mod cpu;
 mod dbstats;
 mod delivery;
 mod fanout;
+mod hang;
 mod lean;
 mod limits;
 mod outage;
@@ -82,6 +83,8 @@ pub enum Workload {
     /// Ordering's cost (start/stop pairs against unrelated entities) and filter fan-out (one
     /// matching subscription of 100 filtered against one unfiltered).
     Fanout,
+    /// A healthy tenant's latency while 100 webhooks of another tenant hang.
+    Hang,
 }
 
 impl Options {
@@ -260,6 +263,14 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
         None
     };
 
+    let hang = if options.runs(Workload::Hang) {
+        env.settle().await?;
+        let server = env.start_server(&options).await?;
+        Some(hang::measure(&env, &server, sizes).await?)
+    } else {
+        None
+    };
+
     let report = report::Report {
         started,
         smoke: options.smoke,
@@ -275,6 +286,7 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
         scaleout,
         outage,
         fanout,
+        hang,
     };
     report.write(&options.report)?;
     progress(&format!("report written to {}", options.report.display()));

@@ -11,6 +11,7 @@ use crate::cpu::CpuPerRequest;
 use crate::dbstats::DbPerEvent;
 use crate::delivery::{Latency, Throughput};
 use crate::fanout::{self, Fanout};
+use crate::hang::{self, Hang};
 use crate::limits::{COMMIT_CONNECTIONS, HTTPS_CONCURRENCY, HTTPS_WIDE_CONCURRENCY, Limits};
 use crate::outage::{self, Outage};
 use crate::replay::Replay;
@@ -39,6 +40,7 @@ pub struct Report {
     pub scaleout: Option<ScaleOut>,
     pub outage: Option<Outage>,
     pub fanout: Option<Fanout>,
+    pub hang: Option<Hang>,
 }
 
 /// A target and whether it was met.
@@ -95,6 +97,9 @@ impl Report {
                     x.killed_duplicates, x.leased_at_kill
                 ));
             }
+        }
+        if let Some(h) = self.hang.as_ref().filter(|h| h.lost > 0) {
+            failures.push(format!("hang: {} deliveries lost", h.lost));
         }
         if let Some(o) = &self.outage {
             if o.lost > 0 {
@@ -259,6 +264,19 @@ impl Report {
                     met: o.drained_in_s.median() <= 15.0,
                 },
             ]);
+        }
+        if let Some(h) = &self.hang {
+            targets.push(Target {
+                what: format!(
+                    "hang: a healthy tenant's p99 at {} events/s while {} webhooks of another \
+                     hang",
+                    h.rate,
+                    hang::HANGING
+                ),
+                goal: "≤ 10 ms".into(),
+                measured: format!("{:.2} ms", h.p99.median()),
+                met: h.p99.median() <= 10.0,
+            });
         }
         if let Some(f) = &self.fanout {
             targets.extend([
@@ -721,6 +739,30 @@ impl Report {
                 side(&f.unfiltered),
                 f.ordering_ratio(),
                 f.filter_ratio()
+            );
+        }
+        if let Some(h) = &self.hang {
+            let _ = writeln!(
+                md,
+                "## 10. A tenant whose endpoints hang\n\n\
+                 A server of its own with every default (64 slots, half of them a workspace's \
+                 share, a 15 s time-out). One workspace has {} webhooks whose receiver reads \
+                 each request and never answers, and {} events for each (more than the \
+                 process's slots); another workspace has one healthy webhook and takes {} \
+                 events/s for {} s. Its latency runs from each event's answer to its arrival; \
+                 \"hanging\" counts the requests the first workspace's endpoints held by the \
+                 end.\n\n\
+                 | healthy p50 | healthy p99 | hanging | lost |\n\
+                 |---|---|---|---|\n\
+                 | {} ms | {} ms | {} | {} |\n",
+                hang::HANGING,
+                hang::HANGING_EVENTS,
+                h.rate,
+                self.sizes.latency_seconds,
+                h.p50.show(2),
+                h.p99.show(2),
+                h.hung.show(0),
+                h.lost
             );
         }
         md

@@ -1,6 +1,7 @@
 //! Scenario 6, tenant isolation: workspace B's ids, used with workspace A's key on every keyed
 //! operation of the OpenAPI document (and, for webhooks, a second user's key in A), read, change
-//! and reveal nothing of B.
+//! and reveal nothing of B; and a member's replay of their own webhook never sends the notices
+//! about another member's webhook (which carry its URL).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -368,6 +369,106 @@ pub async fn run(env: &Env, s: &mut Scenario) -> Result<()> {
     s.figure("requests refused (4xx)", ledger.refused);
     s.figure("leaks found", ledger.leaks);
     s.figure("B's data unchanged", if unchanged { "yes" } else { "no" });
+    another_members_notices(env, s).await
+}
+
+/// Two members of one workspace: Bea's webhook fails until its owner is told
+/// (`WEBHOOK_FAILING`, with its URL); Al's webhook lists the notices. Al's replay of everything
+/// since before, and resend of what his log shows, must bring him nothing about Bea's webhook.
+async fn another_members_notices(env: &Env, s: &mut Scenario) -> Result<()> {
+    let url = env.database("notices").await?;
+    let receiver = timetrack_testkit::HttpsReceiver::start().await;
+    let server = env
+        .serve(&url, &receiver, "notices")?
+        .env("TIMETRACK_WEBHOOK_FAILING_AFTER", "1s")
+        .start()
+        .await?;
+    let al = env.account(&url, "Notices").await?;
+    let bea = env.member(&url, &al.workspace_id).await?;
+    receiver.respond(
+        "/bea/secret-capability",
+        timetrack_testkit::Behaviour::Respond(503, vec![]),
+    );
+    let notices = ["WEBHOOK_FAILING", "WEBHOOK_DISABLED", "CLIENT_CREATED"];
+    let (_, _) = server
+        .subscribe(
+            &bea.key,
+            &receiver.url("/bea/secret-capability"),
+            &["CLIENT_CREATED"],
+        )
+        .await?;
+    server
+        .subscribe(&bea.key, &receiver.url("/bea/told"), &notices)
+        .await?;
+    let (al_hook, _) = server
+        .subscribe(&al.key, &receiver.url("/al"), &notices)
+        .await?;
+    let (status, _) = server
+        .post(&bea.key, "/api/clients", &json!({"name": "Fails at Bea's"}))
+        .await?;
+    // Retried after 1 s, 1 s, 2 s: failing for over a second by the second attempt.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let told = |path: &str| {
+        receiver
+            .received()
+            .iter()
+            .filter(|r| {
+                r.path == path && String::from_utf8_lossy(&r.body).contains("WEBHOOK_FAILING")
+            })
+            .count()
+    };
+    while told("/bea/told") == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    s.check(
+        "a notice about Bea's failing webhook reaches Bea's other webhook",
+        status == 201 && told("/bea/told") > 0,
+        format!("client {status}; notices at Bea's: {}", told("/bea/told")),
+    );
+    let since = (time::OffsetDateTime::now_utc() - time::Duration::hours(1))
+        .format(&time::format_description::well_known::Rfc3339)?;
+    let hook = format!("{WEBHOOKS}/{al_hook}");
+    let (replayed, body) = server
+        .post(
+            &al.key,
+            &format!("{hook}/replay"),
+            &json!({"since": since, "only_failed": false}),
+        )
+        .await?;
+    let (_, log) = server.get(&al.key, &format!("{hook}/deliveries")).await?;
+    let mut resent = Vec::new();
+    for d in log["data"].as_array().into_iter().flatten() {
+        let id = d["id"].as_str().unwrap_or_default();
+        let (status, _) = server
+            .post(
+                &al.key,
+                &format!("{hook}/deliveries/{id}/resend"),
+                &json!({}),
+            )
+            .await?;
+        resent.push(status);
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let at_al: Vec<String> = receiver
+        .received()
+        .iter()
+        .filter(|r| r.path == "/al")
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect();
+    let leaked = at_al
+        .iter()
+        .filter(|b| b.contains("secret-capability") || b.contains("WEBHOOK_FAILING"))
+        .count();
+    s.check(
+        "Al's replay and resends of his own webhook bring him nothing about Bea's (no notice, \
+         not her URL), and his log shows none",
+        replayed == 202 && leaked == 0 && !log.to_string().contains("secret-capability"),
+        format!(
+            "replay {replayed} {body}; resends {resent:?}; {} requests at Al's, {leaked} about \
+             Bea's webhook",
+            at_al.len()
+        ),
+    );
     Ok(())
 }
 

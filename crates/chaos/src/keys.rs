@@ -1,7 +1,8 @@
-//! Scenarios 9 and 10, abuse of an API key: subscribing in a tight loop with a key while it is
-//! being revoked (nothing may be subscribed once the revoke has returned, and nothing may flow to
-//! what the key subscribed), and flooding one `Idempotency-Key` (replays and mismatches count
-//! against the key's rate limit like any request).
+//! Scenarios 9 to 11, abuse of an API key: subscribing in a tight loop with a key while it is
+//! being revoked (nothing may be subscribed once the revoke has returned, no other write may pass,
+//! and nothing may flow to what the key subscribed), flooding one `Idempotency-Key` (replays and
+//! mismatches count against the key's rate limit like any request), and guessing keys from the
+//! address valid keys come from (the guesses are limited, the valid keys never).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -131,7 +132,7 @@ pub async fn revocation_race(env: &Env, s: &mut Scenario) -> Result<()> {
             &["CLIENT_CREATED"],
         )
         .await?;
-    server
+    let (valid_id, _) = server
         .subscribe(&other.key, &receiver.url("/valid"), &["CLIENT_CREATED"])
         .await?;
     let (status, _) = server
@@ -203,6 +204,63 @@ pub async fn revocation_race(env: &Env, s: &mut Scenario) -> Result<()> {
     for w in workers {
         w.await?;
     }
+    // Writes other than subscribe, still within the cache's lifetime (5 s) of the key's last
+    // check: redirecting the workspace's other webhook to the attacker, rotating its secret.
+    let webhook_row =
+        format!("SELECT url || ' ' || secret FROM webhook_subscriptions WHERE id = '{valid_id}'");
+    let row_before = db.text(&webhook_row).await?;
+    let hook = format!(
+        "{}/api/integrations/automation/webhooks/{valid_id}",
+        server.base
+    );
+    let mut writes = Vec::new();
+    for (method, path, body) in [
+        (
+            reqwest::Method::PATCH,
+            hook.clone(),
+            json!({"url": receiver.url("/revoked/redirected")}),
+        ),
+        (
+            reqwest::Method::POST,
+            format!("{hook}/rotate-secret"),
+            json!({}),
+        ),
+        (
+            reqwest::Method::POST,
+            format!("{}/api/clients", server.base),
+            json!({"name": "Written with a revoked key"}),
+        ),
+    ] {
+        let request = server
+            .http
+            .request(method.clone(), path)
+            .bearer_auth(&account.key)
+            .json(&body);
+        writes.push((method, attempt(request, false).await));
+    }
+    // 429 once the loop's 401s have passed the address's failure limit: refused all the same.
+    let refused = writes.iter().all(|(_, a)| {
+        (a.status == 401 && a.body == json!({"error": "Unauthorized"})) || proper_429(a)
+    });
+    let row_after = db.text(&webhook_row).await?;
+    s.check(
+        "within the cache's lifetime, the revoked key can neither redirect the other key's \
+         webhook (PATCH url), rotate its secret, nor create a client: refused, nothing changed",
+        refused && row_after == row_before,
+        format!(
+            "{}; the webhook {}",
+            writes
+                .iter()
+                .map(|(m, a)| format!("{m} {}", a.status))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if row_after == row_before {
+                "unchanged"
+            } else {
+                "CHANGED"
+            }
+        ),
+    );
     let attempts = std::mem::take(&mut *attempts.lock().unwrap_or_else(|e| e.into_inner()));
     let (before, after): (Vec<&Attempt>, Vec<&Attempt>) =
         attempts.iter().partition(|a| a.sent < revoked_at);
@@ -496,5 +554,79 @@ pub async fn idempotency_flood(env: &Env, s: &mut Scenario) -> Result<()> {
         .count("SELECT count(*) FROM clients WHERE name IN ('Flood client', 'Flood other')")
         .await?;
     s.check_eq("exactly one client was created", made, 1);
+    Ok(())
+}
+
+/// Scenario 11: a guesser sends well-formed keys from the address that valid keys use too (an
+/// automation platform's egress, an office NAT: here, loopback) until the failure limit refuses
+/// it; the valid keys, never seen by the process before, keep working from that address for
+/// reads and writes, and the guesses stay refused.
+pub async fn shared_address(env: &Env, s: &mut Scenario) -> Result<()> {
+    let url = env.database("address").await?;
+    let receiver = HttpsReceiver::start().await;
+    let account = env.account(&url, "Shared address").await?;
+    let colleague = env.member(&url, &account.workspace_id).await?;
+    let server = env
+        .serve(&url, &receiver, "address")?
+        .env("TIMETRACK_AUTH_FAILURES_PER_MINUTE", "30")
+        .start()
+        .await?;
+    let guess = |n: usize| {
+        format!(
+            "tt_{:0>43}",
+            format!("{n}{}", uuid::Uuid::new_v4().simple())
+        )
+        .chars()
+        .take(46)
+        .collect::<String>()
+    };
+    let mut guesses = Vec::new();
+    for n in 0..40 {
+        let request = server
+            .http
+            .get(format!("{}/api/me", server.base))
+            .bearer_auth(guess(n));
+        guesses.push(attempt(request, false).await);
+    }
+    let refused_after_30 =
+        guesses[..30].iter().all(|a| a.status == 401) && guesses[30..].iter().all(proper_429);
+    s.check(
+        "40 guessed keys from one address: 30 answered 401, then 429 with Retry-After",
+        refused_after_30,
+        by_status(&guesses),
+    );
+    let mut valid = Vec::new();
+    for key in [&account.key, &colleague.key] {
+        let read = server
+            .http
+            .get(format!("{}/api/me", server.base))
+            .bearer_auth(key);
+        valid.push(attempt(read, false).await);
+        let write = server
+            .http
+            .post(format!("{}/api/clients", server.base))
+            .bearer_auth(key)
+            .json(&json!({"name": format!("Behind the NAT {}", valid.len())}));
+        valid.push(attempt(write, false).await);
+    }
+    let mut later = Vec::new();
+    for n in 40..60 {
+        let request = server
+            .http
+            .get(format!("{}/api/me", server.base))
+            .bearer_auth(guess(n));
+        later.push(attempt(request, false).await);
+    }
+    s.check(
+        "past the limit, two valid keys never seen before pass from the same address (GET 200, \
+         POST 201 each)",
+        valid.iter().map(|a| a.status).collect::<Vec<_>>() == [200, 201, 200, 201],
+        by_status(&valid),
+    );
+    s.check(
+        "... while the guesses from it stay refused (429)",
+        later.iter().all(proper_429),
+        by_status(&later),
+    );
     Ok(())
 }

@@ -38,7 +38,7 @@ struct Options {
     #[arg(long)]
     quick: bool,
     /// Run only these scenarios (comma-separated): faults, outage, crash, receivers, ssrf, raw,
-    /// fuzz, isolation, limits, edges, revoke, idempotency.
+    /// fuzz, isolation, limits, edges, revoke, idempotency, address.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// The `timetrack` binary under test.
@@ -77,6 +77,11 @@ const SCENARIOS: &[(&str, &str, bool)] = &[
     ("edges", "8. Extreme timestamps and cursors", true),
     ("revoke", "9. Key revoked while it subscribes", true),
     ("idempotency", "10. Idempotency-Key flood", true),
+    (
+        "address",
+        "11. A key guesser behind the address of valid keys",
+        true,
+    ),
     (
         "fuzz",
         "5a. Fuzzing from the OpenAPI description (schemathesis)",
@@ -127,6 +132,7 @@ async fn run(options: &Options) -> Result<bool> {
             "edges" => edges::run(&env, &mut scenario).await,
             "revoke" => keys::revocation_race(&env, &mut scenario).await,
             "idempotency" => keys::idempotency_flood(&env, &mut scenario).await,
+            "address" => keys::shared_address(&env, &mut scenario).await,
             "receivers" => receivers::run(&env, &mut scenario).await,
             "ssrf" => ssrf::run(&env, &mut scenario).await,
             "raw" => raw::run(&env, &mut scenario).await,

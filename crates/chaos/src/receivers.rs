@@ -1,6 +1,7 @@
 //! Hostile receivers: failures, silence, resets, redirects to a canary, `Retry-After`, `410`, a
-//! slow subscriber beside a healthy one, and an endless body. Each case has a workspace of its
-//! own, so one case's deliveries never queue behind another's.
+//! slow subscriber beside a healthy one, an endless body, binary and compressed answers beside
+//! another tenant, and a tenant whose endpoints all hang beside another. Each case has a
+//! workspace of its own, so one case's deliveries never queue behind another's.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -120,6 +121,8 @@ pub async fn run(env: &Env, s: &mut Scenario) -> Result<()> {
     let settle = Duration::from_secs(40);
 
     slow_beside_healthy(env, &url, &server, &receiver, s).await?;
+    binary_answers(env, &url, &server, &receiver, s).await?;
+    hanging_tenant(env, &url, &server, &receiver, s).await?;
 
     let behaviours: Vec<(&str, Behaviour)> = vec![
         ("/flaky", Behaviour::Sequence(vec![500, 500, 200])),
@@ -344,4 +347,187 @@ async fn latencies(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Receivers of one workspace that answer bytes that are not text (an image with NUL bytes, a
+/// gzip body sent whatever the request asked, invalid UTF-8), while another workspace takes a
+/// steady rate: every answer is recorded (lossy, said so), nothing is sent twice, and the other
+/// workspace's latency stays as it was.
+async fn binary_answers(
+    env: &Env,
+    url: &str,
+    server: &ServerProcess,
+    receiver: &HttpsReceiver,
+    s: &mut Scenario,
+) -> Result<()> {
+    let events = if env.quick { 40 } else { 200 };
+    let bodies: [(&str, Vec<u8>); 3] = [
+        (
+            "/binary-png",
+            b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\x01".to_vec(),
+        ),
+        (
+            "/binary-gzip",
+            b"\x1f\x8b\x08\0\0\0\0\0\0\x03\xcbH\xcd\xc9\xc9\x07\0\x86\xa6\x106\x05\0\0\0".to_vec(),
+        ),
+        ("/binary-noise", vec![0xff, 0xfe, 0x00, 0xc3, 0x28, 0x00]),
+    ];
+    let hostile = Case::new(env, url, server, receiver, "/binary-png").await?;
+    for (path, body) in &bodies {
+        receiver.respond(path, Behaviour::Body(200, body.clone()));
+        if *path != "/binary-png" {
+            server
+                .subscribe(
+                    &hostile.account.key,
+                    &receiver.url(path),
+                    &["CLIENT_CREATED"],
+                )
+                .await?;
+        }
+    }
+    let bystander = Case::new(env, url, server, receiver, "/beside-binary").await?;
+    let mut baseline = Vec::new();
+    for _ in 0..10 {
+        hostile.event(server).await?;
+    }
+    // The other workspace's events while the binary answers are recorded.
+    baseline.extend(latencies(server, receiver, &bystander, events).await?);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let all_in = || {
+        bodies
+            .iter()
+            .all(|(p, _)| arrivals_at(receiver, p).len() >= 10)
+    };
+    while !all_in() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Recorded once: nothing comes again.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let counts: Vec<usize> = bodies
+        .iter()
+        .map(|(p, _)| arrivals_at(receiver, p).len())
+        .collect();
+    let bystander_got = arrivals_at(receiver, "/beside-binary").len();
+    s.check(
+        "binary, gzip and invalid UTF-8 answers: each event sent once to each receiver",
+        counts.iter().all(|n| *n == 10),
+        format!("requests per receiver {counts:?} (10 events)"),
+    );
+    let (_, hooks) = server
+        .get(
+            &hostile.account.key,
+            "/api/integrations/automation/webhooks",
+        )
+        .await?;
+    let mut logged = Vec::new();
+    for hook in hooks["webhooks"].as_array().into_iter().flatten() {
+        let id = hook["id"].as_str().unwrap_or_default();
+        let base = format!("/api/integrations/automation/webhooks/{id}/deliveries");
+        let (_, log) = server.get(&hostile.account.key, &base).await?;
+        for d in log["data"].as_array().into_iter().flatten() {
+            let detail_path = format!("{base}/{}", d["id"].as_str().unwrap_or_default());
+            let (_, detail) = server.get(&hostile.account.key, &detail_path).await?;
+            let attempt = &detail["attempts_log"][0];
+            logged.push((
+                d["status"] == "DELIVERED",
+                attempt["response_body_lossy"] == true,
+                attempt["response_body"]
+                    .as_str()
+                    .is_some_and(|b| !b.contains('\0')),
+            ));
+        }
+    }
+    s.check(
+        "... each DELIVERED, its answer in the log as text without NUL, marked response_body_lossy",
+        logged.len() == 30 && logged.iter().all(|(d, l, t)| *d && *l && *t),
+        format!(
+            "{} deliveries logged; delivered {}, lossy {}, stored as text {}",
+            logged.len(),
+            logged.iter().filter(|x| x.0).count(),
+            logged.iter().filter(|x| x.1).count(),
+            logged.iter().filter(|x| x.2).count()
+        ),
+    );
+    let p99 = percentile(&baseline, 99.0);
+    s.figure(
+        "another workspace beside binary answers: p99",
+        format!("{p99:.1} ms ({events} events at 25/s)"),
+    );
+    s.check(
+        "... and another workspace's events meanwhile arrive once each, p99 under 100 ms",
+        baseline.len() == events && bystander_got == events && p99 < 100.0,
+        format!("{bystander_got} requests for {events} events, p99 {p99:.1} ms"),
+    );
+    Ok(())
+}
+
+/// A workspace whose webhooks all accept the request and never answer (each attempt holds its
+/// slot until the time-out), with more deliveries than the process has slots, beside another
+/// workspace taking a steady rate: the hanging one holds its share of the slots, no more, and
+/// the other's latency stays as it is alone.
+async fn hanging_tenant(
+    env: &Env,
+    url: &str,
+    server: &ServerProcess,
+    receiver: &HttpsReceiver,
+    s: &mut Scenario,
+) -> Result<()> {
+    let (webhooks, per_webhook) = if env.quick { (8, 12) } else { (100, 3) };
+    let events = if env.quick { 40 } else { 200 };
+    let hanging = Case::new(env, url, server, receiver, "/hang/0").await?;
+    receiver.respond("/hang/0", Behaviour::Slow(Duration::from_secs(600), 200));
+    for n in 1..webhooks {
+        let path = format!("/hang/{n}");
+        receiver.respond(&path, Behaviour::Slow(Duration::from_secs(600), 200));
+        server
+            .subscribe(
+                &hanging.account.key,
+                &receiver.url(&path),
+                &["CLIENT_CREATED"],
+            )
+            .await?;
+    }
+    let alone = Case::new(env, url, server, receiver, "/beside-hang").await?;
+    let baseline = latencies(server, receiver, &alone, events).await?;
+    let hung = || {
+        receiver
+            .received()
+            .iter()
+            .filter(|r| r.path.starts_with("/hang/"))
+            .count()
+    };
+    for _ in 0..per_webhook {
+        hanging.event(server).await?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while hung() < 32 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let held = hung();
+    let contended = latencies(server, receiver, &alone, events).await?;
+    let (b99, c99) = (percentile(&baseline, 99.0), percentile(&contended, 99.0));
+    s.figure(
+        format!("a workspace alone, then beside {webhooks} hanging webhooks of another: p99"),
+        format!("{b99:.1} ms, then {c99:.1} ms ({events} events at 25/s each time)"),
+    );
+    s.check(
+        format!(
+            "{webhooks} hanging webhooks of one workspace ({} deliveries) hold its share of the \
+             process's slots (32 of 64), no more",
+            webhooks * per_webhook
+        ),
+        held > 0 && held <= 32,
+        format!("{held} requests hanging"),
+    );
+    s.check(
+        "... and another workspace's latency stays as it is alone (p99 within 2× + 20 ms)",
+        contended.len() == events && c99 <= 2.0 * b99 + 20.0,
+        format!("p99 {c99:.1} ms beside them, {b99:.1} ms before"),
+    );
+    // Nothing more of the hanging workspace is sent (its attempts time out within 3 s).
+    receiver.respond("/hang/0", Behaviour::Respond(410, vec![]));
+    for n in 1..webhooks {
+        receiver.respond(&format!("/hang/{n}"), Behaviour::Respond(410, vec![]));
+    }
+    Ok(())
 }
