@@ -13,6 +13,16 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use timetrack_domain::delivery::{AttemptOutcome, AttemptRecord, NextStep, QueueStats};
 
+/// Connections the HTTP server ended on a client's malformed bytes, process-wide: counted by the
+/// logger when the HTTP stack reports one (it knows nothing of [`Metrics`]), rendered by every
+/// [`Metrics`] of the process.
+static CLIENT_FAULTS: std::sync::LazyLock<Counter> = std::sync::LazyLock::new(Counter::default);
+
+/// Counts a connection ended on a client's malformed bytes.
+pub fn count_client_fault() {
+    CLIENT_FAULTS.inc();
+}
+
 /// The content type of [`Metrics::render`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -133,6 +143,12 @@ impl Metrics {
             "Attempts whose outcome could not be recorded (the delivery is sent again once its \
              lease expires)",
             record_errors.clone(),
+        );
+        registry.register(
+            "http_client_faults",
+            "Connections ended on a client's bytes that are not HTTP/1 (logged at DEBUG, target \
+             actix_http::client_fault)",
+            CLIENT_FAULTS.clone(),
         );
         let notices = Family::<NoticeLabels, Counter>::default();
         registry.register(

@@ -13,7 +13,7 @@ use timetrack_domain::delivery::{
     AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, NextStep,
 };
 use timetrack_domain::ids::WorkspaceId;
-use timetrack_domain::model::WebhookId;
+use timetrack_domain::model::{DeliveryId, WebhookId};
 use timetrack_domain::ports::{Clock, Housekeeping, Retention};
 use timetrack_domain::services::DeliveryService;
 use tokio::sync::{Notify, mpsc, watch};
@@ -31,8 +31,15 @@ const ROUND_TIMEOUT: Duration = Duration::from_secs(10);
 /// How the worker runs.
 #[derive(Debug, Clone, Copy)]
 pub struct WorkerSettings {
-    /// Most deliveries in flight in this process (claimed and not yet recorded).
+    /// Most attempts this process runs at once that are not slow (the process's slots).
     pub concurrency: usize,
+    /// An attempt still unanswered after this long is slow: it leaves the process's slots (it
+    /// still counts against its subscription's in-flight cap and its workspace's share), so that
+    /// endpoints that hang cost their own subscriptions and workspaces, not the process.
+    pub slow_after: Duration,
+    /// Slow attempts beyond this many count against the process's slots again (a bound on what
+    /// the process holds open at once).
+    pub max_slow: usize,
     /// Longest sleep between claims when nothing wakes the worker.
     pub poll_interval: Duration,
     /// Longest time one attempt (send and record) may take; past it the attempt is abandoned and
@@ -44,6 +51,8 @@ impl Default for WorkerSettings {
     fn default() -> Self {
         Self {
             concurrency: 64,
+            slow_after: Duration::from_secs(1),
+            max_slow: 1024,
             poll_interval: Duration::from_millis(500),
             attempt_deadline: Duration::from_secs(30),
         }
@@ -56,7 +65,7 @@ enum Finished {
     Attempted(Box<(ClaimedDelivery, AttemptRecord, Instant)>),
     /// Nothing to record (the task recorded it itself, as it ended the subscription, or
     /// abandoned it to its lease): the workspace's slot is free.
-    Released(WorkspaceId),
+    Released(WorkspaceId, DeliveryId),
 }
 
 /// The attempts waiting to be recorded, and how many deliveries the process holds, in all and
@@ -65,6 +74,8 @@ enum Finished {
 struct Held {
     /// Claimed and not yet recorded: attempts running, and those in `done`.
     count: usize,
+    /// When each attempt still running started.
+    running_since: HashMap<DeliveryId, Instant>,
     /// The same, per workspace (no entry for none).
     by_workspace: HashMap<WorkspaceId, u32>,
     /// Finished attempts for the next round.
@@ -76,6 +87,8 @@ struct Held {
 impl Held {
     fn claimed(&mut self, delivery: &ClaimedDelivery) {
         self.count += 1;
+        self.running_since
+            .insert(delivery.delivery_id, Instant::now());
         *self.by_workspace.entry(delivery.workspace_id).or_default() += 1;
     }
 
@@ -94,16 +107,28 @@ impl Held {
         match finished {
             Finished::Attempted(attempt) => {
                 let (delivery, record, at) = *attempt;
+                self.running_since.remove(&delivery.delivery_id);
                 self.done.push((delivery, record));
                 self.started_at.push(at);
             }
-            Finished::Released(workspace) => self.release(workspace),
+            Finished::Released(workspace, delivery) => {
+                self.running_since.remove(&delivery);
+                self.release(workspace);
+            }
         }
     }
 
-    /// Slots free once `done` is recorded.
-    fn free(&self, concurrency: usize) -> usize {
-        concurrency.saturating_sub(self.count - self.done.len())
+    /// Slots free once `done` is recorded: the process's slots less the attempts running that
+    /// are not slow, and less the slow ones beyond `settings.max_slow`.
+    fn free(&self, settings: &WorkerSettings) -> usize {
+        let running = self.running_since.len();
+        let slow = self
+            .running_since
+            .values()
+            .filter(|at| at.elapsed() >= settings.slow_after)
+            .count();
+        let held = running - slow + slow.saturating_sub(settings.max_slow);
+        settings.concurrency.max(1).saturating_sub(held)
     }
 
     /// What stays held per workspace once `done` is recorded: the attempts still running.
@@ -239,7 +264,6 @@ pub async fn run_worker(
     settings: WorkerSettings,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let concurrency = settings.concurrency.max(1);
     let (finished_tx, mut finished_rx) = mpsc::unbounded_channel();
     let mut held = Held::default();
     let mut failures = FailureLog::default();
@@ -266,7 +290,7 @@ pub async fn run_worker(
         if wake.notified().now_or_never().is_some() || tokio::time::Instant::now() >= next_poll {
             claim = true;
         }
-        let free = held.free(concurrency).min(MAX_BATCH);
+        let free = held.free(&settings).min(MAX_BATCH);
         if held.done.is_empty() && !(claim && free > 0) {
             tokio::select! {
                 Some(finished) = finished_rx.recv() => held.settle(finished),
@@ -462,7 +486,7 @@ async fn attempt(
     });
     let message = match outcome {
         Ok(Some(record)) => Finished::Attempted(Box::new((delivery, record, started_at))),
-        Ok(None) => Finished::Released(delivery.workspace_id),
+        Ok(None) => Finished::Released(delivery.workspace_id, delivery.delivery_id),
         Err(err) => {
             metrics.observe_record_error();
             tracing::warn!(
@@ -471,7 +495,7 @@ async fn attempt(
                 error = %err,
                 "delivery attempt abandoned; its lease will expire and it will be retried"
             );
-            Finished::Released(delivery.workspace_id)
+            Finished::Released(delivery.workspace_id, delivery.delivery_id)
         }
     };
     // The loop outlives its tasks; if it stopped (shutdown), the lease covers the delivery.
@@ -608,7 +632,7 @@ mod tests {
 
     fn delivery(webhook: &str) -> ClaimedDelivery {
         ClaimedDelivery {
-            delivery_id: timetrack_domain::model::DeliveryId(1),
+            delivery_id: DeliveryId(1),
             kind: timetrack_domain::model::DeliveryKind::Event,
             event_id: EventId(uuid::Uuid::nil()),
             subscription_id: WebhookId::parse(webhook).unwrap(),

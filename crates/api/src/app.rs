@@ -61,6 +61,11 @@ fn app_with(
         .wrap(from_fn(crate::idempotency::idempotency))
         .wrap(from_fn(contain_panics))
         .wrap(from_fn(json_errors))
+        // Every answer, errors included: a browser never takes JSON for something to run.
+        .wrap(
+            actix_web::middleware::DefaultHeaders::new()
+                .add((header::X_CONTENT_TYPE_OPTIONS, "nosniff")),
+        )
         .wrap(TracingLogger::<RequestSpan>::new())
 }
 

@@ -21,6 +21,7 @@
 //! | `serve --webhook-concurrency` | `TIMETRACK_WEBHOOK_CONCURRENCY` | `64` |
 //! | `serve --webhook-max-in-flight` | `TIMETRACK_WEBHOOK_MAX_IN_FLIGHT` | `10` (per subscription) |
 //! | `serve --webhook-max-in-flight-per-workspace` | `TIMETRACK_WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE` | half of `--webhook-concurrency` |
+//! | `serve --webhook-requeue-per-minute` | `TIMETRACK_WEBHOOK_REQUEUE_PER_MINUTE` | `10000` (per member) |
 //! | `serve --delivery-retention-days` | `TIMETRACK_DELIVERY_RETENTION_DAYS` | `7` |
 //! | `serve --event-retention-days` | `TIMETRACK_EVENT_RETENTION_DAYS` | `30` |
 //! | `serve --rate-limit-per-minute` | `TIMETRACK_RATE_LIMIT_PER_MINUTE` | `100` |
@@ -194,6 +195,10 @@ pub struct ServeSettings {
     /// need.
     #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub webhook_max_in_flight_per_workspace: Option<u32>,
+    /// Most deliveries one member may queue again (replays, an enable's replay, resends, tests)
+    /// in any 60 s.
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_REQUEUE_PER_MINUTE", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub webhook_requeue_per_minute: u32,
     /// Days delivery attempts are kept (the delivery log's reach).
     #[arg(long, hide_env_values = true, env = "TIMETRACK_DELIVERY_RETENTION_DAYS", default_value_t = 7, value_parser = clap::value_parser!(u16).range(1..=3650))]
     pub delivery_retention_days: u16,

@@ -113,6 +113,7 @@ impl ApiError {
                 DomainError::NotFound(what) => sentence(what, "not found"),
                 DomainError::Forbidden => "Forbidden".into(),
                 DomainError::Unauthorized => "Unauthorized".into(),
+                DomainError::TooManyRequests { .. } => "Too many requests".into(),
                 DomainError::Unavailable(_) => "Service unavailable".into(),
                 DomainError::Unexpected(_) => "Internal server error".into(),
             },
@@ -148,6 +149,7 @@ impl ResponseError for ApiError {
                 }
                 DomainError::Forbidden => StatusCode::FORBIDDEN,
                 DomainError::Unauthorized => StatusCode::UNAUTHORIZED,
+                DomainError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
                 DomainError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                 DomainError::Unexpected(_) => StatusCode::INTERNAL_SERVER_ERROR,
             },
@@ -168,7 +170,9 @@ impl ResponseError for ApiError {
             };
             tracing::error!(status = status.as_u16(), error, "request failed");
         }
-        if let Self::TooManyRequests { retry_after_secs } = self {
+        if let Self::TooManyRequests { retry_after_secs }
+        | Self::Domain(DomainError::TooManyRequests { retry_after_secs }) = self
+        {
             return HttpResponse::build(status)
                 .insert_header((header::RETRY_AFTER, retry_after_secs.to_string()))
                 .json(json!({ "error": self.message() }));

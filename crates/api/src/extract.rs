@@ -330,6 +330,13 @@ impl<T: DeserializeOwned + Default + 'static, R: BodyRejection + 'static> FromRe
     }
 }
 
+/// The body of a write that reads none (a delete, a test, a resend, stopping a timer): empty, or
+/// any JSON object, whose fields are not read. Taken as [`JsonOrEmpty<Unread>`], so that such a
+/// route checks its body like every other (over 64 KiB: 413; not JSON: 400 `Invalid JSON body`)
+/// instead of answering 2xx to anything.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct Unread {}
+
 /// An RFC 3339 time of a body field; anything else is 400 `Invalid request parameters`.
 pub fn body_time(field: &str, value: &str) -> Result<time::OffsetDateTime, ApiError> {
     timetrack_domain::timefmt::parse_rfc3339(field, value).map_err(|e| {

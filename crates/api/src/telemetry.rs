@@ -2,10 +2,12 @@
 
 use anyhow::{Context, Result};
 use tracing::Subscriber;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::fmt::format::FmtSpan;
+use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
 
 use crate::config::{GlobalSettings, LogFormat};
 
@@ -56,7 +58,9 @@ fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
 }
 
 /// The logger `init` installs, writing to `writer`: events as `filter` admits them, and one line
-/// per finished request with its span fields (request id, route, status).
+/// per finished request with its span fields (request id, route, status). Whatever the filter,
+/// every connection the HTTP stack ends on a client's malformed bytes (target
+/// `actix_http::client_fault`, at DEBUG) is counted in `timetrack_http_client_faults_total`.
 pub fn subscriber<W>(
     filter: EnvFilter,
     format: LogFormat,
@@ -67,14 +71,25 @@ where
 {
     // Colours only for a person at a terminal: in a file or a collector, escape sequences are
     // noise in every field.
-    let builder = tracing_subscriber::fmt()
+    let text = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(filter)
         .with_writer(writer)
         .with_span_events(FmtSpan::CLOSE);
-    match format {
-        LogFormat::Text => Box::new(builder.finish()),
-        LogFormat::Json => Box::new(builder.json().with_current_span(true).finish()),
+    let lines: Box<dyn Layer<Registry> + Send + Sync> = match format {
+        LogFormat::Text => Box::new(text.with_filter(filter)),
+        LogFormat::Json => Box::new(text.json().with_current_span(true).with_filter(filter)),
+    };
+    let faults = ClientFaults
+        .with_filter(Targets::new().with_target("actix_http::client_fault", tracing::Level::DEBUG));
+    Box::new(tracing_subscriber::registry().with(lines).with(faults))
+}
+
+/// Counts the HTTP stack's reports of a client's malformed bytes.
+struct ClientFaults;
+
+impl<S: Subscriber> Layer<S> for ClientFaults {
+    fn on_event(&self, _: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        timetrack_adapters::metrics::count_client_fault();
     }
 }
 

@@ -1895,6 +1895,44 @@ mod deliveries {
         );
     }
 
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_clients_malformed_bytes_are_counted_not_logged_as_errors() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let s = Setup::new().await;
+        let address = s.server.base.trim_start_matches("http://").to_owned();
+        for garbage in [
+            &b"GARBAGE\r\n\r\n"[..],
+            b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03",
+        ] {
+            let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+            stream.write_all(garbage).await.unwrap();
+            let mut answer = Vec::new();
+            let _ =
+                tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let text = s
+            .client
+            .get(format!("{}/metrics", s.server.metrics.as_ref().unwrap()))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(
+            metric(&text, "timetrack_http_client_faults_total"),
+            3.0,
+            "{text}"
+        );
+        let log = s.server.log().unwrap_or_default();
+        assert!(
+            !log.lines().any(|l| l.contains("ERROR")),
+            "a client's fault is not an ERROR line: {log}"
+        );
+    }
+
     /// Tests that load the machine run one at a time: on two cores, several at once would measure
     /// the machine, not the service.
     static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -2057,45 +2095,68 @@ mod deliveries {
     }
 
     #[tokio::test(flavor = "multi_thread")]
-    async fn a_workspace_whose_endpoints_hang_leaves_the_other_workspaces_their_slots() {
+    async fn workspaces_whose_endpoints_hang_leave_the_other_workspaces_their_slots() {
         let _heavy = HEAVY.lock().await;
         let s = Setup::new().await;
-        // Eight webhooks that accept the request and never answer (the time-out is 15 s), and
-        // 96 deliveries to them: more than the process's 64 slots.
-        for n in 0..8 {
-            let path = format!("/hang/{n}");
-            s.receiver
-                .respond(&path, Behaviour::Slow(Duration::from_secs(60), 200));
-            s.subscribe(&path, &["CLIENT_CREATED"]).await;
-        }
-        for n in 0..12 {
-            let (status, body) = s
-                .post("/api/clients", json!({"name": format!("Client {n}")}))
-                .await;
-            assert_eq!(status, 201, "{body}");
-        }
-        let hung = |r: &[Received]| r.iter().filter(|r| r.path.starts_with("/hang/")).count();
-        received_until(&s, Duration::from_secs(5), |r| hung(r) >= 32).await;
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        assert_eq!(
-            hung(&s.receiver.received()),
-            32,
-            "the workspace holds its share of the process's slots (half), no more"
-        );
-
-        // Another workspace: each of its events arrives at once, not after the time-out.
         let url = s._db.url().to_owned();
-        let other = tokio::task::spawn_blocking(move || seed_account(&url, &["--name", "Other"]))
-            .await
-            .unwrap();
-        let send = |path: &str, body: Value| {
+        let keys = tokio::task::spawn_blocking(move || {
+            ["Hangs too", "Healthy"].map(|name| seed_account(&url, &["--name", name]))
+        })
+        .await
+        .unwrap();
+        let [second, healthy] = [&keys[0], &keys[1]];
+        let send = |key: &str, path: &str, body: Value| {
             s.client
                 .post(format!("{}{path}", s.server.base))
-                .bearer_auth(&other)
+                .bearer_auth(key)
                 .json(&body)
                 .send()
         };
+        // Two workspaces, each with eight webhooks that accept the request and never answer (the
+        // time-out is 15 s) and 96 deliveries to them: each alone wants more than the process's
+        // 64 slots.
+        for (n, key) in [&s.key, second].into_iter().enumerate() {
+            for hook in 0..8 {
+                let path = format!("/hang-{n}/{hook}");
+                s.receiver
+                    .respond(&path, Behaviour::Slow(Duration::from_secs(60), 200));
+                let res = send(
+                    key,
+                    "/api/integrations/automation/webhooks/subscribe",
+                    json!({"url": s.receiver.url(&path), "events": ["CLIENT_CREATED"]}),
+                )
+                .await
+                .unwrap();
+                assert_eq!(res.status(), 201);
+            }
+            for event in 0..12 {
+                let res = send(
+                    key,
+                    "/api/clients",
+                    json!({"name": format!("C {n} {event}")}),
+                )
+                .await
+                .unwrap();
+                assert_eq!(res.status(), 201);
+            }
+            let prefix = format!("/hang-{n}/");
+            let hung =
+                move |r: &[Received]| r.iter().filter(|r| r.path.starts_with(&prefix)).count();
+            let h = hung.clone();
+            received_until(&s, Duration::from_secs(5), move |r| h(r) >= 32).await;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            assert_eq!(
+                hung(&s.receiver.received()),
+                32,
+                "workspace {n} holds its share of the process's slots (half), no more"
+            );
+        }
+
+        // A third workspace: each of its events arrives at once, not after the time-out, though
+        // the two hold every slot between them (their attempts, unanswered for over a second,
+        // are slow and no longer take the process's slots).
         let res = send(
+            healthy,
             "/api/integrations/automation/webhooks/subscribe",
             json!({"url": s.receiver.url("/healthy"), "events": ["CLIENT_CREATED"]}),
         )
@@ -2104,9 +2165,13 @@ mod deliveries {
         assert_eq!(res.status(), 201);
         for n in 0..5 {
             let created = Instant::now();
-            let res = send("/api/clients", json!({"name": format!("Healthy {n}")}))
-                .await
-                .unwrap();
+            let res = send(
+                healthy,
+                "/api/clients",
+                json!({"name": format!("Healthy {n}")}),
+            )
+            .await
+            .unwrap();
             assert_eq!(res.status(), 201);
             let got =
                 received_until(&s, Duration::from_secs(10), |r| on(r, "/healthy").len() > n).await;

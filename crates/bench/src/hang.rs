@@ -3,7 +3,10 @@
 //! server's whole time-out, 15 s), with events enough to want every slot of the process;
 //! workspace B has one healthy webhook and takes the latency workload's steady rate. Measured:
 //! B's latency, from each event's answer to its arrival, against the same rate with nobody
-//! hanging (the latency workload at S = 1), and how many of A's requests hung meanwhile.
+//! hanging (the latency workload at S = 1), and how many of A's requests hung when it began.
+//! Each run's hanging workspace is a new one, and the earlier runs' attempts may still hang
+//! (their workspaces' deliveries are cancelled, but an attempt runs to its time-out): from the
+//! second run on, B shares the process with two hanging workspaces.
 
 use std::time::{Duration, Instant};
 
@@ -29,7 +32,7 @@ pub struct Hang {
     /// The healthy tenant's delivery latency, in milliseconds.
     pub p50: Repeated,
     pub p99: Repeated,
-    /// Requests the hanging tenant's endpoints held when the measurement ended.
+    /// Requests the hanging tenant's endpoints held when the measurement began.
     pub hung: Repeated,
     /// The healthy tenant's deliveries not received, summed over the repetitions.
     pub lost: usize,
@@ -83,6 +86,7 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
 
+        let held = hung();
         let started = Instant::now();
         let until = started + Duration::from_secs(sizes.latency_seconds);
         let answered = publish_steady(server, &healthy.key, &tag, sizes.latency_rate, |_| {
@@ -97,12 +101,11 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         };
-        let held = hung();
         let lost = answered.len().saturating_sub(got.unique);
         let (p50, p99) = (got.samples.percentile(50.0), got.samples.percentile(99.0));
         progress(&format!(
             "hang run {}: {} events at {}/s beside {HANGING} hanging webhooks of another \
-             workspace ({held} requests hanging): p50 {p50:.2} ms, p99 {p99:.2} ms; lost {lost}",
+             workspace ({held} requests hanging at the start): p50 {p50:.2} ms, p99 {p99:.2} ms; lost {lost}",
             run + 1,
             answered.len(),
             sizes.latency_rate,

@@ -750,8 +750,9 @@ impl Report {
                  each request and never answers, and {} events for each (more than the \
                  process's slots); another workspace has one healthy webhook and takes {} \
                  events/s for {} s. Its latency runs from each event's answer to its arrival; \
-                 \"hanging\" counts the requests the first workspace's endpoints held by the \
-                 end.\n\n\
+                 \"hanging\" counts the requests the first workspace's endpoints held when the \
+                 measurement began (each run's hanging workspace is a new one, and the previous \
+                 run's attempts still hang for the rest of their time-out).\n\n\
                  | healthy p50 | healthy p99 | hanging | lost |\n\
                  |---|---|---|---|\n\
                  | {} ms | {} ms | {} | {} |\n",

@@ -35,6 +35,12 @@ pub enum DomainError {
     /// The credentials are missing, malformed, unknown or revoked.
     #[error("unauthorized")]
     Unauthorized,
+    /// The caller has used up a quota for now; `retry_after_secs` says when some frees.
+    #[error("too many requests (retry after {retry_after_secs} s)")]
+    TooManyRequests {
+        /// Whole seconds until the quota has room again.
+        retry_after_secs: u64,
+    },
     /// A dependency (the database) cannot be reached right now; retrying later may succeed.
     #[error("service unavailable: {0}")]
     Unavailable(String),

@@ -848,6 +848,28 @@ impl DeliveryLog for InMemoryStore {
         Ok(t.queue(id, &event, DeliveryKind::Resend, at))
     }
 
+    async fn requeued_since(
+        &self,
+        workspace: WorkspaceId,
+        user: UserId,
+        since: OffsetDateTime,
+    ) -> DomainResult<Vec<OffsetDateTime>> {
+        let t = self.tables();
+        let mine = |id: &WebhookId| {
+            t.subscriptions
+                .iter()
+                .any(|s| &s.id == id && s.workspace_id == workspace && s.user_id == user)
+        };
+        let mut created: Vec<OffsetDateTime> = t
+            .deliveries
+            .iter()
+            .filter(|(sub, r)| r.kind != DeliveryKind::Event && r.created_at >= since && mine(sub))
+            .map(|(_, r)| r.created_at)
+            .collect();
+        created.sort();
+        Ok(created)
+    }
+
     async fn replay(&self, id: &WebhookId, window: &ReplayWindow) -> DomainResult<ReplayOutcome> {
         let mut t = self.tables();
         let subscription = t

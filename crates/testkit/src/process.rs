@@ -113,11 +113,13 @@ impl ServeCommand {
             )
     }
 
-    /// Rate limits lifted, for load that is not about rate limits.
+    /// Rate limits (and the quota on queueing deliveries again) lifted, for load that is not
+    /// about them.
     #[must_use]
     pub fn unlimited(self) -> Self {
         self.env("TIMETRACK_RATE_LIMIT_PER_MINUTE", "1000000000")
             .env("TIMETRACK_RATE_LIMIT_PER_SECOND", "1000000000")
+            .env("TIMETRACK_WEBHOOK_REQUEUE_PER_MINUTE", "1000000")
     }
 
     /// Runs the server through `program args... <bin> serve` (for example under `unshare`).

@@ -8,7 +8,7 @@ use diesel::sql_types::{
 };
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
-use timetrack_domain::ids::EventId;
+use timetrack_domain::ids::{EventId, UserId, WorkspaceId};
 use timetrack_domain::model::{
     DeliveryAttempt, DeliveryDetail, DeliveryId, DeliveryKind, DeliveryQuery, DeliveryRecord,
     DeliveryStatus, Event, EventType, ReplayOutcome, ReplayWindow, WebhookId,
@@ -404,6 +404,30 @@ impl DeliveryLog for PgDeliveryLog {
             .await
             .map_err(|e| map_db_error(e, "queueing a resend"))?;
         self.queued_one(id, found.into_result()?).await
+    }
+
+    async fn requeued_since(
+        &self,
+        workspace: WorkspaceId,
+        user: UserId,
+        since: OffsetDateTime,
+    ) -> DomainResult<Vec<OffsetDateTime>> {
+        #[derive(QueryableByName)]
+        struct Created {
+            #[diesel(sql_type = Timestamptz)]
+            created_at: OffsetDateTime,
+        }
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let rows: Vec<Created> = named_query!(
+            include_str!("statements/requeued_since.sql");
+            workspace: SqlUuid = workspace.0,
+            user: SqlUuid = user.0,
+            since: Timestamptz = since,
+        )
+        .load(&mut conn)
+        .await
+        .map_err(|e| map_db_error(e, "counting the deliveries queued again"))?;
+        Ok(rows.into_iter().map(|r| r.created_at).collect())
     }
 
     async fn replay(&self, id: &WebhookId, window: &ReplayWindow) -> DomainResult<ReplayOutcome> {

@@ -168,6 +168,7 @@ async fn run_server(
                 allow_private_targets: settings.webhook_allow_private_targets,
                 retention: retention.deliveries,
                 event_retention: retention.events,
+                requeue_per_minute: settings.webhook_requeue_per_minute,
                 ..WebhookSettings::default()
             },
             rate_limits: RateLimits {

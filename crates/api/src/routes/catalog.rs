@@ -12,7 +12,7 @@ use timetrack_domain::values::Name;
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody, QueryParams};
+use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, Unread};
 use crate::openapi::fields;
 use crate::routes::ListResponse;
 use crate::routes::clients::ListQuery;
@@ -256,6 +256,7 @@ pub async fn delete_project(
     state: web::Data<AppState>,
     caller: Caller,
     id: web::Path<String>,
+    _body: JsonOrEmpty<Unread>,
 ) -> Result<HttpResponse, ApiError> {
     state
         .catalog

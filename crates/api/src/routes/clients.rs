@@ -13,7 +13,7 @@ use timetrack_domain::timefmt::rfc3339;
 use timetrack_domain::values::{Currency, Email, Name, Text};
 
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody, QueryParams, nullable};
+use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, Unread, nullable};
 use crate::openapi::fields;
 use crate::routes::ListResponse;
 use crate::state::AppState;
@@ -316,6 +316,7 @@ pub async fn delete(
     state: web::Data<AppState>,
     caller: Caller,
     id: web::Path<String>,
+    _body: JsonOrEmpty<Unread>,
 ) -> Result<HttpResponse, ApiError> {
     state.clients.delete(&caller.0, parse_id(&id)?).await?;
     Ok(HttpResponse::Ok().json(serde_json::json!({ "success": true })))

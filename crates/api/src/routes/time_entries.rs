@@ -13,7 +13,7 @@ use timetrack_domain::timefmt::{parse_rfc3339, rfc3339};
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, nullable};
+use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, Unread, nullable};
 use crate::openapi::fields;
 use crate::routes::ListResponse;
 use crate::state::AppState;
@@ -191,6 +191,7 @@ pub async fn start(
 pub async fn stop(
     state: web::Data<AppState>,
     caller: Caller,
+    _body: JsonOrEmpty<Unread>,
 ) -> Result<web::Json<EntryResponse>, ApiError> {
     Ok(web::Json(state.entries.stop(&caller.0).await?.into()))
 }
@@ -384,6 +385,7 @@ pub async fn delete(
     state: web::Data<AppState>,
     caller: Caller,
     id: web::Path<String>,
+    _body: JsonOrEmpty<Unread>,
 ) -> Result<HttpResponse, ApiError> {
     state.entries.delete(&caller.0, entry_id(&id)?).await?;
     Ok(HttpResponse::Ok().json(serde_json::json!({ "success": true })))

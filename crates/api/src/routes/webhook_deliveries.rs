@@ -10,7 +10,9 @@ use timetrack_domain::services::{DeliveryFilter, ReplayRequest};
 use timetrack_domain::timefmt::rfc3339;
 
 use crate::error::ApiError;
-use crate::extract::{Caller, InvalidParams, JsonBody, QueryParams, body_time};
+use crate::extract::{
+    Caller, InvalidParams, JsonBody, JsonOrEmpty, QueryParams, Unread, body_time,
+};
 use crate::openapi::fields;
 use crate::routes::WEBHOOK_ID;
 use crate::state::AppState;
@@ -238,6 +240,7 @@ pub async fn test(
     state: web::Data<AppState>,
     caller: Caller,
     id: web::Path<String>,
+    _body: JsonOrEmpty<Unread>,
 ) -> Result<HttpResponse, ApiError> {
     let record = state.webhooks.test(&caller.0, &id).await?;
     tracing::info!(webhook_id = %id, delivery_id = %record.id, "webhook test queued");
@@ -272,6 +275,7 @@ pub async fn resend(
     state: web::Data<AppState>,
     caller: Caller,
     path: web::Path<(String, String)>,
+    _body: JsonOrEmpty<Unread>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, delivery) = path.into_inner();
     let record = state.webhooks.resend(&caller.0, &id, &delivery).await?;

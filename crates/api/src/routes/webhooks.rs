@@ -15,7 +15,7 @@ use timetrack_domain::timefmt::rfc3339;
 
 use crate::error::ApiError;
 use crate::extract::{
-    BodyRejection, Caller, InvalidParams, JsonBody, JsonOrEmpty, WholeNumber, body_time,
+    BodyRejection, Caller, InvalidParams, JsonBody, JsonOrEmpty, Unread, WholeNumber, body_time,
 };
 use crate::openapi::fields;
 use crate::routes::WEBHOOK_ID;
@@ -232,6 +232,7 @@ pub async fn delete(
     state: web::Data<AppState>,
     caller: Caller,
     id: web::Path<String>,
+    _body: JsonOrEmpty<Unread>,
 ) -> Result<HttpResponse, ApiError> {
     state
         .webhooks

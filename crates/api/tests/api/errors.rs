@@ -307,3 +307,111 @@ async fn a_replayed_idempotent_request_is_logged_with_its_route() {
         assert!(line.contains("http.status_code=201"), "{line}");
     }
 }
+
+#[actix_web::test]
+async fn every_json_answer_says_nosniff_errors_included() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    for (uri, auth) in [
+        ("/api/me", true),
+        ("/api/health", false),
+        ("/api/nope", false),
+        ("/api/me", false),
+        ("/api/openapi.json", false),
+    ] {
+        let mut req = test::TestRequest::get().uri(uri);
+        if auth {
+            req = req.insert_header(t.bearer());
+        }
+        let res = test::call_service(&app, req.to_request()).await;
+        assert_eq!(
+            res.headers()
+                .get("x-content-type-options")
+                .map(|v| v.to_str().unwrap()),
+            Some("nosniff"),
+            "{uri} ({})",
+            res.status()
+        );
+    }
+}
+
+#[actix_web::test]
+async fn writes_that_read_no_body_still_check_it_and_change_nothing() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let base = "/api/integrations/automation/webhooks";
+    let (status, _, body) = call(
+        &app,
+        test::TestRequest::post()
+            .uri(&format!("{base}/subscribe"))
+            .insert_header(t.bearer())
+            .set_json(json!({"url": "https://hooks.example.com/x", "events": ["CLIENT_CREATED"]}))
+            .to_request(),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["webhook"]["id"].as_str().unwrap().to_owned();
+    let (status, _, _) = call(
+        &app,
+        test::TestRequest::post()
+            .uri("/api/time-entries/start")
+            .insert_header(t.bearer())
+            .set_json(json!({}))
+            .to_request(),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let rows = "SELECT (SELECT count(*) FROM deliveries) + (SELECT count(*) FROM events) \
+                + (SELECT count(*) FROM webhook_subscriptions WHERE status = 'ACTIVE') \
+                + (SELECT count(*) FROM time_entries WHERE end_at IS NULL) AS n";
+    let before = t.scalar(rows).await;
+    let big = format!(r#"{{"pad":"{}"}}"#, "a".repeat(70 * 1024));
+    for (method, path) in [
+        ("POST", format!("{base}/{id}/test")),
+        ("POST", format!("{base}/{id}/deliveries/1/resend")),
+        ("DELETE", format!("{base}/{id}")),
+        ("POST", "/api/time-entries/stop".to_owned()),
+    ] {
+        for (body, status, error) in [
+            ("{not json", 400, "Invalid JSON body"),
+            ("[1, 2]", 400, "Invalid JSON body"),
+            (big.as_str(), 413, "Payload too large"),
+        ] {
+            let req = test::TestRequest::default()
+                .method(method.parse().unwrap())
+                .uri(&path)
+                .insert_header(t.bearer())
+                .insert_header(("content-type", "application/json"))
+                .set_payload(body.to_owned())
+                .to_request();
+            let (got, _, answer) = call(&app, req).await;
+            assert_eq!(
+                (got, answer["error"].as_str()),
+                (status, Some(error)),
+                "{method} {path} with {}",
+                &body[..body.len().min(12)]
+            );
+        }
+    }
+    assert_eq!(t.scalar(rows).await, before, "nothing changed");
+    // An empty body, or any JSON object, is still fine.
+    let (status, _, body) = call(
+        &app,
+        test::TestRequest::post()
+            .uri(&format!("{base}/{id}/test"))
+            .insert_header(t.bearer())
+            .set_json(json!({"whatever": 1}))
+            .to_request(),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    let (status, _, _) = call(
+        &app,
+        test::TestRequest::post()
+            .uri("/api/time-entries/stop")
+            .insert_header(t.bearer())
+            .to_request(),
+    )
+    .await;
+    assert_eq!(status, 200);
+}

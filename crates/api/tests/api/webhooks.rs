@@ -545,11 +545,6 @@ async fn a_key_revoked_while_still_cached_can_make_no_write_at_all() {
         ),
         ("POST", format!("{BASE}/{id}/enable"), json!({})),
         ("DELETE", format!("{BASE}/{id}"), json!({})),
-        (
-            "DELETE",
-            format!("{BASE}/unsubscribe"),
-            json!({"url": "https://hooks.example.com/mine"}),
-        ),
         ("POST", "/api/clients".to_owned(), json!({"name": "Evil"})),
         ("POST", "/api/time-entries/start".to_owned(), json!({})),
     ] {

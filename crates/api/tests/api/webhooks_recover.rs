@@ -676,7 +676,15 @@ async fn replay_and_resend_never_send_a_notice_about_another_members_webhook() {
 
 #[actix_web::test]
 async fn a_replay_stops_at_ten_thousand_and_says_where_to_go_on() {
-    let t = TestApp::new().await;
+    // Room for two calls' worth in the minute: the quota on queueing again has a test of its own.
+    let t = TestApp::with_settings(timetrack_api::StateSettings {
+        webhooks: timetrack_domain::services::WebhookSettings {
+            requeue_per_minute: 20_000,
+            ..timetrack_domain::services::WebhookSettings::default()
+        },
+        ..TestApp::relaxed()
+    })
+    .await;
     let app = t.service().await;
     let auth = t.bearer().1;
     let id = subscribed(&t, &app, "https://hooks.example.com/many").await;
@@ -908,4 +916,78 @@ async fn every_recovery_operation_is_404_for_another_workspace_and_touches_nothi
         after, before,
         "nothing queued, rotated, enabled or recorded"
     );
+}
+
+#[actix_web::test]
+async fn a_member_queues_again_at_most_the_quota_a_minute_and_a_replay_takes_what_fits() {
+    let t = TestApp::with_settings(timetrack_api::StateSettings {
+        webhooks: timetrack_domain::services::WebhookSettings {
+            requeue_per_minute: 3,
+            ..timetrack_domain::services::WebhookSettings::default()
+        },
+        ..TestApp::relaxed()
+    })
+    .await;
+    let app = t.service().await;
+    let auth = t.bearer().1;
+    let id = subscribed(&t, &app, "https://hooks.example.com/quota").await;
+    history(&t, &id).await;
+    let since = timetrack_domain::timefmt::rfc3339(
+        time::OffsetDateTime::now_utc() - time::Duration::days(3),
+    );
+    // Five events in the window (E0 to E4), room for three: the oldest three, and where to go on.
+    let (status, _, body) = call(
+        &app,
+        request(
+            "POST",
+            &auth,
+            &format!("/{id}/replay"),
+            Some(json!({"since": since, "only_failed": false})),
+        ),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(
+        (&body["queued"], &body["truncated"]),
+        (&json!(3), &json!(true)),
+        "{body}"
+    );
+    assert!(body["next_since"].is_string(), "{body}");
+    // The quota is used up: a test, a resend and another replay are 429 with Retry-After, and
+    // queue nothing.
+    let before = t.scalar("SELECT count(*) AS n FROM deliveries").await;
+    let (_, _, log) = call(
+        &app,
+        request("GET", &auth, &format!("/{id}/deliveries"), None),
+    )
+    .await;
+    let delivery = log["data"][0]["id"].as_str().unwrap().to_owned();
+    for (path, body) in [
+        (format!("/{id}/test"), None),
+        (format!("/{id}/deliveries/{delivery}/resend"), None),
+        (format!("/{id}/replay"), Some(json!({"since": since}))),
+    ] {
+        let res = actix_web::test::call_service(&app, request("POST", &auth, &path, body)).await;
+        assert_eq!(res.status(), 429, "{path}");
+        let retry_after: u64 = res
+            .headers()
+            .get("retry-after")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=60).contains(&retry_after), "{path}: {retry_after}");
+        let body: Value = actix_web::test::read_body_json(res).await;
+        assert_eq!(body, json!({"error": "Too many requests"}), "{path}");
+    }
+    assert_eq!(
+        t.scalar("SELECT count(*) AS n FROM deliveries").await,
+        before
+    );
+    // A minute later (as if: the counted deliveries made older), there is room again.
+    t.execute("UPDATE deliveries SET created_at = created_at - interval '61 seconds' WHERE kind <> 'event'")
+        .await;
+    let (status, _, body) = call(&app, request("POST", &auth, &format!("/{id}/test"), None)).await;
+    assert_eq!(status, 202, "{body}");
 }

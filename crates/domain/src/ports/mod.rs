@@ -266,6 +266,16 @@ pub trait DeliveryLog: Send + Sync {
     /// left out too when some are, so that a replay from there repeats none). MUST return `Conflict("Webhook is
     /// disabled")` unless the subscription is active, queueing nothing.
     async fn replay(&self, id: &WebhookId, window: &ReplayWindow) -> DomainResult<ReplayOutcome>;
+
+    /// The deliveries other than an event's own (`replay`, `resend`, `test`) created at or after
+    /// `since` for the subscriptions of `user` in `workspace`, oldest first: when each was
+    /// created. What the quota on queueing again counts.
+    async fn requeued_since(
+        &self,
+        workspace: WorkspaceId,
+        user: UserId,
+        since: OffsetDateTime,
+    ) -> DomainResult<Vec<OffsetDateTime>>;
 }
 
 /// Name resolution for the SSRF guard.

@@ -31,6 +31,28 @@ pub const MAX_DESCRIPTION_CHARS: usize = 255;
 pub const INVALID_PARAMETERS: &str = "Invalid request parameters";
 /// Most events one replay queues.
 pub const REPLAY_LIMIT: u32 = 10_000;
+
+/// The room a member has to queue deliveries again at `now`, given when each of those queued in
+/// the last minute was created (oldest first) and the quota `per_minute`: `Ok(room)`, at least
+/// one; or, with none, `Err(seconds)` until the oldest that must leave the minute has left.
+pub fn requeue_room(
+    recent: &[time::OffsetDateTime],
+    now: time::OffsetDateTime,
+    per_minute: u32,
+) -> Result<u32, u64> {
+    let used = u32::try_from(recent.len()).unwrap_or(u32::MAX);
+    if used < per_minute {
+        return Ok(per_minute - used);
+    }
+    let frees = recent[recent.len() - per_minute as usize] + Duration::minutes(1) - now;
+    let seconds = u64::try_from(frees.whole_seconds()).unwrap_or(0);
+    Err(if frees > Duration::seconds(seconds as i64) {
+        seconds + 1
+    } else {
+        seconds
+    }
+    .max(1))
+}
 /// How long a rotated-out secret keeps signing unless the owner says otherwise: one day.
 pub const DEFAULT_PREVIOUS_VALID_FOR: Duration = Duration::days(1);
 /// The longest a rotated-out secret may keep signing: seven days.
@@ -47,6 +69,10 @@ pub struct WebhookSettings {
     pub retention: Duration,
     /// How long events (and their deliveries) are kept: the reach of a replay.
     pub event_retention: Duration,
+    /// Most deliveries a member may queue again (replays, an enable's replay, resends, tests)
+    /// in any 60 s: a replay points up to [`REPLAY_LIMIT`] signed requests at a URL its
+    /// subscriber chose, and this bounds how many a minute.
+    pub requeue_per_minute: u32,
 }
 
 impl Default for WebhookSettings {
@@ -56,6 +82,7 @@ impl Default for WebhookSettings {
             max_active_per_workspace: 100,
             retention: Duration::days(7),
             event_retention: Duration::days(30),
+            requeue_per_minute: REPLAY_LIMIT,
         }
     }
 }
@@ -350,9 +377,13 @@ impl WebhookService {
     ) -> DomainResult<(Subscription, WebhookHealth, Option<ReplayOutcome>)> {
         let subscription = self.live(caller, raw_id).await?;
         let now = self.clock.now();
-        if let Some(since) = replay_since {
-            self.check_retained(since, now)?;
-        }
+        let room = match replay_since {
+            Some(since) => {
+                self.check_retained(since, now)?;
+                self.requeue_room(caller, now).await?
+            }
+            None => 0,
+        };
         let audit = owner_audit(
             caller,
             &subscription,
@@ -380,7 +411,7 @@ impl WebhookService {
                                 since,
                                 until: until.max(since + Duration::microseconds(1)),
                                 only_failed: true,
-                                limit: REPLAY_LIMIT,
+                                limit: REPLAY_LIMIT.min(room),
                                 at: until,
                             },
                         )
@@ -400,6 +431,7 @@ impl WebhookService {
     pub async fn test(&self, caller: &Principal, raw_id: &str) -> DomainResult<DeliveryRecord> {
         let subscription = self.live(caller, raw_id).await?;
         let now = self.clock.now();
+        self.requeue_room(caller, now).await?;
         let event = super::event_of(
             EventId(self.ids.new_uuid()),
             subscription.workspace_id,
@@ -462,7 +494,10 @@ impl WebhookService {
 
     /// Queues again, oldest first, the events of the caller's own webhook's workspace recorded
     /// in the window that it would receive now; with `only_failed`, only those it has not
-    /// received (and has none pending for). At most [`REPLAY_LIMIT`] a call.
+    /// received (and has none pending for). At most [`REPLAY_LIMIT`] a call, and no more than
+    /// the caller's room under [`WebhookSettings::requeue_per_minute`] (the rest is left for
+    /// `next_since`); `TooManyRequests` with none (as for a test, a resend and an enable's
+    /// replay).
     ///
     /// `Invalid` ([`INVALID_PARAMETERS`]) for `until <= since`, a `Validation` naming the
     /// retention for a `since` older than the retained events, `Conflict("Webhook is
@@ -486,6 +521,7 @@ impl WebhookService {
         if subscription.status != SubscriptionStatus::Active {
             return Err(DomainError::Conflict("Webhook is disabled".into()));
         }
+        let room = self.requeue_room(caller, now).await?;
         self.log
             .replay(
                 &subscription.id,
@@ -493,7 +529,7 @@ impl WebhookService {
                     since: request.since,
                     until,
                     only_failed: request.only_failed,
-                    limit: REPLAY_LIMIT,
+                    limit: REPLAY_LIMIT.min(room),
                     at: now,
                 },
             )
@@ -513,9 +549,9 @@ impl WebhookService {
     ) -> DomainResult<DeliveryRecord> {
         let subscription = self.live(caller, raw_id).await?;
         let delivery = DeliveryId::parse(raw_delivery).ok_or(DomainError::NotFound("delivery"))?;
-        self.log
-            .resend(&subscription.id, delivery, self.clock.now())
-            .await
+        let now = self.clock.now();
+        self.requeue_room(caller, now).await?;
+        self.log.resend(&subscription.id, delivery, now).await
     }
 
     /// The caller's own webhook's delivery `raw_delivery` with its exact body and every attempt.
@@ -566,6 +602,25 @@ impl WebhookService {
             )));
         }
         Ok(())
+    }
+
+    /// How many deliveries the caller may still queue again now (at least one), or
+    /// `TooManyRequests` when its quota ([`WebhookSettings::requeue_per_minute`]) is used up.
+    async fn requeue_room(
+        &self,
+        caller: &Principal,
+        now: time::OffsetDateTime,
+    ) -> DomainResult<u32> {
+        let recent = self
+            .log
+            .requeued_since(
+                caller.workspace_id,
+                caller.user_id,
+                now - Duration::minutes(1),
+            )
+            .await?;
+        requeue_room(&recent, now, self.settings.requeue_per_minute)
+            .map_err(|retry_after_secs| DomainError::TooManyRequests { retry_after_secs })
     }
 
     /// Refuses a `since` older than the retained events.

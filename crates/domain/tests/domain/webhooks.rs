@@ -476,3 +476,30 @@ fn a_replay_stops_before_the_instant_of_the_first_event_left_out() {
     );
     assert_eq!(window(0).cut(&[t(1)]), (0, Some(t(1))));
 }
+
+#[test]
+fn the_requeue_quota_leaves_room_or_says_when_the_oldest_that_must_go_has_gone() {
+    use timetrack_domain::services::webhooks::requeue_room;
+    let now = time::macros::datetime!(2026-03-01 09:00:30 UTC);
+    let at = |s: i64| now - time::Duration::seconds(s);
+    assert_eq!(requeue_room(&[], now, 3), Ok(3));
+    assert_eq!(requeue_room(&[at(50), at(10)], now, 3), Ok(1));
+    // Full: the oldest leaves the minute in 10 s.
+    assert_eq!(requeue_room(&[at(50), at(20), at(10)], now, 3), Err(10));
+    // Over (two calls raced): the second oldest must leave too, in 40 s.
+    assert_eq!(
+        requeue_room(&[at(50), at(20), at(10), at(5)], now, 3),
+        Err(40)
+    );
+    // A part of a second counts as a whole one, and never less than one.
+    let late = now + time::Duration::milliseconds(9_500);
+    assert_eq!(requeue_room(&[at(50), at(20), at(10)], late, 3), Err(1));
+    assert_eq!(
+        requeue_room(
+            &[at(50), at(20), at(10)],
+            now - time::Duration::milliseconds(500),
+            3
+        ),
+        Err(11)
+    );
+}

@@ -6,7 +6,7 @@ use http::{
     header::{self, HeaderName, HeaderValue},
     Method, StatusCode, Uri, Version,
 };
-use tracing::{debug, error, trace};
+use tracing::{debug, trace};
 
 use super::chunked::ChunkedState;
 use crate::{error::ParseError, header::HeaderMap, ConnectionType, Request, ResponseHead};
@@ -415,7 +415,10 @@ impl MessageType for ResponseHead {
 
                 httparse::Status::Partial => {
                     return if src.len() >= MAX_BUFFER_SIZE {
-                        error!("MAX_BUFFER_SIZE unprocessed data reached, closing");
+                        tracing::debug!(
+                            target: "actix_http::client_fault",
+                            "MAX_BUFFER_SIZE unprocessed data reached, closing"
+                        );
                         Err(ParseError::TooLarge)
                     } else {
                         Ok(None)

@@ -1528,7 +1528,9 @@ where
                     if state_is_none && inner_p.write_buf.is_empty() && inner_p.messages.is_empty()
                     {
                         if let Some(err) = inner_p.error.take() {
-                            error!("stream error: {}", &err);
+                            // The client's fault (bytes that are not HTTP/1), not the server's:
+                            // at DEBUG, under a target of its own that the server counts.
+                            tracing::debug!(target: "actix_http::client_fault", "stream error: {}", &err);
                             return Poll::Ready(Err(err));
                         }
 
