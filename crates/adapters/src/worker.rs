@@ -142,6 +142,15 @@ impl Held {
         running.into_iter().filter(|(_, n)| *n > 0).collect()
     }
 
+    /// When the next attempt running now turns slow, if one will.
+    fn next_slow(&self, slow_after: Duration) -> Option<Instant> {
+        self.running_since
+            .values()
+            .filter(|at| at.elapsed() < slow_after)
+            .min()
+            .map(|at| *at + slow_after)
+    }
+
     /// `done` is recorded.
     fn recorded(&mut self, metrics: &Metrics, failures: &mut FailureLog) {
         let now = Instant::now();
@@ -292,10 +301,14 @@ pub async fn run_worker(
         }
         let free = held.free(&settings).min(MAX_BATCH);
         if held.done.is_empty() && !(claim && free > 0) {
+            // With a claim owed and every slot taken, the next slot may free by an attempt
+            // turning slow, which nothing else announces.
+            let next_slow = held.next_slow(settings.slow_after).filter(|_| claim);
             tokio::select! {
                 Some(finished) = finished_rx.recv() => held.settle(finished),
                 () = wake.notified() => claim = true,
                 () = tokio::time::sleep_until(next_poll), if !claim => claim = true,
+                () = sleep_until_some(next_slow), if next_slow.is_some() => {}
                 _ = shutdown.changed() => {}
             }
             continue;
@@ -364,6 +377,14 @@ pub async fn run_worker(
                 finished_tx.clone(),
             ));
         }
+    }
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -20,7 +20,7 @@
 //! | `serve --webhook-root-certs` | `TIMETRACK_WEBHOOK_ROOT_CERTS` | unset (system roots only) |
 //! | `serve --webhook-concurrency` | `TIMETRACK_WEBHOOK_CONCURRENCY` | `64` |
 //! | `serve --webhook-max-in-flight` | `TIMETRACK_WEBHOOK_MAX_IN_FLIGHT` | `10` (per subscription) |
-//! | `serve --webhook-max-in-flight-per-workspace` | `TIMETRACK_WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE` | half of `--webhook-concurrency` |
+//! | `serve --webhook-max-in-flight-per-workspace` | `TIMETRACK_WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE` | three quarters of `--webhook-concurrency` |
 //! | `serve --webhook-requeue-per-minute` | `TIMETRACK_WEBHOOK_REQUEUE_PER_MINUTE` | `10000` (per member) |
 //! | `serve --delivery-retention-days` | `TIMETRACK_DELIVERY_RETENTION_DAYS` | `7` |
 //! | `serve --event-retention-days` | `TIMETRACK_EVENT_RETENTION_DAYS` | `30` |
@@ -190,7 +190,7 @@ pub struct ServeSettings {
     /// Most deliveries in flight to one subscription, across every process.
     #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_MAX_IN_FLIGHT", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub webhook_max_in_flight: u32,
-    /// Most deliveries of one workspace in flight in this process (default: half of
+    /// Most deliveries of one workspace in flight in this process (default: three quarters of
     /// --webhook-concurrency), so that no workspace's hanging endpoints take the slots the others
     /// need.
     #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE", value_parser = clap::value_parser!(u32).range(1..=10_000))]

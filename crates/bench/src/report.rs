@@ -745,7 +745,7 @@ impl Report {
             let _ = writeln!(
                 md,
                 "## 10. A tenant whose endpoints hang\n\n\
-                 A server of its own with every default (64 slots, half of them a workspace's \
+                 A server of its own with every default (64 slots, 48 of them a workspace's \
                  share, a 15 s time-out). One workspace has {} webhooks whose receiver reads \
                  each request and never answers, and {} events for each (more than the \
                  process's slots); another workspace has one healthy webhook and takes {} \

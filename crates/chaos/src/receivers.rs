@@ -500,7 +500,7 @@ async fn hanging_tenant(
         hanging.event(server).await?;
     }
     let deadline = Instant::now() + Duration::from_secs(5);
-    while hung() < 32 && Instant::now() < deadline {
+    while hung() < 48 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let held = hung();
@@ -513,10 +513,10 @@ async fn hanging_tenant(
     s.check(
         format!(
             "{webhooks} hanging webhooks of one workspace ({} deliveries) hold its share of the \
-             process's slots (32 of 64), no more",
+             process's slots (48 of 64), no more",
             webhooks * per_webhook
         ),
-        held > 0 && held <= 32,
+        held > 0 && held <= 48,
         format!("{held} requests hanging"),
     );
     s.check(

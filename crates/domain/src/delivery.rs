@@ -339,12 +339,17 @@ impl InFlightCaps {
         }
     }
 
-    /// The default share of a process's `concurrency` slots that one workspace may hold: half,
-    /// at least one. Half leaves any other workspace as many slots as the busiest one has, and
-    /// costs a lone workspace little: its deliveries take milliseconds, so 32 slots of 64 carry
-    /// thousands a second.
+    /// The default share of a process's `concurrency` slots that one workspace may hold: three
+    /// quarters, at least one. A quarter always stays for the other workspaces; and a lone
+    /// workspace's burst keeps most of its window (half cost a burst to ten subscriptions of one
+    /// workspace about a fifth of its deliveries a second, in smaller rounds). Attempts that hang
+    /// leave the process's slots after a second anyway (the worker's `slow_after`), so the
+    /// share is what the others are sure of in that second, and a bound on what one workspace
+    /// holds open.
     pub fn default_workspace_share(concurrency: usize) -> u32 {
-        u32::try_from(concurrency / 2).unwrap_or(u32::MAX).max(1)
+        u32::try_from(concurrency - concurrency / 4)
+            .unwrap_or(u32::MAX)
+            .max(1)
     }
 }
 
