@@ -68,15 +68,13 @@ enum Finished {
     Released(WorkspaceId, DeliveryId),
 }
 
-/// The attempts waiting to be recorded, and how many deliveries the process holds, in all and
-/// per workspace.
+/// The deliveries the process holds (claimed and not yet recorded): the attempts running, and
+/// those finished and waiting to be recorded.
 #[derive(Default)]
 struct Held {
-    /// Claimed and not yet recorded: attempts running, and those in `done`.
-    count: usize,
     /// When each attempt still running started.
     running_since: HashMap<DeliveryId, Instant>,
-    /// The same, per workspace (no entry for none).
+    /// Every delivery held, running or in `done`, per workspace (no entry for none).
     by_workspace: HashMap<WorkspaceId, u32>,
     /// Finished attempts for the next round.
     done: Vec<(ClaimedDelivery, AttemptRecord)>,
@@ -86,7 +84,6 @@ struct Held {
 
 impl Held {
     fn claimed(&mut self, delivery: &ClaimedDelivery) {
-        self.count += 1;
         self.running_since
             .insert(delivery.delivery_id, Instant::now());
         *self.by_workspace.entry(delivery.workspace_id).or_default() += 1;
@@ -94,7 +91,6 @@ impl Held {
 
     /// One delivery of `workspace` is no longer held.
     fn release(&mut self, workspace: WorkspaceId) {
-        self.count -= 1;
         if let Some(n) = self.by_workspace.get_mut(&workspace) {
             *n -= 1;
             if *n == 0 {
