@@ -128,12 +128,15 @@ impl Admission {
             Some(key) => self.auth.authenticate(key, access).await,
             None => Err(DomainError::Unauthorized),
         };
+        // Counted at the moment of the count, not of the request's arrival: a look-up in storage
+        // came between, and a count dated before the look-up would leave the window early (a key
+        // could then pass its per-second limit by the requests that waited on storage).
         let principal = match authenticated {
             Ok(principal) => principal,
             Err(DomainError::Unauthorized) => {
                 let state = self
                     .limiter
-                    .hit(&failures, now, self.limits.auth_failures)
+                    .hit(&failures, self.clock.now(), self.limits.auth_failures)
                     .await?;
                 return Err(match state.retry_after_secs {
                     Some(retry_after_secs) if !state.allowed => Refusal::TooManyRequests {
@@ -149,7 +152,7 @@ impl Admission {
             .limiter
             .hit(
                 &format!("key:{}", principal.api_key_id),
-                now,
+                self.clock.now(),
                 self.limits.per_key,
             )
             .await?;
