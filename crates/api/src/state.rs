@@ -11,6 +11,7 @@ use timetrack_adapters::postgres::{
 use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore, SearchSlots, SlottedSearches};
 use timetrack_adapters::{Metrics, PgPool};
 use timetrack_adapters::{OsRandom, SecretBox, SystemResolver, UuidV7Ids};
+use timetrack_domain::masked::Masks;
 use timetrack_domain::ports::{
     ClientRepository, Clock, HealthProbe, IdempotencyStore, RateLimitStore,
 };
@@ -120,6 +121,11 @@ pub struct StateSettings {
     /// random key, for tests and tools whose database lives no longer than the process; `serve`
     /// always passes `TIMETRACK_SECRET_KEY`'s.
     pub secrets: SecretBox,
+    /// Show delivery ids and feed positions to tenants ([`Masks`]). The default is of a new
+    /// random key, for tests whose database is read by this process alone; `serve` always
+    /// passes the installation's, from its database, so that every process shows a number
+    /// alike.
+    pub masks: Masks,
 }
 
 impl Default for StateSettings {
@@ -133,6 +139,7 @@ impl Default for StateSettings {
             search_concurrency: None,
             trusted_proxies: TrustedProxies::default(),
             secrets: SecretBox::ephemeral(),
+            masks: Masks::new(&rand::random()),
         }
     }
 }
@@ -237,6 +244,7 @@ impl AppState {
                 ids.clone(),
                 Arc::new(OsRandom),
                 settings.webhooks,
+                settings.masks,
             ),
             feed: FeedService::new(
                 Arc::new(PgEventFeed::new(pool.clone())),
@@ -245,6 +253,7 @@ impl AppState {
                     .webhooks
                     .event_retention
                     .max(settings.webhooks.retention),
+                settings.masks,
             ),
             catalog: CatalogService::new(
                 catalog.clone(),

@@ -664,7 +664,7 @@ mod deliveries {
     use std::time::{Duration, Instant};
 
     use base64::Engine;
-    use base64::engine::general_purpose::STANDARD;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
     use hmac::{Hmac, Mac};
     use serde_json::{Value, json};
     use sha2::Sha256;
@@ -2220,6 +2220,161 @@ mod deliveries {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let (unique, duplicates) = unique_ids(&receiver.received(), "/shared");
         assert_eq!((unique, duplicates), (300, 0));
+        drop((a, b));
+    }
+
+    /// Delivery ids and feed cursors show the installation's numbers through its key, from its
+    /// database: two processes show one delivery alike and read each other's cursors, and neither
+    /// shows a stored delivery id, transaction id or event sequence.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn two_processes_show_delivery_ids_and_cursors_alike_and_never_the_stored_numbers() {
+        let db = TestDatabase::new().await;
+        let receiver = HttpsReceiver::start().await;
+        let (url, ca) = (db.url().to_owned(), receiver.ca_pem_path());
+        let (key, a, b) = tokio::task::spawn_blocking(move || {
+            let key = seed_account(&url, &["--name", "Masked"]);
+            (key, delivery_server(&url, &ca), delivery_server(&url, &ca))
+        })
+        .await
+        .unwrap();
+        let client = ::reqwest::Client::new();
+        let get = |base: &str, path: &str| {
+            let req = client
+                .get(format!("{base}/api/integrations/automation{path}"))
+                .bearer_auth(&key);
+            async move {
+                let res = req.send().await.unwrap();
+                assert_eq!(res.status(), 200);
+                res.json::<Value>().await.unwrap()
+            }
+        };
+        let res = client
+            .post(format!(
+                "{}/api/integrations/automation/webhooks/subscribe",
+                a.base
+            ))
+            .bearer_auth(&key)
+            .json(&json!({"url": receiver.url("/masked"), "events": ["CLIENT_CREATED"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        let id = res.json::<Value>().await.unwrap()["webhook"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(create_clients(&a.base, &key, "M", 6).await, 6);
+        assert!(receiver.wait_for(6, Duration::from_secs(20)).await);
+
+        let (sql, conn) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let stored: Vec<i64> = sql
+            .query("SELECT id FROM deliveries ORDER BY id DESC", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        let mask_key: Vec<u8> = sql
+            .query_one("SELECT mask_key FROM installation", &[])
+            .await
+            .unwrap()
+            .get(0);
+        let masks = timetrack_domain::masked::Masks::new(&mask_key.try_into().unwrap());
+        let shown_of = |base: String| {
+            let get = &get;
+            let id = &id;
+            async move {
+                let log = get(&base, &format!("/webhooks/{id}/deliveries")).await;
+                log["data"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| d["id"].as_str().unwrap().parse::<i64>().unwrap())
+                    .collect::<Vec<i64>>()
+            }
+        };
+        let (from_a, from_b) = (
+            shown_of(a.base.clone()).await,
+            shown_of(b.base.clone()).await,
+        );
+        assert_eq!(stored.len(), 6);
+        assert_eq!(from_a, from_b, "both processes show the installation's ids");
+        let expected: Vec<i64> = stored
+            .iter()
+            .map(|id| masks.show_delivery(*id).unwrap())
+            .collect();
+        assert_eq!(from_a, expected, "the log is newest first, each id masked");
+        assert!(
+            from_a.iter().all(|shown| !stored.contains(shown)),
+            "{from_a:?} against {stored:?}"
+        );
+        // A stored id names no delivery; a shown one does, in either process.
+        let detail = |base: &str, delivery: i64| {
+            client
+                .get(format!(
+                    "{base}/api/integrations/automation/webhooks/{id}/deliveries/{delivery}"
+                ))
+                .bearer_auth(&key)
+                .send()
+        };
+        assert_eq!(detail(&b.base, from_a[0]).await.unwrap().status(), 200);
+        assert_eq!(detail(&a.base, stored[0]).await.unwrap().status(), 404);
+
+        // The log's cursor made by one process is read by the other, and shows no stored id.
+        let page = get(&a.base, &format!("/webhooks/{id}/deliveries?limit=2")).await;
+        let cursor = page["next_cursor"].as_str().unwrap().to_owned();
+        let decoded = String::from_utf8(URL_SAFE_NO_PAD.decode(&cursor).unwrap()).unwrap();
+        assert_eq!(decoded, format!("l:{}", from_a[1]));
+        let next = get(
+            &b.base,
+            &format!("/webhooks/{id}/deliveries?limit=2&cursor={cursor}"),
+        )
+        .await;
+        let ids: Vec<&str> = next["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, [from_a[2].to_string(), from_a[3].to_string()]);
+
+        // The feed's cursors name no stored transaction id or sequence, and travel between
+        // processes.
+        let numbers: Vec<String> = sql
+            .query("SELECT txid::text, seq::text FROM events", &[])
+            .await
+            .unwrap()
+            .iter()
+            .flat_map(|row| [row.get::<_, String>(0), row.get::<_, String>(1)])
+            .collect();
+        let feed = get(&a.base, "/events?limit=3").await;
+        assert_eq!(feed["data"].as_array().unwrap().len(), 3);
+        let cursor = feed["next_cursor"].as_str().unwrap();
+        let decoded = String::from_utf8(URL_SAFE_NO_PAD.decode(cursor).unwrap()).unwrap();
+        let parts: Vec<&str> = decoded.split(':').collect();
+        assert_eq!(parts[0], "p", "{decoded}");
+        assert!(
+            !numbers.iter().any(|n| n == parts[1] || n == parts[2]),
+            "{decoded} shows one of {numbers:?}"
+        );
+        let rest = get(&b.base, &format!("/events?after={cursor}")).await;
+        let all = get(&a.base, "/events").await;
+        let event_ids = |page: &Value| -> Vec<String> {
+            page["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["id"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(
+            [event_ids(&feed), event_ids(&rest)].concat(),
+            event_ids(&all),
+            "the other process goes on where the cursor left"
+        );
         drop((a, b));
     }
 

@@ -1,7 +1,8 @@
 //! Scenario 6, tenant isolation: workspace B's ids, used with workspace A's key on every keyed
 //! operation of the OpenAPI document (and, for webhooks, a second user's key in A), read, change
 //! and reveal nothing of B; and a member's replay of their own webhook never sends the notices
-//! about another member's webhook (which carry its URL).
+//! about another member's webhook (which carry its URL); and a tenant's delivery ids and feed
+//! cursors do not count another tenant's deliveries and events.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -369,7 +370,92 @@ pub async fn run(env: &Env, s: &mut Scenario) -> Result<()> {
     s.figure("requests refused (4xx)", ledger.refused);
     s.figure("leaks found", ledger.leaks);
     s.figure("B's data unchanged", if unchanged { "yes" } else { "no" });
-    another_members_notices(env, s).await
+    another_members_notices(env, s).await?;
+    others_activity_is_not_shown(env, s).await
+}
+
+/// How many clients the busy tenant creates between the watcher's two.
+const BUSY_CLIENTS: usize = 40;
+
+/// The watcher's workspace creates a client, another workspace creates [`BUSY_CLIENTS`], the
+/// watcher creates one more: nothing the watcher reads (its two delivery ids, its feed cursors
+/// before and after) differs by about the other's count, as installation-wide sequences would.
+async fn others_activity_is_not_shown(env: &Env, s: &mut Scenario) -> Result<()> {
+    let url = env.database("activity").await?;
+    let receiver = timetrack_testkit::HttpsReceiver::start().await;
+    let server = env.serve(&url, &receiver, "activity")?.start().await?;
+    let watcher = env.account(&url, "Watcher").await?;
+    let busy = env.account(&url, "Busy").await?;
+    let (watcher_hook, _) = server
+        .subscribe(&watcher.key, &receiver.url("/watcher"), &["CLIENT_CREATED"])
+        .await?;
+    server
+        .subscribe(&busy.key, &receiver.url("/busy"), &["CLIENT_CREATED"])
+        .await?;
+    let feed = "/api/integrations/automation/events";
+    let cursor_numbers = |page: &Value| -> Option<Vec<i128>> {
+        use base64::Engine;
+        let cursor = page["next_cursor"].as_str()?;
+        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(cursor)
+            .ok()?;
+        let text = String::from_utf8(raw).ok()?;
+        text.split(':')
+            .skip(1)
+            .take(2)
+            .map(|n| n.parse().ok())
+            .collect()
+    };
+    let mut statuses = Vec::new();
+    let (status, _) = server
+        .post(&watcher.key, "/api/clients", &json!({"name": "First"}))
+        .await?;
+    statuses.push(status);
+    let (_, first_page) = server.get(&watcher.key, feed).await?;
+    for n in 0..BUSY_CLIENTS {
+        let (status, _) = server
+            .post(
+                &busy.key,
+                "/api/clients",
+                &json!({"name": format!("Busy {n}")}),
+            )
+            .await?;
+        statuses.push(status);
+    }
+    let (status, _) = server
+        .post(&watcher.key, "/api/clients", &json!({"name": "Second"}))
+        .await?;
+    statuses.push(status);
+    let (_, second_page) = server.get(&watcher.key, feed).await?;
+    let (_, log) = server
+        .get(
+            &watcher.key,
+            &format!("{WEBHOOKS}/{watcher_hook}/deliveries"),
+        )
+        .await?;
+    let ids: Vec<i128> = (log["data"].as_array().into_iter().flatten())
+        .filter_map(|d| d["id"].as_str()?.parse().ok())
+        .collect();
+    // Sequences would differ by about the count between (plus the watcher's own); a masked
+    // number differs by anything up to 2^63. (A number that stays the same tells nothing: a
+    // cursor at the feed's horizon has sequence 0 each time.)
+    let near = |a: i128, b: i128| (1..=100 * BUSY_CLIENTS as i128).contains(&(a - b).abs());
+    let ids_near = ids.len() == 2 && near(ids[0], ids[1]);
+    let (before, after) = (cursor_numbers(&first_page), cursor_numbers(&second_page));
+    let cursors_near = match (&before, &after) {
+        (Some(x), Some(y)) if x.len() == 2 && y.len() == 2 => near(x[0], y[0]) || near(x[1], y[1]),
+        _ => true,
+    };
+    s.check(
+        "a tenant's delivery ids and feed cursors say nothing of another tenant's activity",
+        statuses.iter().all(|s| *s == 201) && ids.len() == 2 && !ids_near && !cursors_near,
+        format!(
+            "{} clients created; the watcher's delivery ids {ids:?}, cursor numbers {before:?} \
+             then {after:?}, around {BUSY_CLIENTS} clients of another workspace",
+            statuses.iter().filter(|s| **s == 201).count()
+        ),
+    );
+    Ok(())
 }
 
 /// Two members of one workspace: Bea's webhook fails until its owner is told

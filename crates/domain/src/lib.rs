@@ -13,6 +13,7 @@
 pub mod delivery;
 pub mod error;
 pub mod ids;
+pub mod masked;
 pub mod model;
 pub mod net;
 pub mod payload;

@@ -19,6 +19,7 @@ use timetrack_domain::error::{DomainError, DomainResult};
 use timetrack_domain::ids::{
     ApiKeyId, ClientId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId,
 };
+use timetrack_domain::masked::Masks;
 use timetrack_domain::model::{
     ApiKey, AttemptSummary, AuditEntry, Client, Cursor, DeliveryDetail, DeliveryId, DeliveryKind,
     DeliveryQuery, DeliveryRecord, DeliveryStatus, EntrySource, Event, HourlyStats, KeyHash, Page,
@@ -1449,6 +1450,7 @@ impl TestWorld {
             ids.clone(),
             Arc::new(SeededRandom::new(77)),
             WebhookSettings::default(),
+            Masks::new(&[5; 32]),
         );
         let catalog = CatalogService::new(
             store.clone(),

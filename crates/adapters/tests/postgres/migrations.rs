@@ -11,6 +11,45 @@ async fn migrations_are_idempotent() {
     );
 }
 
+/// The installation's key (ADR 0018) is made by the migrations once, kept by later runs, and
+/// read alike by every pool; the table holds that one row.
+#[tokio::test]
+async fn the_installation_key_is_made_once_and_read_alike() {
+    let db = TestDatabase::new().await;
+    let first = timetrack_adapters::postgres::installation_masks(&db.pool())
+        .await
+        .unwrap();
+    run_migrations(db.url()).await.unwrap();
+    let again = timetrack_adapters::postgres::installation_masks(&db.pool())
+        .await
+        .unwrap();
+    assert_eq!(again, first);
+    let client = sql_client(db.url()).await;
+    let row = client
+        .query_one(
+            "SELECT count(*), min(length(mask_key)), \
+                    bool_or(mask_key = decode(repeat('00', 32), 'hex')) \
+             FROM installation",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            row.get::<_, i64>(0),
+            row.get::<_, i32>(1),
+            row.get::<_, bool>(2)
+        ),
+        (1, 32, false)
+    );
+    let second = client
+        .batch_execute(
+            "INSERT INTO installation (one, mask_key) VALUES (false, decode(repeat('01', 32), 'hex'))",
+        )
+        .await;
+    assert!(second.is_err(), "a second key is refused");
+}
+
 /// A client on `url`, its connection driven in the background.
 async fn sql_client(url: &str) -> tokio_postgres::Client {
     let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
@@ -145,6 +184,7 @@ const NOT_WORKSPACE_OWNED: &[(&str, &str)] = &[
     ("users", "a person may belong to several workspaces"),
     ("rate_limit_hits", "per-key request counters of one server"),
     ("timetrack_functions", "the installed SQL functions"),
+    ("installation", "the installation's own key"),
     ("__diesel_schema_migrations", "the applied migrations"),
 ];
 

@@ -8,7 +8,8 @@ use anyhow::{Context, Result};
 use std::time::Duration;
 
 use timetrack_adapters::postgres::{
-    LOOK_FOR_LISTENERS_EVERY, PgDeliveryQueue, PgHousekeeping, reseal_all, run_notifier,
+    LOOK_FOR_LISTENERS_EVERY, PgDeliveryQueue, PgHousekeeping, installation_masks, reseal_all,
+    run_notifier,
 };
 use timetrack_adapters::{
     HyperWebhookSender, OsRandom, PoolSettings, SecretBox, SecretKey, SenderSettings, SystemClock,
@@ -188,6 +189,7 @@ async fn run_server(
             search_concurrency: Some(searches_per_worker(settings, workers, cpus)),
             trusted_proxies: settings.trusted_proxies.clone(),
             secrets: secrets.clone(),
+            masks: installation_masks(&pool).await?,
             ..StateSettings::default()
         },
     );

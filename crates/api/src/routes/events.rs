@@ -137,6 +137,6 @@ pub async fn feed(
             .into_iter()
             .map(FeedEventObject::try_from)
             .collect::<Result<_, _>>()?,
-        next_cursor: page.next.encode(),
+        next_cursor: page.next_cursor,
     }))
 }

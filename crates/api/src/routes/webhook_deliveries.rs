@@ -5,6 +5,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use timetrack_domain::masked::Masks;
 use timetrack_domain::model::{DeliveryAttempt, DeliveryDetail, DeliveryRecord, ReplayOutcome};
 use timetrack_domain::services::{DeliveryFilter, ReplayRequest};
 use timetrack_domain::timefmt::rfc3339;
@@ -40,10 +41,11 @@ pub struct DeliveryObject {
     updated_at: String,
 }
 
-impl From<DeliveryRecord> for DeliveryObject {
-    fn from(d: DeliveryRecord) -> Self {
+impl DeliveryObject {
+    /// `d` as the log shows it, its id through the installation's `masks`.
+    fn new(d: DeliveryRecord, masks: &Masks) -> Self {
         Self {
-            id: d.id.to_string(),
+            id: d.id.shown(masks),
             event_id: d.event_id.to_string(),
             event_type: d.event_type.as_str(),
             kind: d.kind.as_str(),
@@ -103,17 +105,16 @@ pub struct DeliveryDetailObject {
     attempts_log: Vec<AttemptObject>,
 }
 
-impl TryFrom<DeliveryDetail> for DeliveryDetailObject {
-    type Error = ApiError;
-
-    fn try_from(d: DeliveryDetail) -> Result<Self, ApiError> {
+impl DeliveryDetailObject {
+    /// `d` with its exact body, its id through the installation's `masks`.
+    fn new(d: DeliveryDetail, masks: &Masks) -> Result<Self, ApiError> {
         let payload = RawValue::from_string(d.payload).map_err(|e| {
             ApiError::from(timetrack_domain::DomainError::Unexpected(anyhow::anyhow!(
                 "a stored event body is not JSON: {e}"
             )))
         })?;
         Ok(Self {
-            delivery: d.record.into(),
+            delivery: DeliveryObject::new(d.record, masks),
             payload,
             attempts_log: d.attempts.into_iter().map(AttemptObject::from).collect(),
         })
@@ -187,7 +188,10 @@ pub async fn deliveries(
         )
         .await?;
     Ok(web::Json(DeliveryPage {
-        data: records.into_iter().map(DeliveryObject::from).collect(),
+        data: records
+            .into_iter()
+            .map(|d| DeliveryObject::new(d, state.webhooks.masks()))
+            .collect(),
         next_cursor,
     }))
 }
@@ -217,7 +221,10 @@ pub async fn delivery(
 ) -> Result<web::Json<DeliveryDetailObject>, ApiError> {
     let (id, delivery) = path.into_inner();
     let detail = state.webhooks.delivery(&caller.0, &id, &delivery).await?;
-    Ok(web::Json(DeliveryDetailObject::try_from(detail)?))
+    Ok(web::Json(DeliveryDetailObject::new(
+        detail,
+        state.webhooks.masks(),
+    )?))
 }
 
 /// `POST .../webhooks/{id}/test`: 202 with the queued `WEBHOOK_TEST` delivery.
@@ -243,11 +250,11 @@ pub async fn test(
     _body: JsonOrEmpty<Unread>,
 ) -> Result<HttpResponse, ApiError> {
     let record = state.webhooks.test(&caller.0, &id).await?;
-    tracing::info!(webhook_id = %id, delivery_id = %record.id, "webhook test queued");
+    tracing::info!(webhook_id = %id, delivery_id = record.id.0, "webhook test queued");
     Ok(
         HttpResponse::build(StatusCode::ACCEPTED).json(DeliveryResponse {
             success: true,
-            delivery: record.into(),
+            delivery: DeliveryObject::new(record, state.webhooks.masks()),
         }),
     )
 }
@@ -279,11 +286,11 @@ pub async fn resend(
 ) -> Result<HttpResponse, ApiError> {
     let (id, delivery) = path.into_inner();
     let record = state.webhooks.resend(&caller.0, &id, &delivery).await?;
-    tracing::info!(webhook_id = %id, delivery_id = %record.id, "delivery resend queued");
+    tracing::info!(webhook_id = %id, delivery_id = record.id.0, "delivery resend queued");
     Ok(
         HttpResponse::build(StatusCode::ACCEPTED).json(DeliveryResponse {
             success: true,
-            delivery: record.into(),
+            delivery: DeliveryObject::new(record, state.webhooks.masks()),
         }),
     )
 }

@@ -230,11 +230,11 @@ async fn bad_queries_and_cursors_are_400_and_an_old_cursor_says_so() {
     let app = t.service().await;
     let auth = t.bearer().1;
     let old = URL_SAFE_NO_PAD.encode(format!(
-        "f:1:1:{}",
+        "p:1:1:{}",
         time::OffsetDateTime::now_utc().unix_timestamp() - 31 * 86_400
     ));
     let recent = URL_SAFE_NO_PAD.encode(format!(
-        "f:1:1:{}",
+        "p:1:1:{}",
         time::OffsetDateTime::now_utc().unix_timestamp() - 29 * 86_400
     ));
     for (query, message) in [

@@ -12,6 +12,7 @@ use time::OffsetDateTime;
 
 use crate::error::{DomainError, DomainResult};
 use crate::ids::EventId;
+use crate::masked::Masks;
 use crate::model::EventType;
 
 /// Where an event sorts in the feed: its transaction's id, then its insert sequence.
@@ -35,22 +36,27 @@ pub struct FeedCursor {
 }
 
 impl FeedCursor {
-    /// URL-safe base64 of `f:<txid>:<seq>:<unix seconds>`.
-    pub fn encode(&self) -> String {
+    /// URL-safe base64 of `p:<transaction>:<sequence>:<unix seconds>`, the position shown
+    /// through the installation's [`Masks`] (a tenant cannot read the installation's transaction
+    /// ids or event sequence from its cursors).
+    pub fn encode(&self, masks: &Masks) -> String {
+        // Every position is of non-negative numbers (a transaction id, an identity from 1, or
+        // the default 0); a negative one could only come from a bug, and shows as 0.
+        let (transaction, sequence) = masks
+            .show_position(self.position.txid, self.position.seq)
+            .unwrap_or_default();
         URL_SAFE_NO_PAD.encode(format!(
-            "f:{}:{}:{}",
-            self.position.txid,
-            self.position.seq,
+            "p:{transaction}:{sequence}:{}",
             self.at.unix_timestamp()
         ))
     }
 
     /// Parses [`encode`](Self::encode)'s form; anything else is `Validation("invalid cursor")`.
-    pub fn decode(text: &str) -> DomainResult<Self> {
+    pub fn decode(text: &str, masks: &Masks) -> DomainResult<Self> {
         let invalid = || DomainError::validation("invalid cursor");
         let raw = URL_SAFE_NO_PAD.decode(text).map_err(|_| invalid())?;
         let raw = String::from_utf8(raw).map_err(|_| invalid())?;
-        let mut parts = raw.strip_prefix("f:").ok_or_else(invalid)?.split(':');
+        let mut parts = raw.strip_prefix("p:").ok_or_else(invalid)?.split(':');
         let mut number = || -> DomainResult<i64> {
             let part = parts.next().ok_or_else(invalid)?;
             if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
@@ -58,10 +64,13 @@ impl FeedCursor {
             }
             part.parse().map_err(|_| invalid())
         };
-        let (txid, seq, at) = (number()?, number()?, number()?);
+        let (transaction, sequence, at) = (number()?, number()?, number()?);
         if parts.next().is_some() {
             return Err(invalid());
         }
+        let (txid, seq) = masks
+            .read_position(transaction, sequence)
+            .ok_or_else(invalid)?;
         Ok(Self {
             position: FeedPosition { txid, seq },
             at: OffsetDateTime::from_unix_timestamp(at).map_err(|_| invalid())?,
@@ -99,8 +108,9 @@ pub struct FeedRead {
 pub struct FeedPage {
     /// The events, oldest first.
     pub events: Vec<FeedEvent>,
-    /// Where the next read goes on; present on every page, an empty one too.
-    pub next: FeedCursor,
+    /// Where the next read goes on, encoded ([`FeedCursor::encode`]); present on every page, an
+    /// empty one too.
+    pub next_cursor: String,
 }
 
 #[cfg(test)]
@@ -109,6 +119,7 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_nothing_else_decodes() {
+        let masks = Masks::new(&[3; 32]);
         let cursor = FeedCursor {
             position: FeedPosition {
                 txid: 7_000_123,
@@ -116,18 +127,29 @@ mod tests {
             },
             at: OffsetDateTime::from_unix_timestamp(1_790_000_000).unwrap(),
         };
-        assert_eq!(FeedCursor::decode(&cursor.encode()).unwrap(), cursor);
+        let text = cursor.encode(&masks);
+        assert_eq!(FeedCursor::decode(&text, &masks).unwrap(), cursor);
+        // The position is not shown as it is, and another installation reads it otherwise.
+        let shown = String::from_utf8(URL_SAFE_NO_PAD.decode(&text).unwrap()).unwrap();
+        assert!(
+            !shown.contains("7000123") && !shown.contains(":42:"),
+            "{shown}"
+        );
+        assert_ne!(
+            FeedCursor::decode(&text, &Masks::new(&[4; 32])).unwrap(),
+            cursor
+        );
         for bad in [
             "",
             "!!",
-            &URL_SAFE_NO_PAD.encode("f:1:2"),
-            &URL_SAFE_NO_PAD.encode("f:1:2:3:4"),
-            &URL_SAFE_NO_PAD.encode("f:-1:2:3"),
-            &URL_SAFE_NO_PAD.encode("d:1:2:3"),
-            &URL_SAFE_NO_PAD.encode("f:1:2:99999999999999999"),
-            &URL_SAFE_NO_PAD.encode("f:99999999999999999999:2:3"),
+            &URL_SAFE_NO_PAD.encode("p:1:2"),
+            &URL_SAFE_NO_PAD.encode("p:1:2:3:4"),
+            &URL_SAFE_NO_PAD.encode("p:-1:2:3"),
+            &URL_SAFE_NO_PAD.encode("f:1:2:3"),
+            &URL_SAFE_NO_PAD.encode("p:1:2:99999999999999999"),
+            &URL_SAFE_NO_PAD.encode("p:99999999999999999999:2:3"),
         ] {
-            assert!(FeedCursor::decode(bad).is_err(), "{bad}");
+            assert!(FeedCursor::decode(bad, &masks).is_err(), "{bad}");
         }
     }
 

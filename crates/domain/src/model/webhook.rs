@@ -6,6 +6,7 @@ use time::OffsetDateTime;
 
 use crate::error::{DomainError, DomainResult};
 use crate::ids::{ApiKeyId, EventId, UserId, WorkspaceId};
+use crate::masked::Masks;
 use crate::model::EventType;
 use crate::ports::system::RandomSource;
 
@@ -44,45 +45,53 @@ impl std::fmt::Display for WebhookId {
     }
 }
 
-/// A delivery's id: a positive integer, shown as its decimal text.
+/// A delivery's id: a positive integer of one sequence for the whole installation.
+///
+/// Tenants never see it as it is: it is shown through the installation's [`Masks`] as another
+/// positive integer in decimal ([`shown`](Self::shown)), so that the ids of a tenant's own
+/// deliveries say nothing of how many deliveries the others had between them. It has no
+/// `Display`, so that it cannot be shown by accident; logs and storage use the number itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DeliveryId(pub i64);
 
 impl DeliveryId {
-    /// Accepts the decimal text of a positive integer (no sign, no leading zero); anything else
-    /// is `None`.
-    pub fn parse(text: &str) -> Option<Self> {
+    /// The decimal text a tenant sees for this delivery.
+    pub fn shown(self, masks: &Masks) -> String {
+        // Every stored id is positive (an identity column from 1); a zero or negative one, which
+        // no delivery has, is shown as `0`, which names no delivery.
+        masks.show_delivery(self.0).unwrap_or(0).to_string()
+    }
+
+    /// The delivery shown as `text`: the decimal text of a positive integer (no sign, no leading
+    /// zero, at most `i64::MAX`); anything else is `None`.
+    pub fn parse_shown(text: &str, masks: &Masks) -> Option<Self> {
         if text.is_empty() || text.len() > 19 || text.starts_with('0') {
             return None;
         }
         if !text.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
-        text.parse().ok().map(Self)
+        let shown: i64 = text.parse().ok()?;
+        masks.read_delivery(shown).map(Self)
     }
-}
 
-impl DeliveryId {
     /// The opaque cursor of a log page that ends with this delivery: URL-safe base64 of
-    /// `d:<id>`.
-    pub fn cursor(self) -> String {
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("d:{}", self.0))
+    /// `l:<shown id>`.
+    pub fn cursor(self, masks: &Masks) -> String {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("l:{}", self.shown(masks)))
     }
 
     /// Parses [`cursor`](Self::cursor)'s form; anything else is `Validation("invalid cursor")`.
-    pub fn from_cursor(text: &str) -> DomainResult<Self> {
+    pub fn from_cursor(text: &str, masks: &Masks) -> DomainResult<Self> {
         base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(text)
             .ok()
             .and_then(|bytes| String::from_utf8(bytes).ok())
-            .and_then(|text| text.strip_prefix("d:").and_then(Self::parse))
+            .and_then(|text| {
+                text.strip_prefix("l:")
+                    .and_then(|shown| Self::parse_shown(shown, masks))
+            })
             .ok_or_else(|| DomainError::validation("invalid cursor"))
-    }
-}
-
-impl std::fmt::Display for DeliveryId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use time::Duration;
 
 use crate::error::{DomainError, DomainResult};
+use crate::masked::Masks;
 use crate::model::{EventType, FeedCursor, FeedPage, FeedPosition, Principal};
 use crate::ports::{Clock, EventFeed};
 
@@ -25,6 +26,7 @@ pub struct FeedService {
     feed: Arc<dyn EventFeed>,
     clock: Arc<dyn Clock>,
     retention: Duration,
+    masks: Masks,
 }
 
 impl std::fmt::Debug for FeedService {
@@ -36,12 +38,19 @@ impl std::fmt::Debug for FeedService {
 }
 
 impl FeedService {
-    /// The service on its port; events are kept for `retention`.
-    pub fn new(feed: Arc<dyn EventFeed>, clock: Arc<dyn Clock>, retention: Duration) -> Self {
+    /// The service on its port; events are kept for `retention`; cursors show positions
+    /// through the installation's `masks`.
+    pub fn new(
+        feed: Arc<dyn EventFeed>,
+        clock: Arc<dyn Clock>,
+        retention: Duration,
+        masks: Masks,
+    ) -> Self {
         Self {
             feed,
             clock,
             retention,
+            masks,
         }
     }
 
@@ -69,7 +78,7 @@ impl FeedService {
         let now = self.clock.now();
         let after = match after {
             Some(text) => {
-                let cursor = FeedCursor::decode(text)?;
+                let cursor = FeedCursor::decode(text, &self.masks)?;
                 if cursor.at < now - self.retention {
                     return Err(DomainError::validation(CURSOR_TOO_OLD));
                 }
@@ -97,7 +106,7 @@ impl FeedService {
         };
         Ok(FeedPage {
             events: read.events,
-            next,
+            next_cursor: next.encode(&self.masks),
         })
     }
 
@@ -123,7 +132,7 @@ impl FeedService {
                 at: self.clock.now(),
             }
         } else {
-            FeedCursor::decode(before)?
+            FeedCursor::decode(before, &self.masks)?
         };
         let events = self
             .feed
@@ -142,7 +151,10 @@ impl FeedService {
             },
             None => before,
         };
-        Ok(FeedPage { events, next })
+        Ok(FeedPage {
+            events,
+            next_cursor: next.encode(&self.masks),
+        })
     }
 
     /// `types` and `limit` checked: `limit` within 1 to [`MAX_FEED_LIMIT`], no type the feed

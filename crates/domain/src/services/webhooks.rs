@@ -7,6 +7,7 @@ use time::Duration;
 
 use crate::error::{DomainError, DomainResult};
 use crate::ids::{EventId, WorkspaceId};
+use crate::masked::Masks;
 use crate::model::webhook::generate_secret;
 use crate::model::{
     AuditEntry, DeliveryDetail, DeliveryId, DeliveryQuery, DeliveryRecord, DeliveryStatus,
@@ -158,6 +159,7 @@ pub struct WebhookService {
     ids: Arc<dyn IdGenerator>,
     random: Arc<dyn RandomSource>,
     settings: WebhookSettings,
+    masks: Masks,
 }
 
 impl std::fmt::Debug for WebhookService {
@@ -170,6 +172,7 @@ impl std::fmt::Debug for WebhookService {
 
 impl WebhookService {
     /// Builds the service on its ports.
+    #[allow(clippy::too_many_arguments)] // Six ports, the settings and the installation's key.
     pub fn new(
         subscriptions: Arc<dyn SubscriptionRepository>,
         log: Arc<dyn DeliveryLog>,
@@ -178,6 +181,7 @@ impl WebhookService {
         ids: Arc<dyn IdGenerator>,
         random: Arc<dyn RandomSource>,
         settings: WebhookSettings,
+        masks: Masks,
     ) -> Self {
         Self {
             subscriptions,
@@ -187,7 +191,13 @@ impl WebhookService {
             ids,
             random,
             settings,
+            masks,
         }
+    }
+
+    /// How this installation shows its delivery ids ([`DeliveryId::shown`]).
+    pub fn masks(&self) -> &Masks {
+        &self.masks
     }
 
     /// Creates an `ACTIVE` subscription owned by the caller's user and workspace.
@@ -548,7 +558,8 @@ impl WebhookService {
         raw_delivery: &str,
     ) -> DomainResult<DeliveryRecord> {
         let subscription = self.live(caller, raw_id).await?;
-        let delivery = DeliveryId::parse(raw_delivery).ok_or(DomainError::NotFound("delivery"))?;
+        let delivery = DeliveryId::parse_shown(raw_delivery, &self.masks)
+            .ok_or(DomainError::NotFound("delivery"))?;
         let now = self.clock.now();
         self.requeue_room(caller, now).await?;
         self.log.resend(&subscription.id, delivery, now).await
@@ -564,7 +575,8 @@ impl WebhookService {
         raw_delivery: &str,
     ) -> DomainResult<DeliveryDetail> {
         let subscription = self.live(caller, raw_id).await?;
-        let delivery = DeliveryId::parse(raw_delivery).ok_or(DomainError::NotFound("delivery"))?;
+        let delivery = DeliveryId::parse_shown(raw_delivery, &self.masks)
+            .ok_or(DomainError::NotFound("delivery"))?;
         self.log
             .delivery(&subscription.id, delivery)
             .await?
@@ -686,7 +698,7 @@ impl WebhookService {
             .cursor
             .as_deref()
             .filter(|c| !c.is_empty())
-            .map(DeliveryId::from_cursor)
+            .map(|cursor| DeliveryId::from_cursor(cursor, &self.masks))
             .transpose()?;
         let mut page = self
             .log
@@ -703,7 +715,7 @@ impl WebhookService {
             .await?;
         let next = if page.len() > limit as usize {
             page.truncate(limit as usize);
-            page.last().map(|d| d.id.cursor())
+            page.last().map(|d| d.id.cursor(&self.masks))
         } else {
             None
         };
