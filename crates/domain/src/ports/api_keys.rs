@@ -1,0 +1,34 @@
+//! Storage of API keys.
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use crate::error::DomainResult;
+use crate::ids::ApiKeyId;
+use crate::model::{ApiKey, KeyHash};
+
+/// Storage of API keys, by hash.
+#[async_trait]
+pub trait ApiKeyRepository: Send + Sync {
+    /// Stores a new key with the hash of its secret.
+    ///
+    /// MUST return `NotFound("membership")` if the user is not a member of the key's workspace.
+    async fn create(&self, key: &ApiKey, hash: &KeyHash) -> DomainResult<()>;
+
+    /// The key with this hash if it exists and is not revoked, or `None`.
+    async fn find_active_by_hash(&self, hash: &KeyHash) -> DomainResult<Option<ApiKey>>;
+
+    /// The hashes of every key that is not revoked: past an address's failure limit, a key that
+    /// is not among them is refused without a look-up of its own.
+    async fn active_hashes(&self) -> DomainResult<Vec<KeyHash>>;
+
+    /// Records that the key authenticated a request at `at`.
+    async fn record_use(&self, id: ApiKeyId, at: OffsetDateTime) -> DomainResult<()>;
+
+    /// Revokes the key and disables every active webhook subscription created with it, in one
+    /// transaction, and returns the key as now stored.
+    ///
+    /// Revoking a revoked key changes nothing and returns it. MUST return `NotFound("api key")` if
+    /// no key has this id.
+    async fn revoke(&self, id: ApiKeyId, at: OffsetDateTime) -> DomainResult<ApiKey>;
+}
