@@ -45,8 +45,8 @@ use std::time::{Duration, Instant};
 use diesel_async::RunQueryDsl;
 use tokio::sync::{Notify, watch};
 
-use super::PgPool;
 use super::outbox::DELIVERY_CHANNEL;
+use super::pool::PgPool;
 
 /// The `application_name` of a listening connection: this, a space, and its process's origin.
 pub(crate) const LISTENER_NAME: &str = "timetrack-listener";

@@ -11,9 +11,10 @@ use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
 use super::errors::violated_constraint;
+use super::errors::{map_db_error, map_pool_error};
+use super::pool::{PgPool, opaque_debug};
 use super::schema::{api_keys, webhook_subscriptions};
 use super::sql::named_query;
-use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 
 #[derive(Debug, Queryable, Selectable)]
 #[diesel(table_name = api_keys, check_for_backend(diesel::pg::Pg))]

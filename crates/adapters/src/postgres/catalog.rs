@@ -12,9 +12,11 @@ use uuid::Uuid;
 
 use super::announce::DeliveryAnnouncer;
 use super::errors::violated_constraint;
+use super::errors::{map_db_error, map_pool_error};
 use super::outbox::{record_events, record_if_found};
+use super::paging::keyset_before;
+use super::pool::{PgPool, opaque_debug};
 use super::schema::{projects, tags, tasks};
-use super::{PgPool, keyset_before, map_db_error, map_pool_error, opaque_debug};
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(table_name = projects, check_for_backend(diesel::pg::Pg))]

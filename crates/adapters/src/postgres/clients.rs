@@ -15,11 +15,13 @@ use uuid::Uuid;
 
 use super::announce::DeliveryAnnouncer;
 use super::errors::violated_constraint;
+use super::errors::{map_db_error, map_pool_error};
 use super::outbox::{EventColumns, Queued, outbox_query, outbox_statement, record_if_found};
+use super::paging::keyset_before;
+use super::pool::{PgPool, opaque_debug};
 use super::prepared::{Prepared, Typed};
 use super::schema::clients;
 use super::sql::numbered;
-use super::{PgPool, keyset_before, map_db_error, map_pool_error, opaque_debug};
 
 #[derive(Debug, Queryable, Selectable, Insertable, AsChangeset)]
 #[diesel(table_name = clients, check_for_backend(diesel::pg::Pg), treat_none_as_null = true)]

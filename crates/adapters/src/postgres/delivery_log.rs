@@ -18,9 +18,10 @@ use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
 use super::announce::DeliveryAnnouncer;
+use super::errors::{map_db_error, map_pool_error};
+use super::pool::{PgPool, opaque_debug};
 use super::schema::{api_keys, deliveries, delivery_attempts, events, webhook_subscriptions};
 use super::sql::named_query;
-use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 
 /// A row of `statements/delivery_log.sql`.
 #[derive(QueryableByName)]

@@ -11,8 +11,9 @@ use timetrack_domain::ports::EventFeed;
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
+use super::errors::{map_db_error, map_pool_error};
+use super::pool::{PgPool, opaque_debug};
 use super::sql::named_query;
-use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 
 /// A row of `statements/event_feed.sql`: the horizon, and an event unless there is none.
 #[derive(diesel::QueryableByName)]

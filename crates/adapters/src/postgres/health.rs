@@ -9,7 +9,8 @@ use timetrack_domain::ports::HealthProbe;
 use timetrack_domain::{DomainError, DomainResult};
 use tokio::sync::Mutex;
 
-use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
+use super::errors::{map_db_error, map_pool_error};
+use super::pool::{PgPool, opaque_debug};
 
 /// When a check came back, and what it found (the error as its message).
 type LastCheck = (Instant, Result<(), String>);

@@ -9,8 +9,9 @@ use time::{Duration, OffsetDateTime};
 use timetrack_domain::DomainResult;
 use timetrack_domain::ports::{Housekeeping, Purged, Retention};
 
+use super::errors::{map_db_error, map_pool_error};
+use super::pool::{PgPool, opaque_debug};
 use super::sql::numbered;
-use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 
 /// Rows deleted per statement, so no pass holds long locks or builds a huge transaction.
 const BATCH: i64 = 5000;

@@ -8,8 +8,9 @@ use timetrack_domain::ids::{ApiKeyId, WorkspaceId};
 use timetrack_domain::ports::{IdempotencyBegin, IdempotencyStore};
 use timetrack_domain::{DomainError, DomainResult};
 
+use super::errors::{map_db_error, map_pool_error};
+use super::pool::{PgPool, opaque_debug};
 use super::schema::idempotency_keys;
-use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 use crate::secrets::{Purpose, SecretBox};
 
 /// How long a key is remembered.

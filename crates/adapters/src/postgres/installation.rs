@@ -7,7 +7,8 @@ use diesel_async::RunQueryDsl;
 use timetrack_domain::DomainResult;
 use timetrack_domain::masked::Masks;
 
-use super::{PgPool, map_db_error, map_pool_error};
+use super::errors::{map_db_error, map_pool_error};
+use super::pool::PgPool;
 
 #[derive(QueryableByName)]
 struct KeyRow {

@@ -19,11 +19,12 @@ use timetrack_domain::timefmt::rfc3339;
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
+use super::errors::{map_db_error, map_pool_error};
 use super::outbox::Queued;
+use super::pool::{PgPool, opaque_debug};
 use super::prepared::Prepared;
 use super::schema::{audit_log, deliveries, delivery_leases, webhook_subscriptions};
 use super::sql::named_query;
-use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 use crate::secrets::{Purpose, SecretBox};
 
 #[derive(Debug, QueryableByName)]

@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use uuid::Uuid;
 
-use super::PgPool;
+use super::pool::PgPool;
 use super::schema::{idempotency_keys, webhook_subscriptions};
 use crate::secrets::{Purpose, SecretBox};
 

@@ -16,10 +16,11 @@ use uuid::Uuid;
 
 use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 
+use super::errors::{map_db_error, map_pool_error};
+use super::pool::{PgPool, opaque_debug};
 use super::queue::cancel_queued;
 use super::schema::{api_keys, audit_log, webhook_subscriptions, workspaces};
 use super::sql::named_query;
-use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 use crate::secrets::{Purpose, SecretBox};
 
 #[derive(Debug, Queryable, Selectable, Insertable)]

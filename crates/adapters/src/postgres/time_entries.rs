@@ -15,9 +15,11 @@ use uuid::Uuid;
 
 use super::announce::DeliveryAnnouncer;
 use super::errors::violated_constraint;
+use super::errors::{map_db_error, map_pool_error};
 use super::outbox::{record_events, record_if_found};
+use super::paging::keyset_before;
+use super::pool::{PgPool, opaque_debug};
 use super::schema::{time_entries, time_entry_tags};
-use super::{PgPool, keyset_before, map_db_error, map_pool_error, opaque_debug};
 
 /// The partial unique index holding one running timer per user.
 const ONE_RUNNING_TIMER: &str = "time_entries_one_running_timer_idx";

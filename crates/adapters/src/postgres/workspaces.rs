@@ -11,8 +11,9 @@ use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
 use super::errors::violated_constraint;
+use super::errors::{map_db_error, map_pool_error};
+use super::pool::{PgPool, opaque_debug};
 use super::schema::workspaces;
-use super::{PgPool, map_db_error, map_pool_error, opaque_debug};
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(table_name = workspaces, check_for_backend(diesel::pg::Pg))]
