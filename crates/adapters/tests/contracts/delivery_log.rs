@@ -1,0 +1,167 @@
+//! The delivery log: pages, tests, resends and replays.
+
+use super::*;
+use crate::subscriptions::{stored_key, subscription};
+
+contract!(the_delivery_log_pages_tests_resends_and_replays_alike);
+
+async fn the_delivery_log_pages_tests_resends_and_replays_alike(s: Subject) {
+    let (ws, member) = seeded(&s, 1).await;
+    let audit = |action: &'static str, minutes: i64| AuditEntry {
+        workspace_id: ws.id,
+        actor_user_id: Some(member.id),
+        action,
+        target_type: "webhook",
+        target_id: String::new(),
+        reason: None,
+        at: T0 + Duration::minutes(minutes),
+    };
+    let key = stored_key(&s, 50, &ws, &member).await;
+    let hook = subscription(1, &key, 0);
+    let other = subscription(2, &key, 0);
+    s.subscriptions.create(&hook, 10).await.unwrap();
+    s.subscriptions.create(&other, 10).await.unwrap();
+    // An event the outbox fans out to both (they list CLIENT_CREATED).
+    let created = Event {
+        id: EventId(id(900)),
+        workspace_id: ws.id,
+        event_type: EventType::ClientCreated,
+        body: r#"{"name": "Acme", "id": 1}"#.into(),
+        created_at: T0 + Duration::minutes(1),
+        subject: EventSubject::default(),
+        ordering_key: "c11".into(),
+    };
+    s.clients
+        .create(&client(11, &ws, "Acme", 1), std::slice::from_ref(&created))
+        .await
+        .unwrap();
+    let everything = DeliveryQuery {
+        since: T0 - Duration::days(1),
+        status: None,
+        event_type: None,
+        before: None,
+        limit: 100,
+    };
+    let log = s.log.deliveries(&hook.id, &everything).await.unwrap();
+    assert_eq!(log.len(), 1);
+    let fanned = log[0].clone();
+    assert_eq!(
+        (fanned.event_id, fanned.kind, fanned.status, fanned.attempts),
+        (created.id, DeliveryKind::Event, DeliveryStatus::Pending, 0)
+    );
+    assert_eq!(fanned.next_attempt_at, Some(created.created_at));
+
+    let test = Event {
+        id: EventId(id(901)),
+        workspace_id: ws.id,
+        event_type: EventType::WebhookTest,
+        body: r#"{"event": "WEBHOOK_TEST"}"#.into(),
+        created_at: T0 + Duration::minutes(2),
+        subject: EventSubject::default(),
+        ordering_key: hook.id.to_string(),
+    };
+    let tested = s.log.queue_test(&hook.id, &test).await.unwrap();
+    assert_eq!(
+        (tested.event_id, tested.kind, tested.status),
+        (test.id, DeliveryKind::Test, DeliveryStatus::Pending)
+    );
+    let resent = s
+        .log
+        .resend(&hook.id, fanned.id, T0 + Duration::minutes(3))
+        .await
+        .unwrap();
+    assert_eq!(
+        (resent.event_id, resent.kind, resent.created_at),
+        (created.id, DeliveryKind::Resend, T0 + Duration::minutes(3))
+    );
+    let ids: Vec<DeliveryId> = s
+        .log
+        .deliveries(&hook.id, &everything)
+        .await
+        .unwrap()
+        .iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(ids, [resent.id, tested.id, fanned.id], "newest first");
+    let page = DeliveryQuery {
+        before: Some(resent.id),
+        limit: 1,
+        ..everything.clone()
+    };
+    assert_eq!(
+        s.log.deliveries(&hook.id, &page).await.unwrap()[0].id,
+        tested.id
+    );
+    let tests_only = DeliveryQuery {
+        event_type: Some(EventType::WebhookTest),
+        ..everything.clone()
+    };
+    assert_eq!(
+        s.log.deliveries(&hook.id, &tests_only).await.unwrap().len(),
+        1
+    );
+    let recent = DeliveryQuery {
+        since: T0 + Duration::minutes(2),
+        ..everything.clone()
+    };
+    assert_eq!(s.log.deliveries(&hook.id, &recent).await.unwrap().len(), 2);
+
+    let detail = s.log.delivery(&hook.id, fanned.id).await.unwrap().unwrap();
+    assert_eq!(detail.payload, created.body, "the exact body");
+    assert_eq!(detail.record, fanned);
+    assert!(detail.attempts.is_empty());
+    assert_eq!(s.log.delivery(&other.id, fanned.id).await.unwrap(), None);
+    match s.log.resend(&other.id, fanned.id, T0).await {
+        Err(DomainError::NotFound("delivery")) => {}
+        other => panic!("another webhook's delivery: {other:?}"),
+    }
+    match s.log.resend(&hook.id, DeliveryId(987_654), T0).await {
+        Err(DomainError::NotFound("delivery")) => {}
+        other => panic!("{other:?}"),
+    }
+
+    let window = ReplayWindow {
+        since: T0,
+        until: T0 + Duration::hours(1),
+        only_failed: true,
+        limit: 10,
+        at: T0 + Duration::minutes(4),
+    };
+    assert_eq!(
+        s.log.replay(&hook.id, &window).await.unwrap(),
+        ReplayOutcome {
+            queued: 0,
+            truncated: false,
+            next_since: None
+        },
+        "pending: on its way"
+    );
+    let all = ReplayWindow {
+        only_failed: false,
+        ..window
+    };
+    // The test event is not one the webhook lists.
+    assert_eq!(s.log.replay(&hook.id, &all).await.unwrap().queued, 1);
+    let none = ReplayWindow { limit: 0, ..all };
+    assert_eq!(
+        s.log.replay(&hook.id, &none).await.unwrap(),
+        ReplayOutcome {
+            queued: 0,
+            truncated: true,
+            next_since: Some(created.created_at)
+        }
+    );
+
+    s.subscriptions
+        .delete(&hook.id, &audit("webhook.deleted", 5))
+        .await
+        .unwrap();
+    match s.log.queue_test(&hook.id, &test).await {
+        Err(DomainError::NotFound("webhook")) => {}
+        other => panic!("a deleted webhook: {other:?}"),
+    }
+    match s.log.replay(&hook.id, &window).await {
+        Err(DomainError::NotFound("webhook")) => {}
+        other => panic!("{other:?}"),
+    }
+}
