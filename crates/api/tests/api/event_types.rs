@@ -1,5 +1,5 @@
 //! The event-type catalog (`events.md` section 2). Every delivered body is validated against
-//! these schemas by an independent validator in the end-to-end tests (`e2e.rs`, `catalog`).
+//! these schemas by an independent validator in the end-to-end tests (`e2e/deliveries/payloads.rs`).
 
 use actix_web::test;
 use serde_json::json;

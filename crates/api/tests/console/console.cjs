@@ -1,5 +1,5 @@
 // Drives the console in Chromium through the proof list of the console spec, against the real
-// binary. Run by the `console` test of e2e.rs, which starts the server and an HTTPS receiver and
+// binary. Run by the `console` test of e2e/deliveries/console.rs, which starts the server and an HTTPS receiver and
 // answers this script's `ASK` lines (receiver control) on stdin.
 "use strict";
 
