@@ -2,6 +2,7 @@
 
 mod outcomes;
 mod plans;
+mod recovery;
 
 use diesel_async::RunQueryDsl;
 use time::macros::datetime;

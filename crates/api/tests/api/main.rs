@@ -21,3 +21,4 @@ mod webhooks;
 mod webhooks_filters;
 mod webhooks_operate;
 mod webhooks_recover;
+mod webhooks_replay;
