@@ -364,7 +364,7 @@ impl SubscriptionRepository for PgSubscriptionRepository {
             .filter(webhook_subscriptions::workspace_id.eq(workspace.0))
             .filter(webhook_subscriptions::user_id.eq(user.0))
             // Written out, not bound: the workspace's index of webhooks is partial on it, so
-            // that the reference checks of deliveries cannot take it (migration 000012), and
+            // that the reference checks of deliveries cannot take it (the baseline migration's header), and
             // only a constant proves a partial index's condition in every plan.
             .filter(diesel::dsl::sql::<diesel::sql_types::Bool>(
                 "webhook_subscriptions.status <> 'DELETED'",

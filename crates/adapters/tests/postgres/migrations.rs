@@ -11,6 +11,102 @@ async fn migrations_are_idempotent() {
     );
 }
 
+/// Every migration there is, with why it exists. The schema was folded into one baseline before
+/// any release; a migration after it is a deliberate act, named here with its reason, or this
+/// test fails. (A development database made before a fold is refused at start, with what to do.)
+const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[(
+    "2026-11-28-000001_baseline",
+    "the whole schema, folded before any release",
+)];
+
+#[test]
+fn every_migration_is_listed_with_why_it_exists() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+    let mut found: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    found.sort();
+    let listed: Vec<&str> = MIGRATIONS_AND_WHY.iter().map(|(name, _)| *name).collect();
+    assert_eq!(
+        found, listed,
+        "a migration was added or removed: list each in MIGRATIONS_AND_WHY with why it cannot \
+         wait for the next fold into the baseline"
+    );
+    assert!(
+        MIGRATIONS_AND_WHY
+            .iter()
+            .all(|(_, why)| !why.trim().is_empty())
+    );
+}
+
+/// The schema as the catalog describes it: relations, columns, constraints, indexes, functions
+/// and their definitions, in a stable order (extensions' own objects left out).
+async fn schema_of(client: &tokio_postgres::Client) -> Vec<String> {
+    let queries = [
+        "SELECT 'relation ' || c.relname || ' ' || c.relkind::text || ' ' || c.relpersistence::text || ' ' \
+                || coalesce(array_to_string(c.reloptions, ','), '') \
+         FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace \
+         AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e')",
+        "SELECT 'column ' || c.relname || '.' || a.attname || ' ' || a.attnum || ' ' \
+                || format_type(a.atttypid, a.atttypmod) || ' ' || a.attnotnull || ' ' \
+                || a.attidentity::text || ' ' || coalesce(pg_get_expr(d.adbin, d.adrelid), '') \
+         FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid \
+         LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
+         WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' \
+         AND a.attnum > 0 AND NOT a.attisdropped",
+        "SELECT 'constraint ' || conrelid::regclass || ' ' || conname || ' ' \
+                || pg_get_constraintdef(oid) \
+         FROM pg_constraint WHERE connamespace = 'public'::regnamespace",
+        "SELECT 'index ' || pg_get_indexdef(indexrelid) FROM pg_index i \
+         JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace = 'public'::regnamespace",
+        "SELECT 'function ' || p.oid::regprocedure || ' ' || md5(pg_get_functiondef(p.oid)) \
+         FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace \
+         AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')",
+    ];
+    let mut schema = Vec::new();
+    for query in queries {
+        for row in client.query(query, &[]).await.unwrap() {
+            schema.push(row.get::<_, String>(0));
+        }
+    }
+    schema.sort();
+    schema
+}
+
+/// Reverting every migration leaves nothing of the schema but diesel's own table (and the
+/// extensions, which the baseline creates only if missing); migrating again makes the same
+/// schema, functions included.
+#[tokio::test]
+async fn reverting_the_migrations_undoes_them_and_migrating_again_makes_the_same_schema() {
+    let db = TestDatabase::new().await;
+    let client = sql_client(db.url()).await;
+    let before = schema_of(&client).await;
+    assert!(before.len() > 100, "{before:?}");
+    let url = db.url().to_owned();
+    tokio::task::spawn_blocking(move || {
+        use diesel::Connection as _;
+        use diesel_migrations::MigrationHarness as _;
+        let mut conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper::<
+            diesel_async::AsyncPgConnection,
+        >::establish(&url)
+        .unwrap();
+        conn.revert_all_migrations(timetrack_adapters::postgres::MIGRATIONS)
+            .unwrap();
+    })
+    .await
+    .unwrap();
+    let reverted = schema_of(&client).await;
+    let left: Vec<&String> = reverted
+        .iter()
+        .filter(|line| !line.contains("__diesel_schema_migrations"))
+        .collect();
+    assert!(left.is_empty(), "left after the revert: {left:#?}");
+    run_migrations(db.url()).await.unwrap();
+    assert_eq!(schema_of(&client).await, before);
+}
+
 /// The installation's key (ADR 0018) is made by the migrations once, kept by later runs, and
 /// read alike by every pool; the table holds that one row.
 #[tokio::test]

@@ -8,7 +8,7 @@
 -- workspace's n-th (counting what it holds) comes before any workspace's (n+1)-th, oldest first
 -- among equals: round-robin over the workspaces that wait, the least served first.
 --
--- A lease is a row of delivery_leases (migration 000013), taken with INSERT ... ON CONFLICT on
+-- A lease is a row of delivery_leases, taken with INSERT ... ON CONFLICT on
 -- the delivery's key: an expired one is taken over, a running one is not, whatever this
 -- statement's snapshot saw (another claim's lease committed meanwhile is found by the insert).
 -- The delivery's own row is only locked, never rewritten, so a claim adds no entry to its
@@ -42,7 +42,7 @@
 -- candidate of deliveries_ordering_idx, the one index that can answer it (see its migration:
 -- through an index on the subscription alone it read every pending delivery of the
 -- subscription per candidate), and that only this probe can use (its predicate names the
--- ordering key, which no other step states; see migration 000009). Deliveries of other keys are not held back, and one without a
+-- ordering key, which no other step states; see the index in the baseline migration). Deliveries of other keys are not held back, and one without a
 -- key is never held.
 -- A claim never takes two of one key at once: the later one sees the earlier one pending.
 --

@@ -4,7 +4,7 @@
 -- and alone on a row of nulls when there is no event). An event about a webhook shows only to that
 -- webhook's owner (`viewer`; functions/shows_to.sql).
 -- `e.seq > 0` holds for every event: it lets this query use the workspace's partial index, which
--- no reference check can (migration 000012).
+-- no reference check can (the baseline migration's header).
 WITH h AS (
     SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon
 )

@@ -4,7 +4,7 @@
 -- `only_failed`, only those recorded since it was created that it has no delivered or pending
 -- delivery of.
 -- `e.seq > 0` holds for every event: it lets this query use the workspace's partial index, which
--- no reference check can (migration 000012).
+-- no reference check can (the baseline migration's header).
 SELECT e.id, e.created_at
 FROM webhook_subscriptions s
 JOIN events e ON e.workspace_id = s.workspace_id

@@ -1,2 +1,0 @@
-ALTER TABLE webhook_subscriptions DROP COLUMN streak_reset_at;
-DROP INDEX delivery_attempts_subscription_idx;

@@ -1,1 +1,0 @@
-ALTER TABLE events DROP COLUMN visible_to;

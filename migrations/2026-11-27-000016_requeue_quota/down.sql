@@ -1,1 +1,0 @@
-DROP INDEX deliveries_requeued_idx;
