@@ -3,20 +3,17 @@
 use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
-use time::{Duration, OffsetDateTime};
+use time::OffsetDateTime;
 use timetrack_domain::ids::{ApiKeyId, WorkspaceId};
-use timetrack_domain::ports::{IdempotencyBegin, IdempotencyStore};
+use timetrack_domain::ports::{
+    IDEMPOTENCY_RETENTION, IdempotencyBegin, IdempotencyStore, STALE_CLAIM,
+};
 use timetrack_domain::{DomainError, DomainResult};
 
 use super::errors::{map_db_error, map_pool_error};
 use super::pool::{PgPool, opaque_debug};
 use super::schema::idempotency_keys;
 use crate::secrets::{Purpose, SecretBox};
-
-/// How long a key is remembered.
-pub const RETENTION: Duration = Duration::hours(24);
-/// How long an unfinished claim blocks its key; after that (a crash mid-request) it is retaken.
-pub const STALE_CLAIM: Duration = Duration::seconds(60);
 
 /// [`IdempotencyStore`] on PostgreSQL.
 #[derive(Clone)]
@@ -54,11 +51,11 @@ impl IdempotencyStore for PgIdempotencyStore {
                     .filter(idempotency_keys::key.eq(&key));
                 diesel::delete(
                     mine.filter(
-                        idempotency_keys::created_at.lt(now - RETENTION).or(
-                            idempotency_keys::status
+                        idempotency_keys::created_at
+                            .lt(now - IDEMPOTENCY_RETENTION)
+                            .or(idempotency_keys::status
                                 .is_null()
-                                .and(idempotency_keys::created_at.lt(now - STALE_CLAIM)),
-                        ),
+                                .and(idempotency_keys::created_at.lt(now - STALE_CLAIM))),
                     ),
                 )
                 .execute(conn)

@@ -9,7 +9,8 @@ use time::macros::datetime;
 use time::{Duration, OffsetDateTime};
 use timetrack_adapters::postgres::{
     DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgDeliveryLog,
-    PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
+    PgEventFeed, PgIdempotencyStore, PgSubscriptionRepository, PgTimeEntryRepository,
+    PgUserRepository, PgWorkspaceRepository,
 };
 use timetrack_adapters::{PgPool, SecretBox};
 use timetrack_domain::DomainError;
@@ -25,9 +26,9 @@ use timetrack_domain::model::{
     DeliveryId, DeliveryKind, DeliveryQuery, DeliveryStatus, ReplayOutcome, ReplayWindow,
 };
 use timetrack_domain::ports::{
-    ApiKeyRepository, CatalogRepository, ClientRepository, DeliveryLog, EntryFilter,
-    SubscriptionRepository, TimeEntryRepository, TimerStop, UserRepository, WorkspaceRepository,
-    WriteOutcome,
+    ApiKeyRepository, CatalogRepository, ClientRepository, DeliveryLog, EntryFilter, EventFeed,
+    IdempotencyStore, SubscriptionRepository, TimeEntryRepository, TimerStop, UserRepository,
+    WorkspaceRepository, WriteOutcome,
 };
 use timetrack_testkit::TestDatabase;
 use timetrack_testkit::fakes::InMemoryStore;
@@ -43,6 +44,8 @@ struct Subject {
     subscriptions: Arc<dyn SubscriptionRepository>,
     log: Arc<dyn DeliveryLog>,
     entries: Arc<dyn TimeEntryRepository>,
+    feed: Arc<dyn EventFeed>,
+    idempotency: Arc<dyn IdempotencyStore>,
     outbox: Outbox,
     _db: Option<TestDatabase>,
 }
@@ -130,6 +133,8 @@ fn fake() -> Subject {
         subscriptions: store.clone(),
         log: store.clone(),
         entries: store.clone(),
+        feed: store.clone(),
+        idempotency: store.clone(),
         outbox: Outbox::Fake(store),
         _db: None,
     }
@@ -159,6 +164,11 @@ async fn postgres() -> Subject {
             pool.clone(),
             DeliveryAnnouncer::new(),
         )),
+        feed: Arc::new(PgEventFeed::new(pool.clone())),
+        idempotency: Arc::new(PgIdempotencyStore::new(
+            pool.clone(),
+            SecretBox::ephemeral(),
+        )),
         outbox: Outbox::Postgres(pool),
         _db: Some(db),
     }
@@ -186,6 +196,8 @@ mod catalog;
 mod clients;
 mod delivery_log;
 mod entries;
+mod feed;
+mod idempotency;
 mod rate_limits;
 mod subscriptions;
 mod timers;

@@ -30,7 +30,7 @@ pub use delivery_log::DeliveryLog;
 pub use feed::EventFeed;
 pub use health::HealthProbe;
 pub use housekeeping::{Housekeeping, Purged, Retention};
-pub use idempotency::{IdempotencyBegin, IdempotencyStore};
+pub use idempotency::{IDEMPOTENCY_RETENTION, IdempotencyBegin, IdempotencyStore, STALE_CLAIM};
 pub use queue::DeliveryQueue;
 pub use rate_limits::RateLimitStore;
 pub use resolver::HostResolver;

@@ -57,6 +57,8 @@ impl DeliveryLog for InMemoryStore {
         if !t.key_live(subscription.api_key_id) {
             return Err(DomainError::Conflict("API key revoked".into()));
         }
+        let owner = subscription.user_id;
+        t.place(std::slice::from_ref(event), Some(owner));
         t.events.push(event.clone());
         Ok(t.queue(id, event, DeliveryKind::Test, event.created_at))
     }

@@ -17,18 +17,20 @@ use uuid::Uuid;
 
 use timetrack_domain::error::{DomainError, DomainResult};
 use timetrack_domain::ids::{
-    ApiKeyId, ClientId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId,
+    ApiKeyId, ClientId, EventId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId,
 };
 use timetrack_domain::masked::Masks;
 use timetrack_domain::model::{
     ApiKey, AttemptSummary, AuditEntry, Client, Cursor, DeliveryDetail, DeliveryId, DeliveryKind,
-    DeliveryQuery, DeliveryRecord, DeliveryStatus, EntrySource, Event, HourlyStats, KeyHash, Page,
-    PageRequest, Project, ReplayOutcome, ReplayWindow, Subscription, SubscriptionChange,
-    SubscriptionFilters, SubscriptionStatus, Tag, Task, TimeEntry, User, WebhookId, Workspace,
+    DeliveryQuery, DeliveryRecord, DeliveryStatus, EntrySource, Event, EventType, FeedEvent,
+    FeedPosition, FeedRead, HourlyStats, KeyHash, Page, PageRequest, Project, ReplayOutcome,
+    ReplayWindow, Subscription, SubscriptionChange, SubscriptionFilters, SubscriptionStatus, Tag,
+    Task, TimeEntry, User, WebhookId, Workspace,
 };
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, Clock, DeliveryLog, EntryFilter,
-    HostResolver, IdGenerator, RandomSource, SubscriptionRepository, TimeEntryRepository,
+    EventFeed, HostResolver, IDEMPOTENCY_RETENTION, IdGenerator, IdempotencyBegin,
+    IdempotencyStore, RandomSource, STALE_CLAIM, SubscriptionRepository, TimeEntryRepository,
     TimerStop, UserRepository, WorkspaceRepository, WriteOutcome,
 };
 use timetrack_domain::services::{
@@ -41,6 +43,8 @@ mod accounts;
 mod catalog;
 mod clients;
 mod delivery_log;
+mod feed;
+mod idempotency;
 mod subscriptions;
 mod system;
 mod time_entries;
@@ -64,6 +68,23 @@ struct Tables {
     tasks: Vec<Task>,
     tags: Vec<Tag>,
     entries: Vec<TimeEntry>,
+    /// Each event's place in the feed and who may see it (`None`: every member).
+    placed: HashMap<EventId, (FeedPosition, Option<UserId>)>,
+    /// Transactions (writes that recorded events) so far: the feed's transaction ids.
+    transactions: i64,
+    /// Events recorded so far: the feed's sequence.
+    sequence: i64,
+    /// Idempotency keys by API key and key.
+    idempotency: HashMap<(ApiKeyId, String), IdempotencyRow>,
+}
+
+/// One idempotency key's use.
+#[derive(Debug, Clone)]
+struct IdempotencyRow {
+    fingerprint: [u8; 32],
+    /// The stored response, once the request finished.
+    response: Option<(u16, String)>,
+    created_at: OffsetDateTime,
 }
 
 /// One in-memory store implementing every repository port.
@@ -124,7 +145,9 @@ impl InMemoryStore {
 
     /// Records `event` as the outbox would, without deliveries.
     pub fn add_event(&self, event: Event) {
-        self.tables().events.push(event);
+        let mut t = self.tables();
+        t.place(std::slice::from_ref(&event), None);
+        t.events.push(event);
     }
 
     /// Marks `subscription` disabled, as the delivery worker would after failing for too long.
@@ -182,6 +205,21 @@ fn as_stored(entry: &TimeEntry) -> TimeEntry {
 }
 
 impl Tables {
+    /// Gives `events`, written by one transaction, their places in the feed (each write commits
+    /// at once here, so every place is below the horizon as soon as it is given), shown to
+    /// `visible_to` alone if set.
+    fn place(&mut self, events: &[Event], visible_to: Option<UserId>) {
+        self.transactions += 1;
+        for event in events {
+            self.sequence += 1;
+            let position = FeedPosition {
+                txid: self.transactions,
+                seq: self.sequence,
+            };
+            self.placed.insert(event.id, (position, visible_to));
+        }
+    }
+
     fn next_delivery_id(&self) -> DeliveryId {
         DeliveryId(
             self.deliveries
@@ -222,6 +260,7 @@ impl Tables {
     /// Records `events` as the outbox does: each, and one pending delivery of it for each active
     /// subscription of its workspace that lists its type.
     fn record(&mut self, events: &[Event]) {
+        self.place(events, None);
         for event in events {
             self.events.push(event.clone());
             let listeners: Vec<WebhookId> = self
