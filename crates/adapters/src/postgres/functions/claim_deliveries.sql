@@ -59,14 +59,14 @@ SET plan_cache_mode = force_generic_plan SET jit = off
 AS $fn$
 #variable_conflict use_column
 BEGIN
--- Claims run one at a time on the database, each seeing the leases of the ones before: the lock
--- is the transaction's (the claim is the last statement of its transaction, so it ends with the
--- commit), and the query below takes its snapshot after it. Without it, a claim whose snapshot
--- predated another's commit picked that one's deliveries, locked their rows (which a claim does
--- not rewrite, so nothing re-checks them) and then found their leases with its insert: it came
--- up short (25 of 40 between two claims of 25, one run in eight of the adapter test), and two
--- processes could pass a subscription's in-flight cap for an instant. (The two-key form of the
--- lock is apart from the one-key locks of migrations and rate limits.)
+-- The claim lock (ADR 0019): claims run one at a time on the database, each seeing the leases of
+-- the ones before. The lock is the transaction's (the claim is the last statement of its
+-- transaction, so it ends with the commit), and the query below takes its snapshot after it: a
+-- claim never picks a delivery whose lease another claim has committed, so it never comes up
+-- short, and the in-flight caps are exact across processes. Its key is the pair
+-- (1953066347, 1), 1953066347 being "time" in ASCII; the two-key form keeps it apart from the
+-- one-key locks of migrations and rate limits. It shows in pg_locks as an advisory lock with
+-- objid 1, and a claim waiting for it as wait event Lock:advisory.
 PERFORM pg_advisory_xact_lock(1953066347, 1);
 RETURN QUERY
     WITH RECURSIVE subs(id, first_due) AS (
