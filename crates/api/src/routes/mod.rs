@@ -24,11 +24,40 @@ use utoipa::OpenApi as _;
 use utoipa::openapi::HttpMethod;
 use utoipa_actix_web::OpenApiFactory;
 
-use crate::error::method_not_allowed;
+use timetrack_domain::DomainError;
+use timetrack_domain::model::{DeliveryId, Principal, WebhookId};
+
+use crate::error::{ApiError, method_not_allowed};
 use crate::openapi::OpenApiDocument;
+use crate::state::AppState;
 
 /// How the OpenAPI document describes a webhook id in a path.
 pub(crate) const WEBHOOK_ID: &str = "`wh_...` (a malformed one is 404, like an unknown one)";
+
+/// The webhook a path names: a malformed id is 404 `Webhook not found`, as an unknown one is.
+/// Parsed where the handler calls its service, so every check the handler makes before keeps
+/// its place.
+pub(crate) fn webhook_id(raw: &str) -> Result<WebhookId, ApiError> {
+    WebhookId::parse(raw).ok_or_else(|| ApiError::from(DomainError::NotFound("webhook")))
+}
+
+/// The delivery a path names, as tenants see its id ([`DeliveryId::parse_shown`]). One that is
+/// malformed names no delivery: 404 `Delivery not found` once `webhook` is found as the caller's
+/// (404 `Webhook not found` otherwise), as for an unknown delivery.
+pub(crate) async fn shown_delivery(
+    state: &AppState,
+    caller: &Principal,
+    webhook: &WebhookId,
+    raw: &str,
+) -> Result<DeliveryId, ApiError> {
+    match DeliveryId::parse_shown(raw, state.webhooks.masks()) {
+        Some(delivery) => Ok(delivery),
+        None => {
+            state.webhooks.get(caller, webhook).await?;
+            Err(DomainError::NotFound("delivery").into())
+        }
+    }
+}
 
 /// `{data: [...], next_cursor: string|null}`, the body of every paginated list.
 #[derive(Debug, Serialize, utoipa::ToSchema)]

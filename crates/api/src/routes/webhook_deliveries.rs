@@ -15,7 +15,7 @@ use crate::extract::{
     Caller, InvalidParams, JsonBody, JsonOrEmpty, QueryParams, Unread, body_time,
 };
 use crate::openapi::fields;
-use crate::routes::WEBHOOK_ID;
+use crate::routes::{WEBHOOK_ID, shown_delivery, webhook_id};
 use crate::state::AppState;
 
 /// A delivery as the log shows it (`D`).
@@ -178,7 +178,7 @@ pub async fn deliveries(
         .webhooks
         .deliveries(
             &caller.0,
-            &id,
+            &webhook_id(&id)?,
             DeliveryFilter {
                 status: query.status,
                 event_type: query.event_type,
@@ -220,7 +220,12 @@ pub async fn delivery(
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<DeliveryDetailObject>, ApiError> {
     let (id, delivery) = path.into_inner();
-    let detail = state.webhooks.delivery(&caller.0, &id, &delivery).await?;
+    let webhook = webhook_id(&id)?;
+    let delivery = shown_delivery(&state, &caller.0, &webhook, &delivery).await?;
+    let detail = state
+        .webhooks
+        .delivery(&caller.0, &webhook, delivery)
+        .await?;
     Ok(web::Json(DeliveryDetailObject::new(
         detail,
         state.webhooks.masks(),
@@ -249,7 +254,7 @@ pub async fn test(
     id: web::Path<String>,
     _body: JsonOrEmpty<Unread>,
 ) -> Result<HttpResponse, ApiError> {
-    let record = state.webhooks.test(&caller.0, &id).await?;
+    let record = state.webhooks.test(&caller.0, &webhook_id(&id)?).await?;
     tracing::info!(webhook_id = %id, delivery_id = record.id.0, "webhook test queued");
     Ok(
         HttpResponse::build(StatusCode::ACCEPTED).json(DeliveryResponse {
@@ -285,7 +290,9 @@ pub async fn resend(
     _body: JsonOrEmpty<Unread>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, delivery) = path.into_inner();
-    let record = state.webhooks.resend(&caller.0, &id, &delivery).await?;
+    let webhook = webhook_id(&id)?;
+    let delivery = shown_delivery(&state, &caller.0, &webhook, &delivery).await?;
+    let record = state.webhooks.resend(&caller.0, &webhook, delivery).await?;
     tracing::info!(webhook_id = %id, delivery_id = record.id.0, "delivery resend queued");
     Ok(
         HttpResponse::build(StatusCode::ACCEPTED).json(DeliveryResponse {
@@ -367,7 +374,10 @@ pub async fn replay(
             .transpose()?,
         only_failed: body.only_failed.unwrap_or(true),
     };
-    let outcome = state.webhooks.replay(&caller.0, &id, request).await?;
+    let outcome = state
+        .webhooks
+        .replay(&caller.0, &webhook_id(&id)?, request)
+        .await?;
     tracing::info!(webhook_id = %id, queued = outcome.queued, "webhook replay queued");
     Ok(HttpResponse::build(StatusCode::ACCEPTED).json(ReplayResponse::from(outcome)))
 }

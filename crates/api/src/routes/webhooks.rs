@@ -18,7 +18,7 @@ use crate::extract::{
     BodyRejection, Caller, InvalidParams, JsonBody, JsonOrEmpty, Unread, WholeNumber, body_time,
 };
 use crate::openapi::fields;
-use crate::routes::WEBHOOK_ID;
+use crate::routes::{WEBHOOK_ID, webhook_id};
 use crate::state::AppState;
 
 /// A subscribe body that is not a JSON object cannot carry a URL and events.
@@ -236,7 +236,7 @@ pub async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     state
         .webhooks
-        .delete(&caller.0, &id)
+        .delete(&caller.0, &webhook_id(&id)?)
         .await
         .map_err(|e| match e {
             DomainError::NotFound(_) => ApiError::from(e),
@@ -383,7 +383,7 @@ pub async fn get(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<web::Json<WebhookResponse>, ApiError> {
-    let (subscription, health) = state.webhooks.get(&caller.0, &id).await?;
+    let (subscription, health) = state.webhooks.get(&caller.0, &webhook_id(&id)?).await?;
     Ok(web::Json(WebhookResponse {
         success: true,
         webhook: WebhookObject::new(subscription, health),
@@ -496,7 +496,10 @@ pub async fn update(
     body: JsonBody<Value, InvalidParams>,
 ) -> Result<web::Json<WebhookResponse>, ApiError> {
     let change = parse_change(body.into_inner())?;
-    let (subscription, health) = state.webhooks.update(&caller.0, &id, change).await?;
+    let (subscription, health) = state
+        .webhooks
+        .update(&caller.0, &webhook_id(&id)?, change)
+        .await?;
     tracing::info!(webhook_id = %subscription.id, user_id = %caller.0.user_id, "webhook changed");
     Ok(web::Json(WebhookResponse {
         success: true,
@@ -559,8 +562,10 @@ pub async fn enable(
         .as_deref()
         .map(|t| body_time("replay_since", t))
         .transpose()?;
-    let (subscription, health, replayed) =
-        state.webhooks.enable(&caller.0, &id, replay_since).await?;
+    let (subscription, health, replayed) = state
+        .webhooks
+        .enable(&caller.0, &webhook_id(&id)?, replay_since)
+        .await?;
     let replayed = replayed.unwrap_or(ReplayOutcome {
         queued: 0,
         truncated: false,
@@ -627,7 +632,7 @@ pub async fn rotate_secret(
         .map(|WholeNumber(n)| time::Duration::seconds(i64::from(n)));
     let rotated = state
         .webhooks
-        .rotate_secret(&caller.0, &id, valid_for)
+        .rotate_secret(&caller.0, &webhook_id(&id)?, valid_for)
         .await?;
     tracing::info!(webhook_id = %id, user_id = %caller.0.user_id, "webhook secret rotated");
     Ok(web::Json(RotateResponse {
@@ -680,7 +685,7 @@ pub async fn stats(
 ) -> Result<web::Json<StatsResponse>, ApiError> {
     let buckets = state
         .webhooks
-        .stats(&caller.0, &id)
+        .stats(&caller.0, &webhook_id(&id)?)
         .await?
         .into_iter()
         .map(|hour| StatsBucket {

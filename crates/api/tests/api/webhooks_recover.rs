@@ -214,13 +214,34 @@ async fn the_log_pages_newest_first_with_filters_and_a_delivery_shows_its_payloa
             "{path}"
         );
     }
-    // Another member: 404 Webhook not found for the log and the detail.
+    // Another member: 404 Webhook not found for the log and the detail, whatever the delivery
+    // id (the webhook is looked at first).
     let eve = colleague(&t).await;
     for path in [
         format!("/{id}/deliveries"),
         format!("/{id}/deliveries/{delivery}"),
+        format!("/{id}/deliveries/abc"),
     ] {
         let (status, _, body) = call(&app, request("GET", &eve, &path, None)).await;
+        assert_eq!(
+            (status, error_of(&body)),
+            (404, json!({"error": "Webhook not found"})),
+            "{path}"
+        );
+    }
+    // An unknown or a malformed webhook id: 404 Webhook not found, whatever the delivery id.
+    for path in [
+        format!("/wh_unknownunknownunknown1/deliveries/{delivery}"),
+        "/wh_unknownunknownunknown1/deliveries/abc".to_owned(),
+        "/not-a-webhook/deliveries/abc".to_owned(),
+        format!("/not-a-webhook/deliveries/{delivery}/resend"),
+    ] {
+        let method = if path.ends_with("/resend") {
+            "POST"
+        } else {
+            "GET"
+        };
+        let (status, _, body) = call(&app, request(method, &auth, &path, None)).await;
         assert_eq!(
             (status, error_of(&body)),
             (404, json!({"error": "Webhook not found"})),

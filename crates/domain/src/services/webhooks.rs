@@ -263,14 +263,14 @@ impl WebhookService {
         Ok(listed)
     }
 
-    /// The caller's own subscription `raw_id` with its health. `NotFound("webhook")` for an id
-    /// that is malformed, unknown, deleted, or another user's.
+    /// The caller's own subscription `id` with its health. `NotFound("webhook")` for an id that
+    /// is unknown, deleted, or another user's.
     pub async fn get(
         &self,
         caller: &Principal,
-        raw_id: &str,
+        id: &WebhookId,
     ) -> DomainResult<(Subscription, WebhookHealth)> {
-        let subscription = self.live(caller, raw_id).await?;
+        let subscription = self.live(caller, id).await?;
         self.with_health(subscription).await
     }
 
@@ -288,7 +288,7 @@ impl WebhookService {
         Ok((subscription, health))
     }
 
-    /// Changes the caller's own subscription `raw_id`: the fields `change` sets, checked as
+    /// Changes the caller's own subscription `id`: the fields `change` sets, checked as
     /// subscribe checks them (same messages). A change is audited with the fields it names; a
     /// change that names none changes nothing. New `events` apply to events recorded after it,
     /// a new `url` to every later attempt, retries already queued included.
@@ -297,10 +297,10 @@ impl WebhookService {
     pub async fn update(
         &self,
         caller: &Principal,
-        raw_id: &str,
+        id: &WebhookId,
         change: WebhookChange,
     ) -> DomainResult<(Subscription, WebhookHealth)> {
-        let subscription = self.live(caller, raw_id).await?;
+        let subscription = self.live(caller, id).await?;
         if change.events.as_ref().is_some_and(Vec::is_empty) {
             return Err(DomainError::invalid(
                 REQUIRED,
@@ -354,10 +354,10 @@ impl WebhookService {
     /// Deletes the caller's own subscription at once: pending deliveries are cancelled and an
     /// audit row is written. Deleting one's already-deleted subscription succeeds again.
     ///
-    /// `NotFound("webhook")` for an id that is malformed, unknown, or another user's (which is
+    /// `NotFound("webhook")` for an id that is unknown, or another user's (which is
     /// left untouched and not revealed).
-    pub async fn delete(&self, caller: &Principal, raw_id: &str) -> DomainResult<()> {
-        let subscription = self.owned(caller, raw_id).await?;
+    pub async fn delete(&self, caller: &Principal, id: &WebhookId) -> DomainResult<()> {
+        let subscription = self.owned(caller, id).await?;
         if subscription.status == SubscriptionStatus::Deleted {
             return Ok(());
         }
@@ -382,10 +382,10 @@ impl WebhookService {
     pub async fn enable(
         &self,
         caller: &Principal,
-        raw_id: &str,
+        id: &WebhookId,
         replay_since: Option<time::OffsetDateTime>,
     ) -> DomainResult<(Subscription, WebhookHealth, Option<ReplayOutcome>)> {
-        let subscription = self.live(caller, raw_id).await?;
+        let subscription = self.live(caller, id).await?;
         let now = self.clock.now();
         let room = match replay_since {
             Some(since) => {
@@ -430,7 +430,7 @@ impl WebhookService {
             }
             None => None,
         };
-        let (subscription, health) = self.get(caller, raw_id).await?;
+        let (subscription, health) = self.get(caller, id).await?;
         Ok((subscription, health, replayed))
     }
 
@@ -438,8 +438,8 @@ impl WebhookService {
     /// and also when it is `DISABLED`: one attempt, no retry, no effect on its health. Returns
     /// the queued delivery. `Conflict("API key revoked")` if the webhook's key was revoked,
     /// `NotFound("webhook")` as for [`get`](Self::get).
-    pub async fn test(&self, caller: &Principal, raw_id: &str) -> DomainResult<DeliveryRecord> {
-        let subscription = self.live(caller, raw_id).await?;
+    pub async fn test(&self, caller: &Principal, id: &WebhookId) -> DomainResult<DeliveryRecord> {
+        let subscription = self.live(caller, id).await?;
         let now = self.clock.now();
         self.requeue_room(caller, now).await?;
         let event = super::event_of(
@@ -466,10 +466,10 @@ impl WebhookService {
     pub async fn rotate_secret(
         &self,
         caller: &Principal,
-        raw_id: &str,
+        id: &WebhookId,
         previous_valid_for: Option<Duration>,
     ) -> DomainResult<RotatedSecret> {
-        let subscription = self.live(caller, raw_id).await?;
+        let subscription = self.live(caller, id).await?;
         let valid_for = previous_valid_for.unwrap_or(DEFAULT_PREVIOUS_VALID_FOR);
         if valid_for.is_negative() || valid_for > MAX_PREVIOUS_VALID_FOR {
             return Err(DomainError::invalid(
@@ -515,10 +515,10 @@ impl WebhookService {
     pub async fn replay(
         &self,
         caller: &Principal,
-        raw_id: &str,
+        id: &WebhookId,
         request: ReplayRequest,
     ) -> DomainResult<ReplayOutcome> {
-        let subscription = self.live(caller, raw_id).await?;
+        let subscription = self.live(caller, id).await?;
         let now = self.clock.now();
         let until = request.until.unwrap_or(now);
         if until <= request.since {
@@ -546,37 +546,32 @@ impl WebhookService {
             .await
     }
 
-    /// A new delivery (`resend`) of the event of the caller's own webhook's delivery
-    /// `raw_delivery`, with fresh retries, whatever that delivery's status.
-    /// `NotFound("delivery")` for a delivery id that is malformed, unknown or another
-    /// webhook's; `Conflict("Webhook is disabled")` for a `DISABLED` webhook;
+    /// A new delivery (`resend`) of the event of the caller's own webhook's delivery `delivery`,
+    /// with fresh retries, whatever that delivery's status. `NotFound("delivery")` for a delivery
+    /// that is unknown or another webhook's; `Conflict("Webhook is disabled")` for a `DISABLED` webhook;
     /// `NotFound("webhook")` as for [`get`](Self::get).
     pub async fn resend(
         &self,
         caller: &Principal,
-        raw_id: &str,
-        raw_delivery: &str,
+        id: &WebhookId,
+        delivery: DeliveryId,
     ) -> DomainResult<DeliveryRecord> {
-        let subscription = self.live(caller, raw_id).await?;
-        let delivery = DeliveryId::parse_shown(raw_delivery, &self.masks)
-            .ok_or(DomainError::NotFound("delivery"))?;
+        let subscription = self.live(caller, id).await?;
         let now = self.clock.now();
         self.requeue_room(caller, now).await?;
         self.log.resend(&subscription.id, delivery, now).await
     }
 
-    /// The caller's own webhook's delivery `raw_delivery` with its exact body and every attempt.
+    /// The caller's own webhook's delivery `delivery` with its exact body and every attempt.
     /// `NotFound("delivery")` as for [`resend`](Self::resend), `NotFound("webhook")` as for
     /// [`get`](Self::get).
     pub async fn delivery(
         &self,
         caller: &Principal,
-        raw_id: &str,
-        raw_delivery: &str,
+        id: &WebhookId,
+        delivery: DeliveryId,
     ) -> DomainResult<DeliveryDetail> {
-        let subscription = self.live(caller, raw_id).await?;
-        let delivery = DeliveryId::parse_shown(raw_delivery, &self.masks)
-            .ok_or(DomainError::NotFound("delivery"))?;
+        let subscription = self.live(caller, id).await?;
         self.log
             .delivery(&subscription.id, delivery)
             .await?
@@ -653,8 +648,12 @@ impl WebhookService {
 
     /// The caller's own subscription's attempts over the last 24 hours, by hour, oldest first.
     /// `NotFound("webhook")` as for [`get`](Self::get).
-    pub async fn stats(&self, caller: &Principal, raw_id: &str) -> DomainResult<Vec<HourlyStats>> {
-        let subscription = self.live(caller, raw_id).await?;
+    pub async fn stats(
+        &self,
+        caller: &Principal,
+        id: &WebhookId,
+    ) -> DomainResult<Vec<HourlyStats>> {
+        let subscription = self.live(caller, id).await?;
         self.subscriptions
             .hourly_stats(&subscription.id, self.clock.now())
             .await
@@ -668,10 +667,10 @@ impl WebhookService {
     pub async fn deliveries(
         &self,
         caller: &Principal,
-        raw_id: &str,
+        id: &WebhookId,
         filter: DeliveryFilter,
     ) -> DomainResult<(Vec<DeliveryRecord>, Option<String>)> {
-        let subscription = self.live(caller, raw_id).await?;
+        let subscription = self.live(caller, id).await?;
         // An empty filter is no filter, as an empty cursor is the first page.
         let status = filter
             .status
@@ -722,13 +721,6 @@ impl WebhookService {
         Ok((page, next))
     }
 
-    async fn find(&self, raw_id: &str) -> DomainResult<Option<Subscription>> {
-        match WebhookId::parse(raw_id) {
-            Some(id) => self.subscriptions.get(&id).await,
-            None => Ok(None),
-        }
-    }
-
     /// `raw` parsed by the webhook URL rules (the SSRF guard unless private targets are allowed).
     fn parsed_url(&self, raw: &str) -> DomainResult<WebhookTarget> {
         parse_webhook_url(raw, self.settings.allow_private_targets)
@@ -748,16 +740,17 @@ impl WebhookService {
     }
 
     /// The caller's own subscription, unless deleted.
-    async fn live(&self, caller: &Principal, raw_id: &str) -> DomainResult<Subscription> {
-        let subscription = self.owned(caller, raw_id).await?;
+    async fn live(&self, caller: &Principal, id: &WebhookId) -> DomainResult<Subscription> {
+        let subscription = self.owned(caller, id).await?;
         if subscription.status == SubscriptionStatus::Deleted {
             return Err(DomainError::NotFound("webhook"));
         }
         Ok(subscription)
     }
 
-    async fn owned(&self, caller: &Principal, raw_id: &str) -> DomainResult<Subscription> {
-        self.find(raw_id)
+    async fn owned(&self, caller: &Principal, id: &WebhookId) -> DomainResult<Subscription> {
+        self.subscriptions
+            .get(id)
             .await?
             .filter(|s| s.workspace_id == caller.workspace_id && s.user_id == caller.user_id)
             .ok_or(DomainError::NotFound("webhook"))

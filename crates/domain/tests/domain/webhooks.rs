@@ -126,7 +126,7 @@ fn the_cap_counts_active_subscriptions_of_the_workspace() {
         .unwrap()
         .pop()
         .unwrap();
-    run_ready(world.webhooks.delete(&caller, first.id.as_str())).unwrap();
+    run_ready(world.webhooks.delete(&caller, &first.id)).unwrap();
     assert!(
         run_ready(world.webhooks.subscribe(
             &caller,
@@ -175,27 +175,22 @@ fn delete_is_owner_only_idempotent_audited_and_cancels_pending_deliveries() {
         None,
     ))
     .unwrap();
-    let err = run_ready(
-        world
-            .webhooks
-            .delete(&other_key.principal(), sub.id.as_str()),
-    )
-    .unwrap_err();
+    let err = run_ready(world.webhooks.delete(&other_key.principal(), &sub.id)).unwrap_err();
     assert!(matches!(err, DomainError::NotFound("webhook")));
     assert_eq!(run_ready(world.webhooks.list(&caller)).unwrap().len(), 1);
 
-    run_ready(world.webhooks.delete(&caller, sub.id.as_str())).unwrap();
+    run_ready(world.webhooks.delete(&caller, &sub.id)).unwrap();
     assert!(run_ready(world.webhooks.list(&caller)).unwrap().is_empty());
     assert_eq!(
         world.store.delivery_statuses(&sub.id),
         [DeliveryStatus::Cancelled]
     );
     // Its delivery log went with it.
-    let err = run_ready(world.webhooks.deliveries(
-        &caller,
-        sub.id.as_str(),
-        DeliveryFilter::default(),
-    ))
+    let err = run_ready(
+        world
+            .webhooks
+            .deliveries(&caller, &sub.id, DeliveryFilter::default()),
+    )
     .unwrap_err();
     assert!(matches!(err, DomainError::NotFound("webhook")));
     let audit = world.store.audit();
@@ -210,14 +205,17 @@ fn delete_is_owner_only_idempotent_audited_and_cancels_pending_deliveries() {
     );
 
     // Again: success, no second audit row.
-    run_ready(world.webhooks.delete(&caller, sub.id.as_str())).unwrap();
+    run_ready(world.webhooks.delete(&caller, &sub.id)).unwrap();
     assert_eq!(world.store.audit().len(), 1);
 
-    for unknown in ["wh_doesnotexist000000000", "not-an-id", ""] {
-        assert!(matches!(
-            run_ready(world.webhooks.delete(&caller, unknown)),
-            Err(DomainError::NotFound("webhook"))
-        ));
+    let unknown = WebhookId::parse("wh_doesnotexist000000000").unwrap();
+    assert!(matches!(
+        run_ready(world.webhooks.delete(&caller, &unknown)),
+        Err(DomainError::NotFound("webhook"))
+    ));
+    // A malformed id names no webhook at all (the HTTP layer answers it 404 like an unknown one).
+    for malformed in ["not-an-id", ""] {
+        assert_eq!(WebhookId::parse(malformed), None);
     }
 }
 
@@ -229,7 +227,7 @@ fn update_checks_like_subscribe_changes_only_what_it_names_and_is_audited() {
         new("https://hooks.example.com/h", &["CLIENT_CREATED"]),
     ))
     .unwrap();
-    let id = sub.id.to_string();
+    let id = sub.id.clone();
     let change = |url: Option<&str>, events: Option<&[&str]>| WebhookChange {
         url: url.map(str::to_owned),
         events: events.map(|e| e.iter().map(|n| (*n).to_owned()).collect()),
@@ -320,7 +318,7 @@ fn another_users_or_a_deleted_webhook_is_not_found_for_every_operation() {
             "{result:?}"
         );
     };
-    let id = sub.id.to_string();
+    let id = sub.id;
     not_found(run_ready(world.webhooks.get(&bob, &id)).map(drop));
     not_found(
         run_ready(world.webhooks.update(
@@ -342,9 +340,9 @@ fn another_users_or_a_deleted_webhook_is_not_found_for_every_operation() {
         .map(drop),
     );
     assert!(run_ready(world.webhooks.list(&bob)).unwrap().is_empty());
-    for raw in ["wh_unknownunknownunknown1", "not-an-id"] {
-        not_found(run_ready(world.webhooks.get(&caller, raw)).map(drop));
-    }
+    let unknown = WebhookId::parse("wh_unknownunknownunknown1").unwrap();
+    not_found(run_ready(world.webhooks.get(&caller, &unknown)).map(drop));
+    assert_eq!(WebhookId::parse("not-an-id"), None);
     run_ready(world.webhooks.delete(&caller, &id)).unwrap();
     not_found(run_ready(world.webhooks.get(&caller, &id)).map(drop));
     not_found(
