@@ -233,6 +233,27 @@ impl<T: DeserializeOwned> FromRequest for QueryParams<T> {
     }
 }
 
+/// A body field as it came: a `T`, or another JSON value, kept so that the route can answer a
+/// wrong type in the order its published messages imply (a presence check before a type check)
+/// instead of failing the whole body at the first field.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Given<T> {
+    /// Of the expected type.
+    Valid(T),
+    /// Any other JSON value.
+    Invalid(serde_json::Value),
+}
+
+impl<'de, T: DeserializeOwned> serde::Deserialize<'de> for Given<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        Ok(match T::deserialize(&value) {
+            Ok(valid) => Self::Valid(valid),
+            Err(_) => Self::Invalid(value),
+        })
+    }
+}
+
 /// Deserializes a field that may be absent (`None`), null (`Some(None)`) or set (`Some(Some(v))`),
 /// for PATCH bodies; use with `#[serde(default)]`.
 pub fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>

@@ -47,47 +47,6 @@ pub struct SuccessBody {
     pub success: bool,
 }
 
-/// Body of the subscribe request.
-#[derive(Debug, ToSchema)]
-pub struct SubscribeBody {
-    /// HTTPS destination of deliveries.
-    #[schema(schema_with = fields::webhook_url)]
-    pub url: String,
-    /// `TIMER_STARTED`, `TIMER_STOPPED`, `TIME_ENTRY_CREATED`, `CLIENT_CREATED`; duplicates collapse.
-    #[schema(schema_with = fields::events)]
-    pub events: Vec<String>,
-    /// Optional label, at most 255 characters.
-    #[schema(schema_with = fields::webhook_description)]
-    pub description: Option<String>,
-    /// Optional filters: an event is delivered only when every given one matches.
-    #[schema(schema_with = fields::filters)]
-    pub filters: Option<serde_json::Value>,
-}
-
-/// The created subscription, with its signing secret (shown only here).
-#[derive(Debug, ToSchema)]
-pub struct WebhookCreated {
-    /// `wh_...`.
-    pub id: String,
-    /// Destination.
-    pub url: String,
-    /// Subscribed events.
-    pub events: Vec<String>,
-    /// `ACTIVE`.
-    pub status: String,
-    /// `whsec_...`: the Standard Webhooks signing secret.
-    pub secret: String,
-}
-
-/// 201 of the subscribe request.
-#[derive(Debug, ToSchema)]
-pub struct SubscribeResponse {
-    /// True.
-    pub success: bool,
-    /// The subscription.
-    pub webhook: WebhookCreated,
-}
-
 struct BearerAuth;
 
 impl Modify for BearerAuth {

@@ -15,7 +15,8 @@ use timetrack_domain::timefmt::rfc3339;
 
 use crate::error::ApiError;
 use crate::extract::{
-    BodyRejection, Caller, InvalidParams, JsonBody, JsonOrEmpty, Unread, WholeNumber, body_time,
+    BodyRejection, Caller, Given, InvalidParams, JsonBody, JsonOrEmpty, Unread, WholeNumber,
+    body_time, nullable,
 };
 use crate::openapi::fields;
 use crate::routes::{WEBHOOK_ID, webhook_id};
@@ -34,48 +35,102 @@ impl BodyRejection for MissingUrlOrEvents {
 /// The `detail` of a body without a usable `events`.
 const EVENTS_DETAIL: &str = "events must be a non-empty array of event names";
 
-/// Reads the subscribe body, in the order the published messages imply: presence of `url` and a
-/// non-empty `events` array first, then the URL's type, then each event's.
-fn parse_subscribe(body: &Value) -> Result<NewSubscription, ApiError> {
-    let obj = body.as_object().ok_or_else(|| {
-        ApiError::bad_request(REQUIRED)
-            .with_detail("the body must be a JSON object with url and events")
-    })?;
-    let url = obj.get("url").filter(|v| !v.is_null());
-    let events = match obj.get("events") {
-        Some(Value::Array(items)) if !items.is_empty() => items,
-        _ => return Err(ApiError::bad_request(REQUIRED).with_detail(EVENTS_DETAIL)),
-    };
-    let url = match url {
-        None => return Err(ApiError::bad_request(REQUIRED).with_detail("url is required")),
-        Some(Value::String(url)) => url.clone(),
-        Some(_) => {
-            return Err(ApiError::bad_request(INVALID_URL)
-                .with_detail("url must be a string: an absolute https:// URL"));
+// Each field is taken as it came (`Given`) and converted once into the domain's
+// `NewSubscription`, in the order the published messages imply: presence of `url` and a non-empty
+// `events` array first, then the URL's type, then each event's. Fields not named here are ignored.
+/// Body of the subscribe request.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+pub struct SubscribeBody {
+    /// HTTPS destination of deliveries; null is a missing one.
+    #[serde(default)]
+    #[schema(schema_with = fields::webhook_url, required = true)]
+    url: Option<Given<String>>,
+    /// The event names.
+    #[serde(default)]
+    #[schema(schema_with = fields::events, required = true)]
+    events: Option<Given<Vec<Given<String>>>>,
+    /// Optional label.
+    #[serde(default)]
+    #[schema(schema_with = fields::webhook_description)]
+    description: Option<Given<String>>,
+    /// Optional filters, read in the order given ([`parse_filters`]).
+    #[serde(default)]
+    #[schema(schema_with = fields::filters)]
+    filters: Option<Value>,
+}
+
+impl SubscribeBody {
+    /// The body of a request that parsed as JSON: an object (anything else cannot carry a URL and
+    /// events).
+    fn of(body: &Value) -> Result<Self, ApiError> {
+        let not_an_object = || {
+            ApiError::bad_request(REQUIRED)
+                .with_detail("the body must be a JSON object with url and events")
+        };
+        if !body.is_object() {
+            return Err(not_an_object());
         }
-    };
-    let events = events
-        .iter()
-        .map(|e| match e {
-            Value::String(name) => Ok(name.clone()),
-            other => Err(DomainError::validation(format!("Invalid event type: {other}")).into()),
+        Self::deserialize(body).map_err(|_| not_an_object())
+    }
+}
+
+/// The event names of a body's `events`: `None` when missing, null, not an array or empty; a
+/// name that is not a string is `Invalid event type: <its JSON>`.
+fn event_names_given(
+    events: Option<Given<Vec<Given<String>>>>,
+) -> Option<Result<Vec<String>, ApiError>> {
+    match events {
+        Some(Given::Valid(items)) if !items.is_empty() => Some(
+            items
+                .into_iter()
+                .map(|item| match item {
+                    Given::Valid(name) => Ok(name),
+                    Given::Invalid(other) => {
+                        Err(DomainError::validation(format!("Invalid event type: {other}")).into())
+                    }
+                })
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// A URL that is not a string.
+fn url_not_a_string() -> ApiError {
+    ApiError::bad_request(INVALID_URL).with_detail("url must be a string: an absolute https:// URL")
+}
+
+impl TryFrom<SubscribeBody> for NewSubscription {
+    type Error = ApiError;
+
+    fn try_from(body: SubscribeBody) -> Result<Self, ApiError> {
+        let Some(events) = event_names_given(body.events) else {
+            return Err(ApiError::bad_request(REQUIRED).with_detail(EVENTS_DETAIL));
+        };
+        let url = match body.url {
+            None => return Err(ApiError::bad_request(REQUIRED).with_detail("url is required")),
+            Some(Given::Valid(url)) => url,
+            Some(Given::Invalid(_)) => return Err(url_not_a_string()),
+        };
+        let events = events?;
+        let description = match body.description {
+            None => None,
+            Some(Given::Valid(d)) => Some(d),
+            Some(Given::Invalid(_)) => {
+                return Err(ApiError::bad_request("description must be a string"));
+            }
+        };
+        let filters = match body.filters {
+            None => SubscriptionFilters::default(),
+            Some(value) => parse_filters(&value)?,
+        };
+        Ok(NewSubscription {
+            url,
+            events,
+            description,
+            filters,
         })
-        .collect::<Result<Vec<String>, ApiError>>()?;
-    let description = match obj.get("description") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(d)) => Some(d.clone()),
-        Some(_) => return Err(ApiError::bad_request("description must be a string")),
-    };
-    let filters = match obj.get("filters") {
-        None | Some(Value::Null) => SubscriptionFilters::default(),
-        Some(value) => parse_filters(value)?,
-    };
-    Ok(NewSubscription {
-        url,
-        events,
-        description,
-        filters,
-    })
+    }
 }
 
 /// Reads a `filters` object (`events.md` section 3): `project_ids`, `client_ids`, `user_ids`
@@ -182,9 +237,9 @@ fn event_names(subscription: &Subscription) -> Vec<&'static str> {
     tag = "Webhooks",
     summary = "Subscribe a URL to events",
     security(("bearer_auth" = [])),
-    request_body = crate::openapi::SubscribeBody,
+    request_body = SubscribeBody,
     responses(
-        (status = 201, description = "Subscribed; the secret is shown only here", body = crate::openapi::SubscribeResponse),
+        (status = 201, description = "Subscribed; the secret is shown only here", body = SubscribeResponse),
         (status = 400, description = "Invalid URL format, URL and events array are required, or Invalid event type", body = crate::openapi::ErrorBody),
         (status = 409, description = "Subscription limit reached", body = crate::openapi::ErrorBody),
         (status = 500, description = "Internal server error", body = crate::openapi::ErrorBody),
@@ -196,19 +251,45 @@ pub async fn subscribe(
     caller: Caller,
     body: JsonBody<Value, MissingUrlOrEvents>,
 ) -> Result<HttpResponse, ApiError> {
-    let new = parse_subscribe(&body.into_inner())?;
+    let new = NewSubscription::try_from(SubscribeBody::of(&body.into_inner())?)?;
     let subscription = state.webhooks.subscribe(&caller.0, new).await?;
     tracing::info!(webhook_id = %subscription.id, user_id = %caller.0.user_id, "webhook subscribed");
-    Ok(HttpResponse::build(StatusCode::CREATED).json(json!({
-        "success": true,
-        "webhook": {
-            "id": subscription.id.as_str(),
-            "url": subscription.url,
-            "events": event_names(&subscription),
-            "status": subscription.status.as_str(),
-            "secret": subscription.secret,
-        }
-    })))
+    Ok(
+        HttpResponse::build(StatusCode::CREATED).json(SubscribeResponse {
+            success: true,
+            webhook: WebhookCreated {
+                id: subscription.id.to_string(),
+                events: event_names(&subscription),
+                status: subscription.status.as_str(),
+                url: subscription.url,
+                secret: subscription.secret,
+            },
+        }),
+    )
+}
+
+/// The created subscription, with its signing secret (shown only here).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct WebhookCreated {
+    /// `wh_...`.
+    id: String,
+    /// Destination.
+    url: String,
+    /// Subscribed events.
+    events: Vec<&'static str>,
+    /// `ACTIVE`.
+    status: &'static str,
+    /// `whsec_...`: the Standard Webhooks signing secret.
+    secret: String,
+}
+
+/// 201 of the subscribe request.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SubscribeResponse {
+    /// True.
+    success: bool,
+    /// The subscription.
+    webhook: WebhookCreated,
 }
 
 /// `DELETE .../webhooks/{id}`: 200 `{success: true}`, also for one's already-deleted webhook;
@@ -390,86 +471,94 @@ pub async fn get(
     }))
 }
 
+// Each field is of the type subscribe takes, taken as it came (`Given`; absent, null and a value
+// told apart) and converted once into the domain's `WebhookChange` in the order subscribe reads
+// them. A field not named here is 400 `Invalid request parameters` (`unknown field NAME`, the
+// first in the body).
 /// Body of `PATCH .../webhooks/{id}`: any of these fields.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 pub struct WebhookPatchBody {
     /// A new absolute `https://` URL.
+    #[serde(default, deserialize_with = "nullable")]
     #[schema(schema_with = fields::webhook_url)]
-    url: Option<Value>,
+    url: Option<Option<Given<String>>>,
     /// New event names (not empty).
+    #[serde(default, deserialize_with = "nullable")]
     #[schema(schema_with = fields::events)]
-    events: Option<Value>,
+    events: Option<Option<Given<Vec<Given<String>>>>>,
     /// A new label, or null to clear it.
+    #[serde(default, deserialize_with = "nullable")]
     #[schema(schema_with = fields::webhook_description)]
-    description: Option<Value>,
+    description: Option<Option<Given<String>>>,
     /// All the filters, replacing the current ones (`{}` or null: none).
+    #[serde(default, deserialize_with = "nullable")]
     #[schema(schema_with = fields::filters)]
-    filters: Option<Value>,
+    filters: Option<Option<Value>>,
+    /// Every other field, in the body's order.
+    #[serde(flatten)]
+    #[schema(ignore)]
+    unknown: serde_json::Map<String, Value>,
 }
 
-/// Reads a PATCH body: an object of the known fields only, each of the type subscribe takes.
-fn parse_change(body: Value) -> Result<WebhookChange, ApiError> {
-    let invalid = || ApiError::bad_request("Invalid request parameters");
-    let Value::Object(fields) = body else {
-        return Err(invalid().with_detail("the body must be a JSON object"));
-    };
-    if let Some(unknown) = fields
-        .keys()
-        .find(|k| !["url", "events", "description", "filters"].contains(&k.as_str()))
-    {
-        return Err(invalid().with_detail(format!("unknown field {unknown}")));
+impl WebhookPatchBody {
+    /// The body of a request that parsed as JSON: an object.
+    fn of(body: &Value) -> Result<Self, ApiError> {
+        let not_an_object = || {
+            ApiError::bad_request("Invalid request parameters")
+                .with_detail("the body must be a JSON object")
+        };
+        if !body.is_object() {
+            return Err(not_an_object());
+        }
+        Self::deserialize(body).map_err(|_| not_an_object())
     }
-    let body = WebhookPatchBody {
-        url: fields.get("url").cloned(),
-        events: fields.get("events").cloned(),
-        description: fields.get("description").cloned(),
-        filters: fields.get("filters").cloned(),
-    };
-    let events = match body.events {
-        None => None,
-        Some(Value::Array(items)) if !items.is_empty() => Some(
-            items
-                .iter()
-                .map(|e| match e {
-                    Value::String(name) => Ok(name.clone()),
-                    other => Err(DomainError::validation(format!(
-                        "Invalid event type: {other}"
-                    ))),
-                })
-                .collect::<Result<Vec<String>, DomainError>>()?,
-        ),
-        Some(_) => return Err(ApiError::bad_request(REQUIRED).with_detail(EVENTS_DETAIL)),
-    };
-    // After the events, as subscribe reads them; a null URL is a missing one.
-    let url = match body.url {
-        None => None,
-        Some(Value::Null) => {
-            return Err(ApiError::bad_request(REQUIRED).with_detail("url must not be null"));
+}
+
+impl TryFrom<WebhookPatchBody> for WebhookChange {
+    type Error = ApiError;
+
+    fn try_from(body: WebhookPatchBody) -> Result<Self, ApiError> {
+        if let Some(unknown) = body.unknown.keys().next() {
+            return Err(ApiError::bad_request("Invalid request parameters")
+                .with_detail(format!("unknown field {unknown}")));
         }
-        Some(Value::String(url)) => Some(url),
-        Some(_) => {
-            return Err(ApiError::bad_request(INVALID_URL)
-                .with_detail("url must be a string: an absolute https:// URL"));
-        }
-    };
-    let description = match body.description {
-        None => None,
-        Some(Value::Null) => Some(None),
-        Some(Value::String(d)) => Some(Some(d)),
-        Some(_) => return Err(ApiError::bad_request("description must be a string")),
-    };
-    // Null clears them, as `{}` does.
-    let filters = match body.filters {
-        None => None,
-        Some(Value::Null) => Some(SubscriptionFilters::default()),
-        Some(value) => Some(parse_filters(&value)?),
-    };
-    Ok(WebhookChange {
-        url,
-        events,
-        description,
-        filters,
-    })
+        let events = match body.events {
+            None => None,
+            Some(given) => match event_names_given(given) {
+                Some(names) => Some(names?),
+                None => return Err(ApiError::bad_request(REQUIRED).with_detail(EVENTS_DETAIL)),
+            },
+        };
+        // After the events, as subscribe reads them; a null URL is a missing one.
+        let url = match body.url {
+            None => None,
+            Some(None) => {
+                return Err(ApiError::bad_request(REQUIRED).with_detail("url must not be null"));
+            }
+            Some(Some(Given::Valid(url))) => Some(url),
+            Some(Some(Given::Invalid(_))) => return Err(url_not_a_string()),
+        };
+        let description = match body.description {
+            None => None,
+            Some(None) => Some(None),
+            Some(Some(Given::Valid(d))) => Some(Some(d)),
+            Some(Some(Given::Invalid(_))) => {
+                return Err(ApiError::bad_request("description must be a string"));
+            }
+        };
+        // Null clears them, as `{}` does.
+        let filters = match body.filters {
+            None => None,
+            Some(None) => Some(SubscriptionFilters::default()),
+            Some(Some(value)) => Some(parse_filters(&value)?),
+        };
+        Ok(WebhookChange {
+            url,
+            events,
+            description,
+            filters,
+        })
+    }
 }
 
 /// `PATCH .../webhooks/{id}`: 200 `{success: true, webhook: W}`.
@@ -495,7 +584,7 @@ pub async fn update(
     id: web::Path<String>,
     body: JsonBody<Value, InvalidParams>,
 ) -> Result<web::Json<WebhookResponse>, ApiError> {
-    let change = parse_change(body.into_inner())?;
+    let change = WebhookChange::try_from(WebhookPatchBody::of(&body.into_inner())?)?;
     let (subscription, health) = state
         .webhooks
         .update(&caller.0, &webhook_id(&id)?, change)
@@ -713,7 +802,7 @@ mod tests {
     use super::*;
 
     fn message(body: &Value) -> String {
-        match parse_subscribe(body) {
+        match SubscribeBody::of(body).and_then(NewSubscription::try_from) {
             Err(ApiError::Status { message, .. }) => message.to_owned(),
             Err(ApiError::Domain(DomainError::Validation(m))) => m,
             Err(ApiError::Domain(DomainError::Invalid { message, .. })) => message.to_owned(),
