@@ -41,10 +41,15 @@ pub struct ConflictBody {
 }
 
 /// `{success: true}`.
-#[derive(Debug, ToSchema)]
+#[derive(Debug, serde::Serialize, ToSchema)]
 pub struct SuccessBody {
     /// Always true.
     pub success: bool,
+}
+
+impl SuccessBody {
+    /// The only value it has.
+    pub const TRUE: Self = Self { success: true };
 }
 
 struct BearerAuth;

@@ -262,7 +262,7 @@ pub async fn delete_project(
         .catalog
         .delete_project(&caller.0, project_id(&id)?)
         .await?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "success": true })))
+    Ok(HttpResponse::Ok().json(crate::openapi::SuccessBody::TRUE))
 }
 
 /// `POST /api/projects/{id}/tasks`: 201 with the task; 404 for another workspace's project.

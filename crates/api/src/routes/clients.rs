@@ -319,5 +319,5 @@ pub async fn delete(
     _body: JsonOrEmpty<Unread>,
 ) -> Result<HttpResponse, ApiError> {
     state.clients.delete(&caller.0, parse_id(&id)?).await?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "success": true })))
+    Ok(HttpResponse::Ok().json(crate::openapi::SuccessBody::TRUE))
 }

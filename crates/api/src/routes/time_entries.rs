@@ -388,5 +388,5 @@ pub async fn delete(
     _body: JsonOrEmpty<Unread>,
 ) -> Result<HttpResponse, ApiError> {
     state.entries.delete(&caller.0, entry_id(&id)?).await?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "success": true })))
+    Ok(HttpResponse::Ok().json(crate::openapi::SuccessBody::TRUE))
 }

@@ -4,7 +4,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use timetrack_domain::DomainError;
 use timetrack_domain::ids::{ClientId, ProjectId, UserId};
 use timetrack_domain::model::webhook::MAX_FILTER_IDS;
@@ -18,6 +18,7 @@ use crate::extract::{
     BodyRejection, Caller, Given, InvalidParams, JsonBody, JsonOrEmpty, Unread, WholeNumber,
     body_time, nullable,
 };
+use crate::openapi::SuccessBody;
 use crate::openapi::fields;
 use crate::routes::{WEBHOOK_ID, webhook_id};
 use crate::state::AppState;
@@ -198,31 +199,36 @@ fn parse_filters(value: &Value) -> Result<SubscriptionFilters, ApiError> {
 }
 
 /// The filters as `W` shows them: the given ones only (`{}` when none).
-fn filters_json(filters: &SubscriptionFilters) -> Value {
-    let mut out = serde_json::Map::new();
-    let ids = |ids: &mut dyn Iterator<Item = String>| Value::from(ids.collect::<Vec<_>>());
-    if let Some(projects) = &filters.project_ids {
-        out.insert(
-            "project_ids".into(),
-            ids(&mut projects.iter().map(|p| p.to_string())),
-        );
+#[derive(Debug, Serialize)]
+struct FiltersObject {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    project_ids: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_ids: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_ids: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    billable: Option<bool>,
+}
+
+impl From<&SubscriptionFilters> for FiltersObject {
+    fn from(filters: &SubscriptionFilters) -> Self {
+        Self {
+            project_ids: filters
+                .project_ids
+                .as_ref()
+                .map(|ids| ids.iter().map(ToString::to_string).collect()),
+            client_ids: filters
+                .client_ids
+                .as_ref()
+                .map(|ids| ids.iter().map(ToString::to_string).collect()),
+            user_ids: filters
+                .user_ids
+                .as_ref()
+                .map(|ids| ids.iter().map(ToString::to_string).collect()),
+            billable: filters.billable,
+        }
     }
-    if let Some(clients) = &filters.client_ids {
-        out.insert(
-            "client_ids".into(),
-            ids(&mut clients.iter().map(|c| c.to_string())),
-        );
-    }
-    if let Some(users) = &filters.user_ids {
-        out.insert(
-            "user_ids".into(),
-            ids(&mut users.iter().map(|u| u.to_string())),
-        );
-    }
-    if let Some(billable) = filters.billable {
-        out.insert("billable".into(), Value::Bool(billable));
-    }
-    Value::Object(out)
 }
 
 fn event_names(subscription: &Subscription) -> Vec<&'static str> {
@@ -303,7 +309,7 @@ pub struct SubscribeResponse {
     security(("bearer_auth" = [])),
     params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
     responses(
-        (status = 200, description = "Deleted (or already deleted)", body = crate::openapi::SuccessBody),
+        (status = 200, description = "Deleted (or already deleted)", body = SuccessBody),
         (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
         (status = 500, description = "Failed to delete webhook", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
@@ -329,7 +335,7 @@ pub async fn delete(
         workspace_id = %caller.0.workspace_id,
         "webhook deleted"
     );
-    Ok(HttpResponse::Ok().json(json!({ "success": true })))
+    Ok(HttpResponse::Ok().json(SuccessBody::TRUE))
 }
 
 /// A webhook as the API shows it (`W`): never its secret.
@@ -343,7 +349,7 @@ pub struct WebhookObject {
     description: Option<String>,
     /// The subscription's filters; `{}` when none.
     #[schema(value_type = Object)]
-    filters: Value,
+    filters: FiltersObject,
     created_at: String,
     updated_at: String,
     /// `{previous_expires_at}` while a previous secret still signs, else null.
@@ -384,7 +390,7 @@ impl WebhookObject {
             url: subscription.url,
             status: subscription.status.as_str(),
             description: subscription.description,
-            filters: filters_json(&subscription.filters),
+            filters: FiltersObject::from(&subscription.filters),
             created_at: rfc3339(subscription.created_at),
             updated_at: rfc3339(subscription.updated_at),
             secret_rotation: subscription
@@ -800,6 +806,7 @@ pub struct WebhookList {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn message(body: &Value) -> String {
         match SubscribeBody::of(body).and_then(NewSubscription::try_from) {
