@@ -4,15 +4,16 @@
 //! positions are transaction ids and an insert sequence of the whole installation. Shown as they
 //! are, two of a tenant's own numbers a minute apart would tell it how much every other tenant did
 //! in that minute. [`Masks`] shows each such number through a pseudorandom permutation keyed by a
-//! secret of the installation: a shown number is a non-negative 64-bit integer like the one it
-//! stands for (delivery ids keep their decimal form), one stored number has one shown form in
+//! secret of the installation: a shown number is a non-negative integer like the one it stands
+//! for (delivery ids keep their decimal form), one stored number has one shown form in
 //! every process, and nothing about the order or the distance of two stored numbers can be read
 //! from their shown forms without the key.
 //!
-//! The permutation is a balanced Feistel network on 64 bits (two 32-bit halves, [`ROUNDS`] rounds
-//! of SipHash-2-4, each round keyed apart), narrowed to the wanted range by cycle walking:
+//! The permutation is a balanced Feistel network ([`ROUNDS`] rounds of SipHash-2-4, each round
+//! keyed apart; 54 bits for delivery ids, which stay within [`MAX_SHOWN_DELIVERY_ID`], 64 for the
+//! feed's numbers), narrowed to the wanted range by cycle walking:
 //! a value outside the range is permuted again until it falls inside, which is a permutation of
-//! the range because the whole network is one of the 64-bit values (about two passes on
+//! the range because the whole network is a permutation of its values (about two passes on
 //! average). Each use (delivery ids, the feed's transaction ids, its sequences) has its own
 //! round keys, derived from the installation's key with its own label, so the shown forms of two
 //! uses tell nothing about each other. The design is in ADR 0018.
@@ -25,15 +26,24 @@ use siphasher::sip::SipHasher24;
 /// more are a margin.
 pub const ROUNDS: usize = 6;
 
-/// One keyed permutation of the 64-bit values.
+/// The largest delivery id shown or read: 2^53 - 1, the largest integer a JSON number keeps
+/// exactly in JavaScript (`Number.MAX_SAFE_INTEGER`), so that a client that turns an id into a
+/// number (an automation platform's JavaScript, say) never changes it. An installation reaches it
+/// after 9 × 10^15 deliveries.
+pub const MAX_SHOWN_DELIVERY_ID: i64 = (1 << 53) - 1;
+
+/// One keyed permutation of the values of `2 * half_bits` bits.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Feistel {
     keys: [(u64, u64); ROUNDS],
+    /// The bits of each half (at most 32).
+    half_bits: u32,
 }
 
 impl Feistel {
-    /// The round keys of `label` under the installation's `key`.
-    fn derive(key: &[u8; 32], label: &str) -> Self {
+    /// The round keys of `label` under the installation's `key`, for values of `2 * half_bits`
+    /// bits.
+    fn derive(key: &[u8; 32], label: &str, half_bits: u32) -> Self {
         let (k0, k1) = (
             u64::from_le_bytes(key[0..8].try_into().expect("8 bytes")),
             u64::from_le_bytes(key[8..16].try_into().expect("8 bytes")),
@@ -53,31 +63,47 @@ impl Feistel {
             };
             (derived((k0, k1), 0), derived((k2, k3), 1))
         });
-        Self { keys }
+        Self { keys, half_bits }
     }
 
-    fn round(&self, round: usize, half: u32) -> u32 {
+    /// The bits of one half, set.
+    fn half_mask(&self) -> u64 {
+        u64::MAX >> (64 - self.half_bits)
+    }
+
+    fn round(&self, round: usize, half: u64) -> u64 {
         let (k0, k1) = self.keys[round];
         let mut h = SipHasher24::new_with_keys(k0, k1);
-        h.write_u32(half);
-        // The low 32 bits of a 64-bit pseudorandom value.
-        h.finish() as u32
+        h.write_u64(half);
+        // The low bits of a 64-bit pseudorandom value.
+        h.finish() & self.half_mask()
+    }
+
+    fn split(&self, value: u64) -> (u64, u64) {
+        (
+            (value >> self.half_bits) & self.half_mask(),
+            value & self.half_mask(),
+        )
+    }
+
+    fn join(&self, left: u64, right: u64) -> u64 {
+        (left << self.half_bits) | right
     }
 
     fn forward(&self, value: u64) -> u64 {
-        let (mut left, mut right) = ((value >> 32) as u32, value as u32);
+        let (mut left, mut right) = self.split(value);
         for round in 0..ROUNDS {
             (left, right) = (right, left ^ self.round(round, right));
         }
-        (u64::from(left) << 32) | u64::from(right)
+        self.join(left, right)
     }
 
     fn backward(&self, value: u64) -> u64 {
-        let (mut left, mut right) = ((value >> 32) as u32, value as u32);
+        let (mut left, mut right) = self.split(value);
         for round in (0..ROUNDS).rev() {
             (left, right) = (right ^ self.round(round, left), left);
         }
-        (u64::from(left) << 32) | u64::from(right)
+        self.join(left, right)
     }
 
     /// `value` permuted within `range` (cycle walking); `None` outside it.
@@ -90,6 +116,8 @@ impl Feistel {
         Self::walk(shown, &range, |v| self.backward(v))
     }
 
+    /// `step` applied until the value falls in `range`, which must lie within the network's
+    /// values.
     fn walk(
         value: i64,
         range: &std::ops::RangeInclusive<i64>,
@@ -128,21 +156,23 @@ impl Masks {
     /// The masks of the installation's 32-byte `key`.
     pub fn new(key: &[u8; 32]) -> Self {
         Self {
-            delivery: Feistel::derive(key, "timetrack delivery id"),
-            transaction: Feistel::derive(key, "timetrack feed transaction"),
-            sequence: Feistel::derive(key, "timetrack feed sequence"),
+            // 54 bits: the ids up to 2^53 - 1 are half of them, so about two passes a number.
+            delivery: Feistel::derive(key, "timetrack delivery id", 27),
+            transaction: Feistel::derive(key, "timetrack feed transaction", 32),
+            sequence: Feistel::derive(key, "timetrack feed sequence", 32),
         }
     }
 
-    /// How a delivery id (1 and up) is shown: another positive `i64`, so its decimal form has 1
-    /// to 19 digits and no leading zero. `None` for an id below 1, which no delivery has.
+    /// How a delivery id (1 to [`MAX_SHOWN_DELIVERY_ID`]) is shown: another number of that
+    /// range, so its decimal form has 1 to 16 digits and no leading zero. `None` outside it.
     pub fn show_delivery(&self, id: i64) -> Option<i64> {
-        self.delivery.mask(id, 1..=i64::MAX)
+        self.delivery.mask(id, 1..=MAX_SHOWN_DELIVERY_ID)
     }
 
-    /// The delivery id shown as `shown`; `None` for a number below 1.
+    /// The delivery id shown as `shown`; `None` for a number outside 1 to
+    /// [`MAX_SHOWN_DELIVERY_ID`].
     pub fn read_delivery(&self, shown: i64) -> Option<i64> {
-        self.delivery.unmask(shown, 1..=i64::MAX)
+        self.delivery.unmask(shown, 1..=MAX_SHOWN_DELIVERY_ID)
     }
 
     /// How a feed position's transaction id and sequence (each 0 and up) are shown; `None` for a
@@ -174,14 +204,18 @@ mod tests {
     #[test]
     fn every_shown_delivery_id_reads_back_and_stays_positive() {
         let m = masks(7);
-        for id in (1..2_000).chain([i64::MAX, i64::MAX - 1, 1 << 62, 9_007_199_254_740_993]) {
+        for id in (1..2_000).chain([MAX_SHOWN_DELIVERY_ID, MAX_SHOWN_DELIVERY_ID - 1, 1 << 52]) {
             let shown = m.show_delivery(id).unwrap();
-            assert!(shown >= 1, "{id} -> {shown}");
+            assert!(
+                (1..=MAX_SHOWN_DELIVERY_ID).contains(&shown),
+                "{id} -> {shown}"
+            );
             assert_eq!(m.read_delivery(shown), Some(id), "{id} -> {shown}");
         }
-        assert_eq!(m.show_delivery(0), None);
-        assert_eq!(m.show_delivery(-5), None);
-        assert_eq!(m.read_delivery(0), None);
+        for outside in [0, -5, MAX_SHOWN_DELIVERY_ID + 1, i64::MAX] {
+            assert_eq!(m.show_delivery(outside), None, "{outside}");
+            assert_eq!(m.read_delivery(outside), None, "{outside}");
+        }
     }
 
     #[test]
@@ -203,9 +237,9 @@ mod tests {
         // No order survives: about half of the neighbours go down.
         let downs = shown.windows(2).filter(|w| w[1] < w[0]).count();
         assert!((400..=600).contains(&downs), "{downs} of 999 went down");
-        // Spread over the whole range: about half are above 2^62.
-        let high = shown.iter().filter(|s| **s > 1 << 62).count();
-        assert!((400..=600).contains(&high), "{high} of 1000 above 2^62");
+        // Spread over the whole range: about half are above 2^52.
+        let high = shown.iter().filter(|s| **s > 1 << 52).count();
+        assert!((400..=600).contains(&high), "{high} of 1000 above 2^52");
         // Distinct, and another key shows other numbers.
         let mut sorted = shown;
         sorted.sort_unstable();

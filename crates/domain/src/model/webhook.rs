@@ -48,7 +48,7 @@ impl std::fmt::Display for WebhookId {
 /// A delivery's id: a positive integer of one sequence for the whole installation.
 ///
 /// Tenants never see it as it is: it is shown through the installation's [`Masks`] as another
-/// positive integer in decimal ([`shown`](Self::shown)), so that the ids of a tenant's own
+/// integer from 1 to 2^53 - 1, in decimal ([`shown`](Self::shown)), so that the ids of a tenant's own
 /// deliveries say nothing of how many deliveries the others had between them. It has no
 /// `Display`, so that it cannot be shown by accident; logs and storage use the number itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -62,8 +62,8 @@ impl DeliveryId {
         masks.show_delivery(self.0).unwrap_or(0).to_string()
     }
 
-    /// The delivery shown as `text`: the decimal text of a positive integer (no sign, no leading
-    /// zero, at most `i64::MAX`); anything else is `None`.
+    /// The delivery shown as `text`: the decimal text of an integer from 1 to 2^53 - 1 (no sign,
+    /// no leading zero); anything else is `None`.
     pub fn parse_shown(text: &str, masks: &Masks) -> Option<Self> {
         if text.is_empty() || text.len() > 19 || text.starts_with('0') {
             return None;
