@@ -30,9 +30,8 @@
 //!
 //! The second is what makes it safe. Seen only at the next look, a process that starts (or
 //! restarts after a crash) would get no notifications for up to a second while the writers'
-//! own workers took every in-flight slot of the subscriptions they wrote for; a writer killed
-//! then left those slots taken until its leases expired (a minute's stall in the fault suite's
-//! kill scenario, two runs in six, when only the look was there). With the listener's own
+//! own workers took every in-flight slot of the subscriptions they wrote for, and a writer killed
+//! then would leave those slots taken until its leases expired. With the listener's own
 //! notification, the others notify it from its first moment, as if they always sent.
 //!
 //! A process that stops is still counted until the next look: a second of notifications nobody

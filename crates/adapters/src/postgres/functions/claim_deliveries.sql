@@ -26,9 +26,9 @@
 --   * sequential scans, hash and merge joins are off, so a plan made while the queue was small
 --     (PL/pgSQL keeps plans per connection) cannot become a scan of the whole table later;
 --   * bitmap scans are off too: on statistics of a few thousand pending deliveries, a bitmap
---     scan of a subscription's pending deliveries and a sort looked cheaper than walking them in
---     order up to the free slots, and read all of them (with an ordering probe each) on every
---     claim of the next burst (100 ms a claim instead of 6);
+--     scan of a subscription's pending deliveries and a sort looks cheaper than walking them in
+--     order up to the free slots, and reads all of them (with an ordering probe each) on every
+--     claim of the next burst;
 --   * the plan is kept for the connection (planning was half the cost of a claim), which is
 --     safe because every step has one access path whatever the estimates;
 --   * no JIT: a kept plan is costed without the call's values, and on a large analyzed queue its
@@ -39,11 +39,11 @@
 --
 -- Ordering (events.md section 4): a delivery is claimed only while it is the first pending one
 -- (lowest sequence) of its ordering key to its subscription, leased or not: one probe per
--- candidate of deliveries_ordering_idx, the one index that can answer it (see its migration:
--- through an index on the subscription alone it read every pending delivery of the
--- subscription per candidate), and that only this probe can use (its predicate names the
--- ordering key, which no other step states; see the index in the baseline migration). Deliveries of other keys are not held back, and one without a
--- key is never held.
+-- candidate of deliveries_ordering_idx, the one index that can answer it (an index on the
+-- subscription alone would read every pending delivery of the subscription per candidate), and
+-- that only this probe can use (its predicate names the ordering key, which no other step
+-- states; see the index in the baseline migration). Deliveries of other keys are not held back,
+-- and one without a key is never held.
 -- A claim never takes two of one key at once: the later one sees the earlier one pending.
 --
 -- The previous signing secret is returned while it has not expired (a rotation's window).

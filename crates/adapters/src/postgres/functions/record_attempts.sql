@@ -62,9 +62,9 @@ BEGIN
         -- Their leases end (those of deliveries cancelled meanwhile were deleted with them),
         -- once the update holds their rows. A claim of another process whose snapshot is older
         -- than a lease can lock its delivery's row (it is not rewritten by the claim), then finds
-        -- the lease with its insert and leaves the row; deleting the lease first had that claim
-        -- wait for this round (the deleted lease) while this round waited for its row lock: a
-        -- deadlock, four in one two-process benchmark run.
+        -- the lease with its insert and leaves the row; deleting the lease first would have that
+        -- claim wait for this round (the deleted lease) while this round waits for its row lock:
+        -- a deadlock.
         DELETE FROM delivery_leases l WHERE l.delivery_id = ANY (ARRAY(SELECT id FROM delivery))
     ), marked AS (
         SELECT subscription_id, done, started_at, finished,
@@ -109,9 +109,9 @@ BEGIN
         -- the bringing forward (the endpoint may be down again; the next streak's end starts it
         -- anew), but not one of an attempt that started before the success had finished: at the
         -- end of an outage, attempts sent while the endpoint was down still answer after the
-        -- first success, and were taken for a new outage (the backlog then waited for its
-        -- schedule, 36 s in one benchmark run). That success is this round's, or, for a round
-        -- that records only such late answers, the one the bringing forward started from.
+        -- first success, and must not be taken for a new outage (the backlog would wait for its
+        -- schedule). That success is this round's, or, for a round that records only such late
+        -- answers, the one the bringing forward started from.
         SELECT was.*,
                CASE WHEN was.failure_started
                              > coalesce(was.succeeded, was.recovered_at, '-infinity') THEN NULL
