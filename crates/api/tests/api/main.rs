@@ -13,6 +13,7 @@ mod find_client;
 mod guide;
 mod health;
 mod idempotency;
+mod markdown;
 mod openapi;
 mod rate_limits;
 mod support;
