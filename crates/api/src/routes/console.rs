@@ -9,6 +9,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, web};
 
 use crate::error::{json_error, method_not_allowed};
+use crate::routes::RoutePattern;
 
 /// The policy on every console response.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
@@ -106,16 +107,20 @@ async fn asset(name: web::Path<String>) -> HttpResponse {
 /// Registers the console's routes (GET and HEAD; they are not part of the OpenAPI document).
 pub fn configure(cfg: &mut web::ServiceConfig) {
     let refuse = || web::to(|| method_not_allowed("GET, HEAD".to_owned()));
+    // Each resource names its pattern, as the API's do, for the route label of logs and metrics.
     for path in ["/console", "/console/"] {
         cfg.service(
             web::resource(path)
+                .app_data(RoutePattern(path))
                 .route(web::get().to(index))
                 .route(web::head().to(index))
                 .default_service(refuse()),
         );
     }
+    const ASSET: &str = "/console/assets/{name:.+}";
     cfg.service(
-        web::resource("/console/assets/{name:.+}")
+        web::resource(ASSET)
+            .app_data(RoutePattern(ASSET))
             .route(web::get().to(asset))
             .route(web::head().to(asset))
             .default_service(refuse()),

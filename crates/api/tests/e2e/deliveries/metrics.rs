@@ -25,6 +25,16 @@ async fn metrics_are_served_on_their_own_listener() {
     // Deliveries of the new client: one to /ok, one failing to /failing.
     s.post("/api/clients", json!({"name": "Fourth"})).await;
     assert!(s.receiver.wait_for(5, Duration::from_secs(10)).await);
+    // The console's page and an asset are labelled with their routes too.
+    for path in ["/console", "/console/assets/app.js"] {
+        let res = s
+            .client
+            .get(format!("{}{path}", s.server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{path}");
+    }
     // The outcome is recorded just after the response.
     tokio::time::sleep(Duration::from_millis(300)).await;
 
@@ -49,6 +59,13 @@ async fn metrics_are_served_on_their_own_listener() {
         ),
         4.0
     );
+    for route in ["/console", "/console/assets/{name:.+}"] {
+        let series = format!(
+            r#"timetrack_http_requests_total{{method="GET",route="{route}",status="200"}}"#
+        );
+        assert_eq!(metric(&text, &series), 1.0, "{route}");
+    }
+    assert!(!text.contains(r#"route="unmatched""#), "{text}");
     assert_eq!(
         metric(
             &text,
