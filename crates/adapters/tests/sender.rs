@@ -175,11 +175,12 @@ async fn an_untrusted_certificate_is_a_tls_failure() {
     let report = untrusting.send(&request(&receiver.url("/h"))).await;
     assert!(
         matches!(
-            report.outcome,
+            &report.outcome,
             AttemptOutcome::Failed {
                 reason: FailureReason::Tls,
+                detail,
                 ..
-            }
+            } if detail.contains("UnknownIssuer") && detail.contains("--webhook-root-certs")
         ),
         "{:?}",
         report.outcome

@@ -244,7 +244,8 @@ pub(crate) fn parse_webhook_url(
         return Err("url must be an https:// URL without a user name or password");
     }
     let refused = "url must point to a public host: loopback, private, link-local and other \
-                   reserved addresses are refused";
+                   reserved addresses are refused (a server run for development may allow them: \
+                   --webhook-allow-private-targets)";
     let allowed = match parsed.host().ok_or("url must name a host")? {
         Host::Ipv4(v4) => allow_private || is_public(IpAddr::V4(v4)),
         Host::Ipv6(v6) => allow_private || is_public(IpAddr::V6(v6)),
@@ -267,8 +268,9 @@ pub(crate) fn parse_webhook_url(
 
 /// What the caller is told when a host name resolves to an address [`check_webhook_url`] would
 /// refuse.
-pub(crate) const RESOLVES_TO_PRIVATE: &str =
-    "url's host resolves to a non-public address (loopback, private, link-local or reserved)";
+pub(crate) const RESOLVES_TO_PRIVATE: &str = "url's host resolves to a non-public address \
+     (loopback, private, link-local or reserved; a server run for development may allow them: \
+     --webhook-allow-private-targets)";
 
 #[cfg(test)]
 mod tests {

@@ -285,7 +285,14 @@ fn classify(err: &hyper_util::client::legacy::Error) -> AttemptOutcome {
             return failed(FailureReason::Dns, &dns.to_string());
         }
         if let Some(tls) = e.downcast_ref::<rustls::Error>() {
-            return failed(FailureReason::Tls, &tls.to_string());
+            let hint = match tls {
+                rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer) => {
+                    " (the certificate is not signed by a trusted root; a private CA is trusted \
+                     with --webhook-root-certs)"
+                }
+                _ => "",
+            };
+            return failed(FailureReason::Tls, &format!("{tls}{hint}"));
         }
         detail = e.to_string();
         // `io::Error::source` skips the error it wraps; descend into it instead.

@@ -144,6 +144,15 @@ async fn unacceptable_urls_are_400_invalid_url_format() {
             body["detail"].as_str().unwrap().starts_with(detail),
             "{url}: {body}"
         );
+        // A refused private target names the setting a development server would use.
+        assert_eq!(
+            body["detail"]
+                .as_str()
+                .unwrap()
+                .contains("--webhook-allow-private-targets"),
+            detail == public,
+            "{url}: {body}"
+        );
         assert_eq!(body.as_object().unwrap().len(), 2, "{body}");
     }
     assert_eq!(
