@@ -97,6 +97,14 @@ fn event_names_given(
 }
 
 /// A URL that is not a string.
+/// A description as given: text, or 400 `description must be a string`.
+fn description_given(given: Given<String>) -> Result<String, ApiError> {
+    match given {
+        Given::Valid(text) => Ok(text),
+        Given::Invalid(_) => Err(ApiError::bad_request("description must be a string")),
+    }
+}
+
 fn url_not_a_string() -> ApiError {
     ApiError::bad_request(INVALID_URL).with_detail("url must be a string: an absolute https:// URL")
 }
@@ -114,13 +122,7 @@ impl TryFrom<SubscribeBody> for NewSubscription {
             Some(Given::Invalid(_)) => return Err(url_not_a_string()),
         };
         let events = events?;
-        let description = match body.description {
-            None => None,
-            Some(Given::Valid(d)) => Some(d),
-            Some(Given::Invalid(_)) => {
-                return Err(ApiError::bad_request("description must be a string"));
-            }
-        };
+        let description = body.description.map(description_given).transpose()?;
         let filters = match body.filters {
             None => SubscriptionFilters::default(),
             Some(value) => parse_filters(&value)?,
@@ -213,19 +215,13 @@ struct FiltersObject {
 
 impl From<&SubscriptionFilters> for FiltersObject {
     fn from(filters: &SubscriptionFilters) -> Self {
+        fn texts<T: ToString>(ids: Option<&Vec<T>>) -> Option<Vec<String>> {
+            ids.map(|ids| ids.iter().map(ToString::to_string).collect())
+        }
         Self {
-            project_ids: filters
-                .project_ids
-                .as_ref()
-                .map(|ids| ids.iter().map(ToString::to_string).collect()),
-            client_ids: filters
-                .client_ids
-                .as_ref()
-                .map(|ids| ids.iter().map(ToString::to_string).collect()),
-            user_ids: filters
-                .user_ids
-                .as_ref()
-                .map(|ids| ids.iter().map(ToString::to_string).collect()),
+            project_ids: texts(filters.project_ids.as_ref()),
+            client_ids: texts(filters.client_ids.as_ref()),
+            user_ids: texts(filters.user_ids.as_ref()),
             billable: filters.billable,
         }
     }
@@ -544,14 +540,10 @@ impl TryFrom<WebhookPatchBody> for WebhookChange {
             Some(Some(Given::Valid(url))) => Some(url),
             Some(Some(Given::Invalid(_))) => return Err(url_not_a_string()),
         };
-        let description = match body.description {
-            None => None,
-            Some(None) => Some(None),
-            Some(Some(Given::Valid(d))) => Some(Some(d)),
-            Some(Some(Given::Invalid(_))) => {
-                return Err(ApiError::bad_request("description must be a string"));
-            }
-        };
+        let description = body
+            .description
+            .map(|given| given.map(description_given).transpose())
+            .transpose()?;
         // Null clears them, as `{}` does.
         let filters = match body.filters {
             None => None,
