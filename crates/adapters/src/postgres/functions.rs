@@ -29,10 +29,30 @@ const FUNCTIONS: &[Function] = &[
         sql: include_str!("functions/claim_deliveries.sql"),
     },
     Function {
+        signature: "timetrack_claim_after(text[], timestamptz, timestamptz, bigint, bigint, \
+                    bigint, uuid[], int[], bool)",
+        sql: include_str!("functions/claim_after.sql"),
+    },
+    Function {
         signature: "timetrack_record_attempts(bigint[], text[], int[], timestamptz[], int[], \
-                    int[], text[], text[], text[], timestamptz[], timestamptz[], bool[], bool[], uuid[], \
-                    timestamptz[], bool[])",
+                    int[], text[], text[], text[], timestamptz[], timestamptz[], bool[], bool[], \
+                    uuid[], timestamptz[], bool[])",
         sql: include_str!("functions/record_attempts.sql"),
+    },
+    Function {
+        signature: "timetrack_lock_streaks(text[], bool[], bool[])",
+        sql: include_str!("functions/lock_streaks.sql"),
+    },
+    Function {
+        signature: "timetrack_record_round(bigint[], text[], int[], timestamptz[], int[], int[], \
+                    text[], text[], text[], timestamptz[], timestamptz[], bool[], bool[], \
+                    uuid[], timestamptz[], bool[])",
+        sql: include_str!("functions/record_round.sql"),
+    },
+    Function {
+        signature: "timetrack_apply_streaks(text[], timestamptz[], int[], bool[], timestamptz[], \
+                    timestamptz[], int)",
+        sql: include_str!("functions/apply_streaks.sql"),
     },
     Function {
         signature: "timetrack_record_and_claim(bigint[], text[], int[], timestamptz[], int[], \
@@ -40,6 +60,12 @@ const FUNCTIONS: &[Function] = &[
                     uuid[], timestamptz[], bool[], timestamptz, timestamptz, bigint, bigint, \
                     bigint, uuid[], int[], bool)",
         sql: include_str!("functions/record_and_claim.sql"),
+    },
+    Function {
+        signature: "timetrack_apply_and_claim(text[], timestamptz[], int[], bool[], \
+                    timestamptz[], timestamptz[], int, text[], timestamptz, timestamptz, bigint, \
+                    bigint, bigint, uuid[], int[], bool)",
+        sql: include_str!("functions/apply_and_claim.sql"),
     },
 ];
 

@@ -8,6 +8,7 @@ use diesel::sql_types::{
 };
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
+use timetrack_domain::delivery::streak::{self, Outcome, Round, Streak, StreakChange};
 use timetrack_domain::delivery::{
     AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, InFlightCaps, NextStep, Notice,
     QueueStats, ResponseExcerpt,
@@ -75,6 +76,29 @@ struct StatsRow {
     oldest_due: Option<OffsetDateTime>,
 }
 
+/// A stored streak, locked, as `functions/lock_streaks.sql` returns it.
+#[derive(Debug, QueryableByName)]
+struct StreakRow {
+    #[diesel(sql_type = Text)]
+    subscription_id: String,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    failing_since: Option<OffsetDateTime>,
+    #[diesel(sql_type = Integer)]
+    failing_attempts: i32,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    recovered_at: Option<OffsetDateTime>,
+}
+
+impl StreakRow {
+    fn streak(&self) -> Streak {
+        Streak {
+            failing_since: self.failing_since,
+            failures: u32::try_from(self.failing_attempts).unwrap_or(0),
+            back_since: self.recovered_at,
+        }
+    }
+}
+
 /// [`named_query!`] of a statement taking the arrays of the [`RecordBatch`] `$batch` (as
 /// `delivery_ids`, `subscription_ids`, ... `not_before`, `lossy`), then the parameters that follow the `;`.
 macro_rules! batch_query {
@@ -102,35 +126,176 @@ macro_rules! batch_query {
     };
 }
 
-/// `statements/record_and_claim.sql`, on the arrays of the [`RecordBatch`] `$batch` and the
-/// claim's parameters.
-fn record_and_claim_query<'a>(
-    batch: &'a RecordBatch,
+/// The claim's parameters, as the statements that end a round with a claim take them.
+struct ClaimArgs {
     now: OffsetDateTime,
     lease_until: OffsetDateTime,
-    limit: u32,
-    caps: &InFlightCaps,
-    when: ClaimWhen,
-) -> impl diesel_async::methods::LoadQuery<'a, AsyncPgConnection, ClaimRow> + Send + 'a {
-    let (held_workspaces, held_counts): (Vec<Uuid>, Vec<i32>) = caps
-        .held
-        .iter()
-        .map(|(ws, n)| (ws.0, i32::try_from(*n).unwrap_or(i32::MAX)))
-        .unzip();
-    Prepared(batch_query!(
-        include_str!("statements/record_and_claim.sql"), batch;
-        now: Timestamptz = now,
-        lease_until: Timestamptz = lease_until,
-        limit: BigInt = i64::from(limit),
-        per_subscription: BigInt = i64::from(caps.per_subscription),
-        per_workspace: BigInt = i64::from(caps.per_workspace),
-        held_workspaces: Array<SqlUuid> = held_workspaces,
-        held_counts: Array<Integer> = held_counts,
-        always: Bool = when == ClaimWhen::Always,
-    ))
+    limit: i64,
+    per_subscription: i64,
+    per_workspace: i64,
+    held_workspaces: Vec<Uuid>,
+    held_counts: Vec<i32>,
+    always: bool,
 }
 
-/// The attempts of a batch, one array per column, as `statements/record_attempts.sql` and
+impl ClaimArgs {
+    fn new(
+        now: OffsetDateTime,
+        lease_until: OffsetDateTime,
+        limit: u32,
+        caps: &InFlightCaps,
+        when: ClaimWhen,
+    ) -> Self {
+        let (held_workspaces, held_counts) = caps
+            .held
+            .iter()
+            .map(|(ws, n)| (ws.0, i32::try_from(*n).unwrap_or(i32::MAX)))
+            .unzip();
+        Self {
+            now,
+            lease_until,
+            limit: i64::from(limit),
+            per_subscription: i64::from(caps.per_subscription),
+            per_workspace: i64::from(caps.per_workspace),
+            held_workspaces,
+            held_counts,
+            always: when == ClaimWhen::Always,
+        }
+    }
+}
+
+/// `$query!($sql, $data; ...)` (a [`batch_query!`] or a [`streak_query!`]) with the claim's
+/// parameters of the [`ClaimArgs`] `$claim` added (as `now`, `lease_until`, ... `always`),
+/// prepared.
+macro_rules! with_claim {
+    ($query:ident!($sql:expr, $data:expr; $($extra:tt)*), $claim:expr) => {
+        Prepared($query!(
+            $sql, $data;
+            $($extra)*
+            now: Timestamptz = $claim.now,
+            lease_until: Timestamptz = $claim.lease_until,
+            limit: BigInt = $claim.limit,
+            per_subscription: BigInt = $claim.per_subscription,
+            per_workspace: BigInt = $claim.per_workspace,
+            held_workspaces: Array<SqlUuid> = &$claim.held_workspaces,
+            held_counts: Array<Integer> = &$claim.held_counts,
+            always: Bool = $claim.always,
+        ))
+    };
+}
+
+/// The streak changes of a round, one array per column, as `statements/apply_streaks.sql` and
+/// `statements/apply_and_claim.sql` take them.
+#[derive(Default)]
+struct StreakChanges {
+    subscription_ids: Vec<String>,
+    starts: Vec<Option<OffsetDateTime>>,
+    failures: Vec<i32>,
+    forget_told: Vec<bool>,
+    back_since: Vec<Option<OffsetDateTime>>,
+    due_at: Vec<Option<OffsetDateTime>>,
+}
+
+impl StreakChanges {
+    /// What `rounds` change in the `stored` streaks (those the recording locked and returned),
+    /// as the domain decides it.
+    fn decide(rounds: &[(&WebhookId, Round)], stored: &[StreakRow]) -> Self {
+        let mut changes = Self::default();
+        for row in stored {
+            let Some((_, round)) = rounds
+                .iter()
+                .find(|(id, _)| id.as_str() == row.subscription_id)
+            else {
+                continue;
+            };
+            if let Some(change) = streak::after_round(&row.streak(), round) {
+                changes.push(&row.subscription_id, &change);
+            }
+        }
+        changes
+    }
+
+    fn push(&mut self, subscription_id: &str, change: &StreakChange) {
+        self.subscription_ids.push(subscription_id.to_owned());
+        self.starts.push(change.failing_since);
+        self.failures
+            .push(i32::try_from(change.failures).unwrap_or(i32::MAX));
+        self.forget_told.push(change.forget_told);
+        self.back_since
+            .push(change.bring_forward.map(|b| b.back_since));
+        self.due_at.push(change.bring_forward.map(|b| b.due_at));
+    }
+}
+
+/// [`named_query!`] of a statement taking the arrays of the [`StreakChanges`] `$changes` (as
+/// `subscription_ids`, `streak_starts`, ... `bring_limit`), then the parameters after the `;`.
+macro_rules! streak_query {
+    ($sql:expr, $changes:expr; $($rest:tt)*) => {
+        named_query!(
+            $sql;
+            subscription_ids: Array<Text> = &$changes.subscription_ids,
+            streak_starts: Array<Nullable<Timestamptz>> = &$changes.starts,
+            streak_failures: Array<Integer> = &$changes.failures,
+            forget_told: Array<Bool> = &$changes.forget_told,
+            back_since: Array<Nullable<Timestamptz>> = &$changes.back_since,
+            due_at: Array<Nullable<Timestamptz>> = &$changes.due_at,
+            bring_limit: Integer = BRING_LIMIT,
+            $($rest)*
+        )
+    };
+}
+
+/// The round of each subscription of `attempts` (test deliveries are no part of a streak).
+fn rounds_of<'a>(
+    attempts: impl IntoIterator<Item = (&'a ClaimedDelivery, &'a AttemptRecord)>,
+) -> Vec<(&'a WebhookId, Round)> {
+    streak::rounds(
+        attempts
+            .into_iter()
+            .filter(|(claimed, _)| claimed.kind != DeliveryKind::Test)
+            .map(|(claimed, attempt)| Outcome {
+                subscription: &claimed.subscription_id,
+                delivered: attempt.next == NextStep::Done,
+                started_at: attempt.started_at,
+                finished_at: attempt.finished_at(),
+            }),
+    )
+}
+
+/// Whether, as far as the claims of `attempts` showed, their round changes no streak (so it is
+/// recorded and the next claim made in one statement): see [`Round::changes_nothing_for`]. The
+/// claim shows whether a subscription was failing; the statement checks the rest.
+fn changes_no_streak(
+    rounds: &[(&WebhookId, Round)],
+    attempts: &[(ClaimedDelivery, AttemptRecord)],
+) -> bool {
+    rounds.iter().all(|(id, round)| {
+        let shown = Streak {
+            failing_since: attempts
+                .iter()
+                .find_map(|(c, _)| (&c.subscription_id == *id).then_some(c.failing_since))
+                .flatten(),
+            ..Streak::default()
+        };
+        round.changes_nothing_for(&shown)
+    })
+}
+
+/// [`streak::BRING_FORWARD_PER_ROUND`] as the statements take it.
+#[allow(clippy::cast_possible_wrap)]
+const BRING_LIMIT: i32 = streak::BRING_FORWARD_PER_ROUND as i32;
+
+/// The message of `functions/record_and_claim.sql` when its round has a streak to decide.
+const STREAK_TO_DECIDE: &str = "timetrack: a streak to decide";
+
+fn is_streak_to_decide(error: &diesel::result::Error) -> bool {
+    matches!(
+        error,
+        diesel::result::Error::DatabaseError(_, info) if info.message() == STREAK_TO_DECIDE
+    )
+}
+
+/// The attempts of a batch, one array per column, as `statements/record_round.sql` and
 /// `statements/record_and_claim.sql` take them.
 #[derive(Default)]
 struct RecordBatch {
@@ -200,12 +365,12 @@ impl RecordBatch {
 
     /// Writes the batch on `conn`: attempts that neither end nor disable their subscription,
     /// many per statement: the attempt rows, the deliveries' new states (unless cancelled
-    /// meanwhile), and each subscription's failure clock, decided by its latest attempt of the
-    /// batch (cleared by a success, started by a failure). The statement calls a function
-    /// (`functions/record_attempts.sql`), whose plan the server keeps per connection.
-    async fn write(&self, conn: &mut AsyncPgConnection) -> QueryResult<usize> {
-        Prepared(batch_query!(include_str!("statements/record_attempts.sql"), self;))
-            .execute(conn)
+    /// meanwhile), their leases freed. Returns the stored streaks the round may change, locked
+    /// until the transaction ends. The statement calls a function
+    /// (`functions/record_round.sql`).
+    async fn write(&self, conn: &mut AsyncPgConnection) -> QueryResult<Vec<StreakRow>> {
+        Prepared(batch_query!(include_str!("statements/record_round.sql"), self;))
+            .load(conn)
             .await
     }
 }
@@ -397,12 +562,46 @@ impl DeliveryQueue for PgDeliveryQueue {
         for (claimed, attempt) in attempts {
             batch.push(claimed, attempt);
         }
+        let rounds = rounds_of(attempts.iter().map(|(c, a)| (c, a)));
+        let claim = ClaimArgs::new(now, lease_until, limit, caps, when);
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let rows: Vec<ClaimRow> =
-            record_and_claim_query(&batch, now, lease_until, limit, caps, when)
-                .load(&mut conn)
+        // The usual round, one statement: every attempt succeeded and no streak changes.
+        let usual = if changes_no_streak(&rounds, attempts) {
+            match with_claim!(
+                batch_query!(include_str!("statements/record_and_claim.sql"), batch;),
+                claim
+            )
+            .load::<ClaimRow>(&mut conn)
+            .await
+            {
+                Err(e) if is_streak_to_decide(&e) => None,
+                other => Some(other),
+            }
+        } else {
+            None
+        };
+        // Otherwise: record and lock the streaks, let the domain decide, apply and claim, in
+        // one transaction.
+        let rows = match usual {
+            Some(rows) => rows,
+            None => {
+                let recorded = batch.subscription_ids.clone();
+                conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                    let stored = batch.write(conn).await?;
+                    let changes = StreakChanges::decide(&rounds, &stored);
+                    with_claim!(
+                        streak_query!(include_str!("statements/apply_and_claim.sql"), changes;
+                            recorded: Array<Text> = &recorded,
+                        ),
+                        claim
+                    )
+                    .load::<ClaimRow>(conn)
+                    .await
+                })
                 .await
-                .map_err(|e| map_db_error(e, "recording attempts and claiming deliveries"))?;
+            }
+        }
+        .map_err(|e| map_db_error(e, "recording attempts and claiming deliveries"))?;
         // A row that cannot be made a delivery (a secret that does not open) is that delivery's
         // fault alone: it is logged and left to its lease, and the others go out.
         Ok(rows
@@ -461,7 +660,13 @@ impl DeliveryQueue for PgDeliveryQueue {
             // A recovery is decided before the batch's write, which ends the streak and forgets
             // what was told of it.
             let recovered = recovery && forget_told(conn, claimed).await?;
-            batch.write(conn).await?;
+            let stored = batch.write(conn).await?;
+            let changes = StreakChanges::decide(&rounds_of([(claimed, attempt)]), &stored);
+            if !changes.subscription_ids.is_empty() {
+                Prepared(streak_query!(include_str!("statements/apply_streaks.sql"), changes;))
+                    .execute(conn)
+                    .await?;
+            }
             let changed = if attempt.next == NextStep::Unsubscribe {
                 end_subscription(
                     conn,

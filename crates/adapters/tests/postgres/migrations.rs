@@ -176,9 +176,14 @@ async fn a_function_whose_text_changed_is_recreated_and_one_no_longer_defined_is
     assert_eq!(
         installed_functions(&client).await,
         [
+            "timetrack_apply_and_claim",
+            "timetrack_apply_streaks",
+            "timetrack_claim_after",
             "timetrack_claim_deliveries",
+            "timetrack_lock_streaks",
             "timetrack_record_and_claim",
             "timetrack_record_attempts",
+            "timetrack_record_round",
             "timetrack_shows_to"
         ]
     );
@@ -208,9 +213,14 @@ async fn a_function_whose_text_changed_is_recreated_and_one_no_longer_defined_is
     assert_eq!(
         installed_functions(&client).await,
         [
+            "timetrack_apply_and_claim",
+            "timetrack_apply_streaks",
+            "timetrack_claim_after",
             "timetrack_claim_deliveries",
+            "timetrack_lock_streaks",
             "timetrack_record_and_claim",
             "timetrack_record_attempts",
+            "timetrack_record_round",
             "timetrack_shows_to"
         ]
     );
@@ -237,7 +247,7 @@ async fn a_function_whose_text_changed_is_recreated_and_one_no_longer_defined_is
         .iter()
         .map(|row| row.get(0))
         .collect();
-    assert_eq!(recorded.len(), 4);
+    assert_eq!(recorded.len(), 9);
     assert!(recorded.iter().all(|sha| sha.len() == 64), "{recorded:?}");
 }
 

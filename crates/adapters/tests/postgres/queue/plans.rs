@@ -56,14 +56,20 @@ async fn explained(
     let driver = tokio::spawn(connection);
     let row = client
         .query_one(
-            "SELECT prosrc, pg_get_function_identity_arguments(oid), \
-                    coalesce(array_to_string(proconfig, ';'), '') \
+            "SELECT prosrc, oidvectortypes(proargtypes), \
+                    coalesce(array_to_string(proconfig, ';'), ''), \
+                    coalesce(proargnames, '{}') \
              FROM pg_proc WHERE proname = $1",
             &[&function],
         )
         .await
         .unwrap();
-    let (source, types, config): (String, String, String) = (row.get(0), row.get(1), row.get(2));
+    let (source, types, config, names): (String, String, String, Vec<String>) =
+        (row.get(0), row.get(1), row.get(2), row.get(3));
+    // A parameter the body names as `function.name` is `$n` in the prepared statement.
+    let source = names.iter().enumerate().fold(source, |body, (n, name)| {
+        body.replace(&format!("{function}.{name}"), &format!("${}", n + 1))
+    });
     // The function's own settings, as it runs with them.
     let settings: String = config
         .split(';')

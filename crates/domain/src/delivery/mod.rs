@@ -1,6 +1,8 @@
 //! The rules of webhook delivery: signing (Standard Webhooks), what an attempt's outcome means,
 //! when the next attempt is due, and when a subscription is given up on.
 
+pub mod streak;
+
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, Mac};
