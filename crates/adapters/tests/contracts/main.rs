@@ -9,8 +9,8 @@ use time::macros::datetime;
 use time::{Duration, OffsetDateTime};
 use timetrack_adapters::postgres::{
     DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgDeliveryLog,
-    PgEventFeed, PgIdempotencyStore, PgSubscriptionRepository, PgTimeEntryRepository,
-    PgUserRepository, PgWorkspaceRepository,
+    PgDeliveryQueue, PgEventFeed, PgIdempotencyStore, PgSubscriptionRepository,
+    PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
 };
 use timetrack_adapters::{PgPool, SecretBox};
 use timetrack_domain::DomainError;
@@ -26,9 +26,9 @@ use timetrack_domain::model::{
     DeliveryId, DeliveryKind, DeliveryQuery, DeliveryStatus, ReplayOutcome, ReplayWindow,
 };
 use timetrack_domain::ports::{
-    ApiKeyRepository, CatalogRepository, ClientRepository, DeliveryLog, EntryFilter, EventFeed,
-    IdempotencyStore, SubscriptionRepository, TimeEntryRepository, TimerStop, UserRepository,
-    WorkspaceRepository, WriteOutcome,
+    ApiKeyRepository, CatalogRepository, ClientRepository, DeliveryLog, DeliveryQueue, EntryFilter,
+    EventFeed, IdempotencyStore, SubscriptionRepository, TimeEntryRepository, TimerStop,
+    UserRepository, WorkspaceRepository, WriteOutcome,
 };
 use timetrack_testkit::TestDatabase;
 use timetrack_testkit::fakes::InMemoryStore;
@@ -46,6 +46,7 @@ struct Subject {
     entries: Arc<dyn TimeEntryRepository>,
     feed: Arc<dyn EventFeed>,
     idempotency: Arc<dyn IdempotencyStore>,
+    queue: Arc<dyn DeliveryQueue>,
     outbox: Outbox,
     _db: Option<TestDatabase>,
 }
@@ -135,6 +136,7 @@ fn fake() -> Subject {
         entries: store.clone(),
         feed: store.clone(),
         idempotency: store.clone(),
+        queue: store.clone(),
         outbox: Outbox::Fake(store),
         _db: None,
     }
@@ -143,6 +145,8 @@ fn fake() -> Subject {
 async fn postgres() -> Subject {
     let db = TestDatabase::new().await;
     let pool = db.pool();
+    // One box for the secrets the subscriptions seal and the queue opens.
+    let secrets = SecretBox::ephemeral();
     Subject {
         workspaces: Arc::new(PgWorkspaceRepository::new(pool.clone())),
         users: Arc::new(PgUserRepository::new(pool.clone())),
@@ -155,10 +159,7 @@ async fn postgres() -> Subject {
             pool.clone(),
             DeliveryAnnouncer::new(),
         )),
-        subscriptions: Arc::new(PgSubscriptionRepository::new(
-            pool.clone(),
-            SecretBox::ephemeral(),
-        )),
+        subscriptions: Arc::new(PgSubscriptionRepository::new(pool.clone(), secrets.clone())),
         log: Arc::new(PgDeliveryLog::new(pool.clone(), DeliveryAnnouncer::new())),
         entries: Arc::new(PgTimeEntryRepository::new(
             pool.clone(),
@@ -169,6 +170,7 @@ async fn postgres() -> Subject {
             pool.clone(),
             SecretBox::ephemeral(),
         )),
+        queue: Arc::new(PgDeliveryQueue::new(pool.clone(), secrets)),
         outbox: Outbox::Postgres(pool),
         _db: Some(db),
     }
@@ -195,6 +197,7 @@ mod accounts;
 mod catalog;
 mod clients;
 mod delivery_log;
+mod delivery_queue;
 mod entries;
 mod feed;
 mod idempotency;

@@ -45,6 +45,7 @@ mod clients;
 mod delivery_log;
 mod feed;
 mod idempotency;
+mod queue;
 mod subscriptions;
 mod system;
 mod time_entries;
@@ -76,6 +77,14 @@ struct Tables {
     sequence: i64,
     /// Idempotency keys by API key and key.
     idempotency: HashMap<(ApiKeyId, String), IdempotencyRow>,
+    /// Each subscription's signing secret before its latest rotation.
+    previous_secrets: HashMap<WebhookId, String>,
+    /// The queue's leases: until when each leased delivery is held.
+    leases: HashMap<DeliveryId, OffsetDateTime>,
+    /// Retries whose receiver asked to wait (`Retry-After`), with the time it asked for.
+    not_before: HashMap<DeliveryId, OffsetDateTime>,
+    /// Each subscription's failure streak, while it has one or is being brought back.
+    streaks: HashMap<WebhookId, queue::StoredStreak>,
 }
 
 /// One idempotency key's use.

@@ -230,10 +230,11 @@ impl SubscriptionRepository for InMemoryStore {
             .iter_mut()
             .find(|s| &s.id == id && s.status != SubscriptionStatus::Deleted)
             .ok_or(DomainError::NotFound("webhook"))?;
-        stored.secret = secret.to_owned();
+        let previous = std::mem::replace(&mut stored.secret, secret.to_owned());
         stored.previous_secret_expires_at =
             (previous_expires_at > audit.at).then_some(previous_expires_at);
         stored.updated_at = audit.at;
+        t.previous_secrets.insert(id.clone(), previous);
         t.audit.push(audit.clone());
         Ok(())
     }
