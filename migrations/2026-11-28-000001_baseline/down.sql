@@ -1,11 +1,12 @@
--- Undoes up.sql: the replaceable functions that `timetrack migrate` installed (whatever their
--- signatures, as recorded), then every table, dependents first. The extensions stay: they may
--- have been there before, and other schemas may use them.
+-- Undoes up.sql: the replaceable functions that `timetrack migrate` installed (their schema, and
+-- any function an older layout recorded by its signature), then every table, dependents first.
+-- The extensions stay: they may have been there before, and other schemas may use them.
+DROP SCHEMA IF EXISTS timetrack_code CASCADE;
 DO $$
 DECLARE
     f text;
 BEGIN
-    FOR f IN SELECT signature FROM timetrack_functions LOOP
+    FOR f IN SELECT signature FROM timetrack_functions WHERE signature LIKE '%(%' LOOP
         EXECUTE 'DROP FUNCTION IF EXISTS ' || f;
     END LOOP;
 END $$;

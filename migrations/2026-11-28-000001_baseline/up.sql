@@ -246,7 +246,7 @@ CREATE INDEX webhook_subscriptions_api_key_idx ON webhook_subscriptions (api_key
 -- is about (`about_webhook_id`), which never receives it. `visible_to` is NULL for every member
 -- of the workspace, or, for an event about a webhook (a notice, a test delivery), its owner alone,
 -- since it carries the webhook's URL; every path that selects events for someone applies one rule
--- to it, the function timetrack_shows_to.
+-- to it, the function timetrack_code.shows_to.
 --
 -- The catch-up feed (events.md section 5) places each event by the id of the transaction that
 -- recorded it, then its insert sequence, and shows only events of transactions older than the
@@ -439,8 +439,9 @@ CREATE TABLE idempotency_keys (
 );
 CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
 
--- Which text of each replaceable function (crates/adapters/src/postgres/functions/) is installed:
--- `timetrack migrate` re-creates a function whose text changed and drops one no longer defined.
+-- Which text of the replaceable functions (crates/adapters/src/postgres/functions/, in schema
+-- timetrack_code) is installed: one row, `schema timetrack_code`, with the digest of them all;
+-- `timetrack migrate` drops and re-creates the schema when it differs.
 CREATE TABLE timetrack_functions (
     signature  text PRIMARY KEY,
     sha256     text        NOT NULL,

@@ -1,6 +1,11 @@
-//! The SQL functions of the delivery queue, each defined once in `functions/*.sql`, and installed
-//! by the migration runner: re-created when its text changes, dropped when it is no longer
-//! defined. Tables and indexes are migrations; these are replaceable code.
+//! The service's SQL functions, each defined once in `functions/*.sql`, live in their own schema,
+//! `timetrack_code`, apart from the tables: replaceable code, not data. The migration runner
+//! installs them: when the text of any of them changed, the schema is dropped and created again
+//! with every function, in one transaction (ADR 0004). Tables and indexes are migrations.
+//!
+//! A function's signature is written once, in its file; nothing here repeats it. Each file holds
+//! one `CREATE FUNCTION timetrack_code.<name>(...)` with named parameters, and the comments that
+//! say why it is written so.
 
 use anyhow::{Context, Result};
 use diesel::RunQueryDsl as _;
@@ -9,67 +14,29 @@ use sha2::{Digest, Sha256};
 
 use super::sql::named_query;
 
-/// One replaceable function: its signature (as `DROP FUNCTION` takes it) and its definition (a
-/// `CREATE OR REPLACE FUNCTION` with the comments that say why it is written so).
-struct Function {
-    signature: &'static str,
-    sql: &'static str,
-}
+/// The schema the functions live in.
+pub const SCHEMA: &str = "timetrack_code";
 
-/// Every function the service calls. To change one, edit its file (it is dropped and created
-/// again); to change a signature, add the new one and remove the old (it is then dropped).
-const FUNCTIONS: &[Function] = &[
-    Function {
-        signature: "timetrack_shows_to(uuid, uuid)",
-        sql: include_str!("functions/shows_to.sql"),
-    },
-    Function {
-        signature: "timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint, bigint, \
-                    uuid[], int[])",
-        sql: include_str!("functions/claim_deliveries.sql"),
-    },
-    Function {
-        signature: "timetrack_claim_after(text[], timestamptz, timestamptz, bigint, bigint, \
-                    bigint, uuid[], int[], bool)",
-        sql: include_str!("functions/claim_after.sql"),
-    },
-    Function {
-        signature: "timetrack_record_attempts(bigint[], text[], int[], timestamptz[], int[], \
-                    int[], text[], text[], text[], timestamptz[], timestamptz[], bool[], bool[], \
-                    uuid[], timestamptz[], bool[])",
-        sql: include_str!("functions/record_attempts.sql"),
-    },
-    Function {
-        signature: "timetrack_lock_streaks(text[], bool[], bool[])",
-        sql: include_str!("functions/lock_streaks.sql"),
-    },
-    Function {
-        signature: "timetrack_record_round(bigint[], text[], int[], timestamptz[], int[], int[], \
-                    text[], text[], text[], timestamptz[], timestamptz[], bool[], bool[], \
-                    uuid[], timestamptz[], bool[])",
-        sql: include_str!("functions/record_round.sql"),
-    },
-    Function {
-        signature: "timetrack_apply_streaks(text[], timestamptz[], int[], bool[], timestamptz[], \
-                    timestamptz[], int)",
-        sql: include_str!("functions/apply_streaks.sql"),
-    },
-    Function {
-        signature: "timetrack_record_and_claim(bigint[], text[], int[], timestamptz[], int[], \
-                    int[], text[], text[], text[], timestamptz[], timestamptz[], bool[], bool[], \
-                    uuid[], timestamptz[], bool[], timestamptz, timestamptz, bigint, bigint, \
-                    bigint, uuid[], int[], bool)",
-        sql: include_str!("functions/record_and_claim.sql"),
-    },
-    Function {
-        signature: "timetrack_apply_and_claim(text[], timestamptz[], int[], bool[], \
-                    timestamptz[], timestamptz[], int, text[], timestamptz, timestamptz, bigint, \
-                    bigint, bigint, uuid[], int[], bool)",
-        sql: include_str!("functions/apply_and_claim.sql"),
-    },
+/// How `timetrack_functions` records the installed schema: one row, with the digest of every
+/// definition. Rows of other names are functions of an older layout (one per signature, in
+/// `public`), dropped at the next install.
+const RECORD: &str = "schema timetrack_code";
+
+/// Every function the service calls, in the order they are created (none calls another at
+/// creation; PL/pgSQL resolves calls when they run).
+const FUNCTIONS: &[&str] = &[
+    include_str!("functions/shows_to.sql"),
+    include_str!("functions/claim_deliveries.sql"),
+    include_str!("functions/claim_after.sql"),
+    include_str!("functions/record_attempts.sql"),
+    include_str!("functions/lock_streaks.sql"),
+    include_str!("functions/record_round.sql"),
+    include_str!("functions/apply_streaks.sql"),
+    include_str!("functions/record_and_claim.sql"),
+    include_str!("functions/apply_and_claim.sql"),
 ];
 
-/// The hex SHA-256 of a definition.
+/// The hex SHA-256 of a text.
 fn digest(sql: &str) -> String {
     Sha256::digest(sql.as_bytes())
         .iter()
@@ -77,14 +44,18 @@ fn digest(sql: &str) -> String {
         .collect()
 }
 
-/// A digest of every definition, for test templates that must follow them.
+/// A digest of every definition: what the installed schema is recorded with, and what test
+/// templates that must follow the functions are keyed by.
 pub fn fingerprint() -> String {
-    let mut all = String::new();
-    for function in FUNCTIONS {
-        all.push_str(function.signature);
-        all.push_str(&digest(function.sql));
-    }
-    digest(&all)
+    digest(&FUNCTIONS.concat())
+}
+
+/// The name a definition creates: `timetrack_code.<name>`.
+fn name_of(sql: &str) -> Option<&str> {
+    let prefix = format!("CREATE FUNCTION {SCHEMA}.");
+    let start = sql.find(&prefix)? + prefix.len();
+    let rest = &sql[start..];
+    Some(&rest[..rest.find('(')?])
 }
 
 #[derive(diesel::QueryableByName)]
@@ -95,8 +66,10 @@ struct Installed {
     sha256: String,
 }
 
-/// Installs what changed, in one transaction, and returns the signatures (re-)created or
-/// dropped. Runs after the migrations, under their lock.
+/// Installs the functions if any text changed, in one transaction: drops what an older layout
+/// left, drops and creates `timetrack_code` with every function, and records the digest.
+/// Returns the names of the functions created (empty when nothing changed). Runs after the
+/// migrations, under their lock.
 pub fn install<C>(conn: &mut C) -> Result<Vec<String>>
 where
     C: diesel::Connection<Backend = diesel::pg::Pg> + diesel::connection::LoadConnection,
@@ -106,42 +79,40 @@ where
             diesel::sql_query(include_str!("statements/functions_installed.sql"))
                 .load(conn)
                 .context("reading timetrack_functions")?;
-        let mut changed = Vec::new();
-        for function in FUNCTIONS {
-            let sha256 = digest(function.sql);
-            let current = installed
-                .iter()
-                .any(|i| i.signature == function.signature && i.sha256 == sha256);
-            if current {
-                continue;
-            }
-            // Dropped first: `CREATE OR REPLACE` cannot change what a function returns.
-            conn.batch_execute(&format!("DROP FUNCTION IF EXISTS {}", function.signature))
-                .with_context(|| format!("dropping {}", function.signature))?;
-            conn.batch_execute(function.sql)
-                .with_context(|| format!("creating {}", function.signature))?;
-            named_query!(
-                include_str!("statements/function_installed.sql");
-                signature: Text = function.signature,
-                sha256: Text = &sha256,
-            )
-            .execute(conn)?;
-            changed.push(function.signature.to_owned());
-        }
-        for stale in installed
-            .iter()
-            .filter(|i| FUNCTIONS.iter().all(|f| f.signature != i.signature))
+        let fingerprint = fingerprint();
+        if let [only] = installed.as_slice()
+            && only.signature == RECORD
+            && only.sha256 == fingerprint
         {
-            conn.batch_execute(&format!("DROP FUNCTION IF EXISTS {}", stale.signature))
-                .with_context(|| format!("dropping {}", stale.signature))?;
+            return Ok(Vec::new());
+        }
+        for old in installed.iter().filter(|i| i.signature != RECORD) {
+            conn.batch_execute(&format!("DROP FUNCTION IF EXISTS {}", old.signature))
+                .with_context(|| format!("dropping {}", old.signature))?;
             named_query!(
                 include_str!("statements/function_dropped.sql");
-                signature: Text = &stale.signature,
+                signature: Text = &old.signature,
             )
             .execute(conn)?;
-            changed.push(stale.signature.clone());
         }
-        Ok(changed)
+        conn.batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {SCHEMA} CASCADE; CREATE SCHEMA {SCHEMA}"
+        ))
+        .context("creating the functions' schema")?;
+        let mut created = Vec::new();
+        for sql in FUNCTIONS {
+            let name = name_of(sql).unwrap_or("?");
+            conn.batch_execute(sql)
+                .with_context(|| format!("creating {SCHEMA}.{name}"))?;
+            created.push(name.to_owned());
+        }
+        named_query!(
+            include_str!("statements/function_installed.sql");
+            signature: Text = RECORD,
+            sha256: Text = &fingerprint,
+        )
+        .execute(conn)?;
+        Ok(created)
     })
 }
 
@@ -150,17 +121,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_file_defines_the_function_of_its_signature() {
-        for function in FUNCTIONS {
-            let name = function.signature.split('(').next().unwrap();
-            assert!(
-                function
-                    .sql
-                    .contains(&format!("CREATE OR REPLACE FUNCTION {name}(")),
-                "{name}"
-            );
-        }
-        assert_eq!(fingerprint(), fingerprint());
+    fn each_file_creates_one_function_in_the_schema_and_none_twice() {
+        let mut names: Vec<&str> = FUNCTIONS
+            .iter()
+            .map(|sql| {
+                assert_eq!(sql.matches("CREATE FUNCTION").count(), 1, "{sql}");
+                name_of(sql).expect("a function of the schema")
+            })
+            .collect();
+        names.sort_unstable();
+        let count = names.len();
+        names.dedup();
+        assert_eq!(names.len(), count);
         assert_eq!(fingerprint().len(), 64);
     }
 }

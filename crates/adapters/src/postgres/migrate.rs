@@ -47,14 +47,10 @@ fn migrate_blocking(url: &str) -> Result<Vec<String>> {
         .and_then(|applied| {
             let functions = functions::install(&mut conn).context("installing SQL functions")?;
             if !functions.is_empty() {
-                // Their names only: a signature lists every parameter's type.
-                let names: Vec<&str> = functions
-                    .iter()
-                    .map(|signature| signature.split('(').next().unwrap_or(signature))
-                    .collect();
                 tracing::info!(
-                    count = names.len(),
-                    functions = names.join(", "),
+                    count = functions.len(),
+                    schema = functions::SCHEMA,
+                    functions = functions.join(", "),
                     "SQL functions installed"
                 );
             }

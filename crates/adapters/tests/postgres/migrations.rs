@@ -155,11 +155,16 @@ async fn sql_client(url: &str) -> tokio_postgres::Client {
     client
 }
 
-/// The functions of the schema whose name starts with `timetrack_`.
+/// The functions of schema `timetrack_code`, and those of `public` whose name starts with
+/// `timetrack_` (an older layout's).
 async fn installed_functions(client: &tokio_postgres::Client) -> Vec<String> {
     client
         .query(
-            "SELECT proname::text FROM pg_proc WHERE proname LIKE 'timetrack\\_%' ORDER BY 1",
+            "SELECT n.nspname || '.' || p.proname FROM pg_proc p \
+             JOIN pg_namespace n ON n.oid = p.pronamespace \
+             WHERE n.nspname = 'timetrack_code' \
+                OR (n.nspname = 'public' AND p.proname LIKE 'timetrack\\_%') \
+             ORDER BY 1",
             &[],
         )
         .await
@@ -169,40 +174,39 @@ async fn installed_functions(client: &tokio_postgres::Client) -> Vec<String> {
         .collect()
 }
 
+const FUNCTIONS: [&str; 9] = [
+    "timetrack_code.apply_and_claim",
+    "timetrack_code.apply_streaks",
+    "timetrack_code.claim_after",
+    "timetrack_code.claim_deliveries",
+    "timetrack_code.lock_streaks",
+    "timetrack_code.record_and_claim",
+    "timetrack_code.record_attempts",
+    "timetrack_code.record_round",
+    "timetrack_code.shows_to",
+];
+
 #[tokio::test]
-async fn a_function_whose_text_changed_is_recreated_and_one_no_longer_defined_is_dropped() {
+async fn the_functions_schema_is_recreated_when_a_text_changed_and_an_older_layout_is_dropped() {
     let db = TestDatabase::new().await;
     let client = sql_client(db.url()).await;
-    assert_eq!(
-        installed_functions(&client).await,
-        [
-            "timetrack_apply_and_claim",
-            "timetrack_apply_streaks",
-            "timetrack_claim_after",
-            "timetrack_claim_deliveries",
-            "timetrack_lock_streaks",
-            "timetrack_record_and_claim",
-            "timetrack_record_attempts",
-            "timetrack_record_round",
-            "timetrack_shows_to"
-        ]
-    );
+    assert_eq!(installed_functions(&client).await, FUNCTIONS);
     // An older text of the claim (a body that claims nothing, returning what an older version
-    // returned), and a function since removed.
+    // returned) recorded under another digest, a function of the schema since removed, and one
+    // of the layout before the schema, recorded by its signature.
     client
         .batch_execute(
-            "DROP FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint, \
-             bigint, uuid[], int[]); \
-             CREATE FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, \
-             bigint, bigint, bigint, uuid[], int[]) RETURNS TABLE (event_id uuid, subscription_id text, \
-             workspace_id uuid, event_type text, body text, url text, secret text, \
-             attempts integer, failing_since timestamptz) LANGUAGE sql AS \
-             $$ SELECT NULL::uuid, NULL, NULL::uuid, NULL, NULL, NULL, NULL, 0, NULL::timestamptz \
-             WHERE false $$; \
-             UPDATE timetrack_functions SET sha256 = 'old' \
-             WHERE signature LIKE 'timetrack_claim_deliveries(%'; \
-             CREATE FUNCTION timetrack_retired() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$; \
-             INSERT INTO timetrack_functions VALUES ('timetrack_retired()', 'x', now());",
+            "DROP FUNCTION timetrack_code.claim_deliveries(timestamptz, timestamptz, bigint, \
+             bigint, bigint, uuid[], int[]); \
+             CREATE FUNCTION timetrack_code.claim_deliveries(timestamptz, timestamptz, \
+             bigint, bigint, bigint, uuid[], int[]) RETURNS TABLE (event_id uuid) \
+             LANGUAGE sql AS $$ SELECT NULL::uuid WHERE false $$; \
+             CREATE FUNCTION timetrack_code.retired() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$; \
+             CREATE FUNCTION timetrack_claim_deliveries(timestamptz) RETURNS int \
+             LANGUAGE sql AS $$ SELECT 1 $$; \
+             UPDATE timetrack_functions SET sha256 = 'old'; \
+             INSERT INTO timetrack_functions VALUES \
+             ('timetrack_claim_deliveries(timestamptz)', 'x', now());",
         )
         .await
         .unwrap();
@@ -210,24 +214,12 @@ async fn a_function_whose_text_changed_is_recreated_and_one_no_longer_defined_is
         run_migrations(db.url()).await.unwrap(),
         Vec::<String>::new()
     );
-    assert_eq!(
-        installed_functions(&client).await,
-        [
-            "timetrack_apply_and_claim",
-            "timetrack_apply_streaks",
-            "timetrack_claim_after",
-            "timetrack_claim_deliveries",
-            "timetrack_lock_streaks",
-            "timetrack_record_and_claim",
-            "timetrack_record_attempts",
-            "timetrack_record_round",
-            "timetrack_shows_to"
-        ]
-    );
+    assert_eq!(installed_functions(&client).await, FUNCTIONS);
     let language: String = client
         .query_one(
             "SELECT l.lanname::text FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang \
-             WHERE p.proname = 'timetrack_claim_deliveries'",
+             WHERE p.proname = 'claim_deliveries' \
+               AND p.pronamespace = 'timetrack_code'::regnamespace",
             &[],
         )
         .await
@@ -237,18 +229,19 @@ async fn a_function_whose_text_changed_is_recreated_and_one_no_longer_defined_is
         language, "plpgsql",
         "the claim was re-created from its file"
     );
-    let recorded: Vec<String> = client
-        .query(
-            "SELECT sha256 FROM timetrack_functions ORDER BY signature",
-            &[],
-        )
+    let recorded: Vec<(String, String)> = client
+        .query("SELECT signature, sha256 FROM timetrack_functions", &[])
         .await
         .unwrap()
         .iter()
-        .map(|row| row.get(0))
+        .map(|row| (row.get(0), row.get(1)))
         .collect();
-    assert_eq!(recorded.len(), 9);
-    assert!(recorded.iter().all(|sha| sha.len() == 64), "{recorded:?}");
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].0, "schema timetrack_code");
+    assert_eq!(
+        recorded[0].1,
+        timetrack_adapters::postgres::sql_functions_fingerprint()
+    );
 }
 
 #[tokio::test]

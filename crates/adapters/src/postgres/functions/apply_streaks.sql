@@ -1,5 +1,5 @@
 -- Applies what a round changes in its subscriptions' streaks, as the domain decided it
--- (`delivery::streak::after_round`) from the streaks timetrack_record_attempts returned, locked,
+-- (`delivery::streak::after_round`) from the streaks timetrack_code.record_attempts returned, locked,
 -- in the same transaction: one row per subscription that changes, as parallel arrays. For each:
 -- its new streak start (NULL: the streak ended), its failures in a row, whether what the owner
 -- was told of the streak is forgotten, and, when its endpoint is back, since when
@@ -13,8 +13,8 @@
 -- Each subscription's walk is its own lateral subquery along its pending deliveries, and the
 -- deliveries are updated by their ids as an array (an index condition on the primary key, the
 -- one access path whatever the plan's estimates). Scans other than by index are off, and the
--- plan is kept for the connection, as in timetrack_record_attempts.
-CREATE OR REPLACE FUNCTION timetrack_apply_streaks(
+-- plan is kept for the connection, as in timetrack_code.record_attempts.
+CREATE FUNCTION timetrack_code.apply_streaks(
     subscription_ids text[], streak_starts timestamptz[], streak_failures int[],
     forget_told bool[], back_since timestamptz[], due_at timestamptz[], bring_limit int)
 RETURNS void
@@ -24,12 +24,12 @@ SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan
 AS $fn$
 BEGIN
     WITH c AS (
-        SELECT * FROM unnest(timetrack_apply_streaks.subscription_ids,
-                             timetrack_apply_streaks.streak_starts,
-                             timetrack_apply_streaks.streak_failures,
-                             timetrack_apply_streaks.forget_told,
-                             timetrack_apply_streaks.back_since,
-                             timetrack_apply_streaks.due_at)
+        SELECT * FROM unnest(apply_streaks.subscription_ids,
+                             apply_streaks.streak_starts,
+                             apply_streaks.streak_failures,
+                             apply_streaks.forget_told,
+                             apply_streaks.back_since,
+                             apply_streaks.due_at)
             AS c(subscription_id, failing_since, failing_attempts, forget_told, back_since,
                  due_at)
     ), chosen AS MATERIALIZED (
@@ -40,7 +40,7 @@ BEGIN
               AND p.next_attempt_at > c.due_at AND p.updated_at <= c.back_since
               AND (p.not_before IS NULL OR p.not_before <= c.due_at)
             ORDER BY p.subscription_id, p.next_attempt_at
-            LIMIT timetrack_apply_streaks.bring_limit
+            LIMIT apply_streaks.bring_limit
         ) n
         WHERE c.back_since IS NOT NULL
     ), pulled AS (
@@ -56,7 +56,7 @@ BEGIN
         failing_attempts = c.failing_attempts,
         recovered_at = CASE WHEN (SELECT count(*) FROM pulled p
                                   WHERE p.subscription_id = c.subscription_id)
-                                 >= timetrack_apply_streaks.bring_limit
+                                 >= apply_streaks.bring_limit
                             THEN c.back_since END
     FROM c
     WHERE s.id = c.subscription_id;

@@ -1,7 +1,8 @@
--- The claim: up to $3 due deliveries of active subscriptions whose API key is not revoked, leased
--- until $2, with no more than $4 leased per subscription (counting those in flight), and no more
--- than $5 per workspace for the claiming process, counting what it holds ($6 the workspaces, $7
--- how many of each). $1 is now. Returns what a worker needs to send each delivery.
+-- The claim: up to `claim_limit` due deliveries of active subscriptions whose API key is not
+-- revoked, leased until `lease_until`, with no more than `per_subscription` leased per
+-- subscription (counting those in flight), and no more than `per_workspace` per workspace for the
+-- claiming process, counting what it holds (`held_workspaces`, and `held_counts` how many of
+-- each). `at` is now. Returns what a worker needs to send each delivery.
 --
 -- Fairness (the domain's InFlightCaps): however many of one workspace's endpoints hang, the
 -- others keep the rest of the process's slots; and among the deliveries that fit, each
@@ -47,8 +48,9 @@
 -- A claim never takes two of one key at once: the later one sees the earlier one pending.
 --
 -- The previous signing secret is returned while it has not expired (a rotation's window).
-CREATE OR REPLACE FUNCTION timetrack_claim_deliveries(timestamptz, timestamptz, bigint, bigint,
-                                                      bigint, uuid[], int[])
+CREATE FUNCTION timetrack_code.claim_deliveries(
+    at timestamptz, lease_until timestamptz, claim_limit bigint, per_subscription bigint,
+    per_workspace bigint, held_workspaces uuid[], held_counts int[])
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
                secret text, previous_secret text, attempts integer, failing_since timestamptz,
@@ -73,13 +75,14 @@ RETURN QUERY
         -- The subscriptions with due deliveries, one index probe each (a skip scan), each with
         -- the time of its oldest live due delivery.
         (SELECT d.subscription_id, d.next_attempt_at FROM deliveries d
-         WHERE d.status = 'PENDING' AND d.next_attempt_at <= $1
+         WHERE d.status = 'PENDING' AND d.next_attempt_at <= claim_deliveries.at
          ORDER BY d.subscription_id, d.next_attempt_at LIMIT 1)
         UNION ALL
         SELECT n.subscription_id, n.next_attempt_at
         FROM subs CROSS JOIN LATERAL (
             SELECT d.subscription_id, d.next_attempt_at FROM deliveries d
-            WHERE d.status = 'PENDING' AND d.next_attempt_at <= $1 AND d.subscription_id > subs.id
+            WHERE d.status = 'PENDING' AND d.next_attempt_at <= claim_deliveries.at
+              AND d.subscription_id > subs.id
             ORDER BY d.subscription_id, d.next_attempt_at LIMIT 1
         ) n
     ), live AS MATERIALIZED (
@@ -89,7 +92,10 @@ RETURN QUERY
         -- subscription, and every subscription to find the disabled ones, comparing each with
         -- every probe, on every claim.
         SELECT subs.id, subs.first_due, s.status,
-               $5 - coalesce((SELECT sum(h.n) FROM unnest($6::uuid[], $7::int[]) AS h(ws, n)
+               claim_deliveries.per_workspace
+                   - coalesce((SELECT sum(h.n)
+                               FROM unnest(claim_deliveries.held_workspaces,
+                                           claim_deliveries.held_counts) AS h(ws, n)
                               WHERE h.ws = s.workspace_id), 0) AS room
         FROM subs
         CROSS JOIN LATERAL (
@@ -112,9 +118,9 @@ RETURN QUERY
                    d.workspace_id, d.attempts, d.ordering_key, d.sequence
             FROM deliveries d
             WHERE d.subscription_id = subs.id AND d.status = 'PENDING'
-              AND d.next_attempt_at >= subs.first_due AND d.next_attempt_at <= $1
+              AND d.next_attempt_at >= subs.first_due AND d.next_attempt_at <= claim_deliveries.at
               AND NOT EXISTS (SELECT 1 FROM delivery_leases l
-                              WHERE l.delivery_id = d.id AND l.expires_at > $1)
+                              WHERE l.delivery_id = d.id AND l.expires_at > claim_deliveries.at)
               AND (SELECT o.sequence FROM deliveries o
                    WHERE o.subscription_id || '/' || o.ordering_key
                          = subs.id || '/' || d.ordering_key
@@ -123,10 +129,12 @@ RETURN QUERY
                    ORDER BY o.subscription_id || '/' || o.ordering_key, o.sequence
                    LIMIT 1) IS NOT DISTINCT FROM d.sequence
             ORDER BY d.subscription_id, d.next_attempt_at
-            LIMIT least($3, subs.room, greatest(0, $4 - (SELECT count(*) FROM delivery_leases f
-                                                         WHERE f.subscription_id = subs.id
-                                                           AND f.due_at >= subs.first_due
-                                                           AND f.expires_at > $1)))
+            LIMIT least(claim_deliveries.claim_limit, subs.room,
+                        greatest(0, claim_deliveries.per_subscription
+                                    - (SELECT count(*) FROM delivery_leases f
+                                       WHERE f.subscription_id = subs.id
+                                         AND f.due_at >= subs.first_due
+                                         AND f.expires_at > claim_deliveries.at)))
             FOR UPDATE OF d SKIP LOCKED
         ) x
         WHERE subs.status = 'ACTIVE' AND subs.room > 0
@@ -140,11 +148,11 @@ RETURN QUERY
                    d.workspace_id, d.attempts, d.ordering_key, d.sequence
             FROM deliveries d
             WHERE d.subscription_id = subs.id AND d.status = 'PENDING' AND d.kind = 'test'
-              AND d.next_attempt_at <= $1
+              AND d.next_attempt_at <= claim_deliveries.at
               AND NOT EXISTS (SELECT 1 FROM delivery_leases l
-                              WHERE l.delivery_id = d.id AND l.expires_at > $1)
+                              WHERE l.delivery_id = d.id AND l.expires_at > claim_deliveries.at)
             ORDER BY d.subscription_id, d.next_attempt_at
-            LIMIT least($3, subs.room)
+            LIMIT least(claim_deliveries.claim_limit, subs.room)
             FOR UPDATE OF d SKIP LOCKED
         ) t
         WHERE subs.status = 'DISABLED' AND subs.room > 0
@@ -155,25 +163,27 @@ RETURN QUERY
         FROM picked p
     ), due AS MATERIALIZED (
         -- Up to the batch, within each workspace's room, fairly: by how many the workspace would
-        -- hold with it ($5 - room is what it holds now), then oldest first. The others stay
+        -- hold with it (`per_workspace` - room is what it holds now), then oldest first. The others stay
         -- unleased (their locks end with this statement's transaction).
         SELECT r.* FROM ranked r
         WHERE r.nth <= r.room
-        ORDER BY ($5 - r.room) + r.nth, r.next_attempt_at
-        LIMIT $3
+        ORDER BY (claim_deliveries.per_workspace - r.room) + r.nth, r.next_attempt_at
+        LIMIT claim_deliveries.claim_limit
     ), taken AS (
         -- Their leases: new, or an expired one taken over. One whose lease another claim
         -- committed after this statement's snapshot conflicts and is not taken.
         INSERT INTO delivery_leases AS x (delivery_id, workspace_id, subscription_id, due_at,
                                           expires_at)
-        SELECT due.id, due.workspace_id, due.subscription_id, due.next_attempt_at, $2 FROM due
+        SELECT due.id, due.workspace_id, due.subscription_id, due.next_attempt_at,
+               claim_deliveries.lease_until
+        FROM due
         -- In the order of their keys, as every claim takes them: two claims that wait for each
         -- other's leases then wait in one direction.
         ORDER BY due.id
         ON CONFLICT ON CONSTRAINT delivery_leases_pkey DO UPDATE
             SET subscription_id = EXCLUDED.subscription_id, due_at = EXCLUDED.due_at,
                 expires_at = EXCLUDED.expires_at
-            WHERE x.expires_at <= $1
+            WHERE x.expires_at <= claim_deliveries.at
         RETURNING x.delivery_id
     ), leased AS MATERIALIZED (
         SELECT due.* FROM due WHERE due.id IN (SELECT taken.delivery_id FROM taken)
@@ -191,7 +201,7 @@ RETURN QUERY
     ) e
     CROSS JOIN LATERAL (
         SELECT y.url, y.description, y.secret,
-               CASE WHEN y.previous_secret_expires_at > $1 THEN y.previous_secret END
+               CASE WHEN y.previous_secret_expires_at > claim_deliveries.at THEN y.previous_secret END
                    AS previous_secret,
                y.failing_since, y.failing_notified_at IS NOT NULL AS failing_notified
         FROM webhook_subscriptions y WHERE y.id = l.subscription_id LIMIT 1

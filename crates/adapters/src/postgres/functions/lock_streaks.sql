@@ -3,8 +3,8 @@
 -- that are failing or being brought back, or that had a failure in the round. Test deliveries
 -- are no part of a streak: they say how the endpoint answers a test, not how the webhook is
 -- doing. The caller decides what changes (the domain's `delivery::streak`) and applies it with
--- timetrack_apply_streaks in the same transaction.
-CREATE OR REPLACE FUNCTION timetrack_lock_streaks(subscription_ids text[], tests bool[],
+-- timetrack_code.apply_streaks in the same transaction.
+CREATE FUNCTION timetrack_code.lock_streaks(subscription_ids text[], tests bool[],
                                                   done bool[])
 RETURNS TABLE (subscription_id text, failing_since timestamptz, failing_attempts int,
                recovered_at timestamptz)
@@ -23,15 +23,15 @@ BEGIN
         FROM webhook_subscriptions s
         WHERE s.id = ANY (ARRAY(
                   SELECT DISTINCT r.sub
-                  FROM unnest(timetrack_lock_streaks.subscription_ids,
-                              timetrack_lock_streaks.tests) AS r(sub, test)
+                  FROM unnest(lock_streaks.subscription_ids,
+                              lock_streaks.tests) AS r(sub, test)
                   WHERE NOT r.test))
           AND (s.failing_since IS NOT NULL OR s.recovered_at IS NOT NULL
                OR s.id = ANY (ARRAY(
                   SELECT r.sub
-                  FROM unnest(timetrack_lock_streaks.subscription_ids,
-                              timetrack_lock_streaks.tests,
-                              timetrack_lock_streaks.done) AS r(sub, test, done)
+                  FROM unnest(lock_streaks.subscription_ids,
+                              lock_streaks.tests,
+                              lock_streaks.done) AS r(sub, test, done)
                   WHERE NOT r.test AND NOT r.done)))
         ORDER BY s.id
         FOR NO KEY UPDATE OF s;

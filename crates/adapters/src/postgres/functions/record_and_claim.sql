@@ -1,7 +1,7 @@
 -- One round trip for the delivery worker's usual round: record attempts that all succeeded, of
--- subscriptions whose streaks it cannot change (timetrack_record_attempts, and
--- timetrack_lock_streaks to check that none is to decide), then claim
--- (timetrack_claim_after), in one transaction. The claim sees the leases the record just
+-- subscriptions whose streaks it cannot change (timetrack_code.record_attempts, and
+-- timetrack_code.lock_streaks to check that none is to decide), then claim
+-- (timetrack_code.claim_after), in one transaction. The claim sees the leases the record just
 -- cleared, so a subscription's freed in-flight slots are refilled at once.
 --
 -- The round's premise is the domain's `Round::changes_nothing_for`: every attempt that is not a
@@ -9,14 +9,14 @@
 -- checks it on what the claim showed; if the recording finds a streak to decide all the same
 -- (another worker's failure came in between), the statement raises 'timetrack: a streak to
 -- decide', which undoes it, and the worker records the round through the deciding path
--- (timetrack_record_round, the domain's decision, timetrack_apply_and_claim).
+-- (timetrack_code.record_round, the domain's decision, timetrack_code.apply_and_claim).
 --
 -- The round commits asynchronously (no wait for its WAL flush): it holds only the queue's
 -- bookkeeping, leases and outcomes. A database crash can forget its last moments (at most three
 -- times wal_writer_delay), and the deliveries concerned are then sent again: a duplicate, never a
 -- loss. Events and their deliveries are written by the API's own synchronous transactions, and an
 -- attempt that ends its subscription is recorded apart, synchronously.
-CREATE OR REPLACE FUNCTION timetrack_record_and_claim(
+CREATE FUNCTION timetrack_code.record_and_claim(
     delivery_ids bigint[], subscription_ids text[], attempt_numbers int[],
     started timestamptz[], latency_ms int[], codes int[], errors text[], excerpts text[], statuses text[],
     next_at timestamptz[], finished timestamptz[], done bool[], tests bool[],
@@ -37,17 +37,17 @@ BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
     -- The recording's arguments are this function's first sixteen, in the same order.
     IF cardinality($1) > 0 THEN
-        PERFORM timetrack_record_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+        PERFORM timetrack_code.record_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
                                           $13, $14, $15, $16);
-        IF EXISTS (SELECT 1 FROM timetrack_lock_streaks($2, $13, $12)) THEN
+        IF EXISTS (SELECT 1 FROM timetrack_code.lock_streaks($2, $13, $12)) THEN
             RAISE EXCEPTION 'timetrack: a streak to decide';
         END IF;
     END IF;
-    RETURN QUERY SELECT * FROM timetrack_claim_after(
-        timetrack_record_and_claim.subscription_ids, timetrack_record_and_claim.at,
-        timetrack_record_and_claim.lease_until, timetrack_record_and_claim.claim_limit,
-        timetrack_record_and_claim.per_subscription, timetrack_record_and_claim.per_workspace,
-        timetrack_record_and_claim.held_workspaces, timetrack_record_and_claim.held_counts,
-        timetrack_record_and_claim.always);
+    RETURN QUERY SELECT * FROM timetrack_code.claim_after(
+        record_and_claim.subscription_ids, record_and_claim.at,
+        record_and_claim.lease_until, record_and_claim.claim_limit,
+        record_and_claim.per_subscription, record_and_claim.per_workspace,
+        record_and_claim.held_workspaces, record_and_claim.held_counts,
+        record_and_claim.always);
 END
 $fn$;

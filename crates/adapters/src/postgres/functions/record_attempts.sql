@@ -1,7 +1,7 @@
 -- Records a round of attempts that neither end nor disable their subscription, given as parallel
 -- arrays: the attempt rows, the deliveries' new states (unless cancelled meanwhile), their leases
 -- freed. What the round changes in its subscriptions' streaks is decided apart (see
--- timetrack_lock_streaks).
+-- timetrack_code.lock_streaks).
 --
 -- Each delivery is found by its primary key whatever the statistics say: the ids are also
 -- given as an index condition (`d.id = ANY (delivery_ids)`), so that even a plan that drives the
@@ -10,7 +10,7 @@
 -- the same reason, and bitmap scans, and JIT too (a few hundred rows never repay compiling). The
 -- plan is kept for the connection: with one access path per step it cannot go wrong, and
 -- planning the statement on each call was half its cost.
-CREATE OR REPLACE FUNCTION timetrack_record_attempts(
+CREATE FUNCTION timetrack_code.record_attempts(
     delivery_ids bigint[], subscription_ids text[], attempt_numbers int[],
     started timestamptz[], latency_ms int[], codes int[], errors text[], excerpts text[], statuses text[],
     next_at timestamptz[], finished timestamptz[], done bool[], tests bool[],
@@ -24,22 +24,22 @@ BEGIN
     WITH r AS (
         -- The parameters are named with the function's name: a bare name that is also a
         -- column's would be taken for the column.
-        SELECT * FROM unnest(timetrack_record_attempts.delivery_ids,
-                             timetrack_record_attempts.subscription_ids,
-                             timetrack_record_attempts.attempt_numbers,
-                             timetrack_record_attempts.started,
-                             timetrack_record_attempts.latency_ms,
-                             timetrack_record_attempts.codes,
-                             timetrack_record_attempts.errors,
-                             timetrack_record_attempts.excerpts,
-                             timetrack_record_attempts.statuses,
-                             timetrack_record_attempts.next_at,
-                             timetrack_record_attempts.finished,
-                             timetrack_record_attempts.done,
-                             timetrack_record_attempts.tests,
-                             timetrack_record_attempts.workspace_ids,
-                             timetrack_record_attempts.not_before,
-                             timetrack_record_attempts.lossy)
+        SELECT * FROM unnest(record_attempts.delivery_ids,
+                             record_attempts.subscription_ids,
+                             record_attempts.attempt_numbers,
+                             record_attempts.started,
+                             record_attempts.latency_ms,
+                             record_attempts.codes,
+                             record_attempts.errors,
+                             record_attempts.excerpts,
+                             record_attempts.statuses,
+                             record_attempts.next_at,
+                             record_attempts.finished,
+                             record_attempts.done,
+                             record_attempts.tests,
+                             record_attempts.workspace_ids,
+                             record_attempts.not_before,
+                             record_attempts.lossy)
             AS r(delivery_id, subscription_id, attempt, started_at, latency_ms, status_code, error,
                  excerpt, status, next_at, finished, done, test, workspace_id, not_before,
                  lossy)
@@ -62,7 +62,7 @@ BEGIN
             last_status_code = r.status_code, last_error = r.error,
             updated_at = r.finished, not_before = r.not_before
         FROM r
-        WHERE d.id = ANY (timetrack_record_attempts.delivery_ids) AND d.id = r.delivery_id
+        WHERE d.id = ANY (record_attempts.delivery_ids) AND d.id = r.delivery_id
           AND d.workspace_id = r.workspace_id
           -- Unless cancelled meanwhile. Written so that it cannot match the partial indexes of
           -- pending deliveries: with statistics saying none is pending, the planner scanned one

@@ -3,7 +3,7 @@
 -- the webhook's URL, a capability; every other event to every member of its workspace. The one
 -- statement of this rule: the feed, replay, resend, test deliveries, notices and the delivery
 -- log all call it. A plain SQL expression, so the planner inlines it.
-CREATE OR REPLACE FUNCTION timetrack_shows_to(visible_to uuid, viewer uuid)
+CREATE FUNCTION timetrack_code.shows_to(visible_to uuid, viewer uuid)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $fn$

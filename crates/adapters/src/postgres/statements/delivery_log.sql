@@ -10,7 +10,7 @@ FROM deliveries d
 JOIN events e ON e.id = d.event_id
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
 WHERE d.subscription_id = :id
-  AND timetrack_shows_to(e.visible_to, s.user_id)
+  AND timetrack_code.shows_to(e.visible_to, s.user_id)
   AND d.created_at >= :since
   AND (:delivery::bigint IS NULL OR d.id = :delivery)
   AND (:status::text IS NULL OR d.status = :status)

@@ -16,7 +16,7 @@ LEFT JOIN LATERAL (
       AND (e.txid, e.seq) > (:after_txid, :after_seq)
       AND e.txid < h.horizon
       AND e.event_type = ANY (:types)
-      AND timetrack_shows_to(e.visible_to, :viewer)
+      AND timetrack_code.shows_to(e.visible_to, :viewer)
     ORDER BY e.txid, e.seq
     LIMIT :limit
 ) e ON true

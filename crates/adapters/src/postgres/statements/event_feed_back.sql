@@ -17,7 +17,7 @@ LEFT JOIN LATERAL (
       AND (e.txid, e.seq) < (:before_txid, :before_seq)
       AND e.txid < h.horizon
       AND e.event_type = ANY (:types)
-      AND timetrack_shows_to(e.visible_to, :viewer)
+      AND timetrack_code.shows_to(e.visible_to, :viewer)
     ORDER BY e.txid DESC, e.seq DESC
     LIMIT :limit
 ) e ON true

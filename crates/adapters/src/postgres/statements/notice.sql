@@ -16,7 +16,7 @@ WITH e AS (
     FROM e JOIN webhook_subscriptions s
       ON s.workspace_id = e.workspace_id AND s.status = 'ACTIVE' AND e.event_type = ANY (s.events)
      AND s.id <> :about
-     AND timetrack_shows_to(e.visible_to, s.user_id)
+     AND timetrack_code.shows_to(e.visible_to, s.user_id)
     RETURNING 1
 )
 SELECT count(*) AS queued FROM d

@@ -8,6 +8,6 @@ SELECT x.event_id, s.id, s.workspace_id, 'PENDING', :at, :at, :at, :kind, e.orde
 FROM unnest(:event_ids::uuid[]) WITH ORDINALITY AS x(event_id, n)
 JOIN events e ON e.id = x.event_id
 JOIN webhook_subscriptions s ON s.id = :id
-WHERE timetrack_shows_to(e.visible_to, s.user_id)
+WHERE timetrack_code.shows_to(e.visible_to, s.user_id)
 ORDER BY x.n
 RETURNING id

@@ -1,6 +1,6 @@
 -- A round of attempts that changes no streak recorded, then due deliveries claimed, in one
 -- transaction (functions/record_and_claim.sql).
-SELECT * FROM timetrack_record_and_claim(:delivery_ids, :subscription_ids, :attempts, :started,
+SELECT * FROM timetrack_code.record_and_claim(:delivery_ids, :subscription_ids, :attempts, :started,
                                          :latency_ms, :codes, :errors, :excerpts, :statuses,
                                          :next_at, :finished, :done, :tests, :workspace_ids,
                                          :not_before, :lossy, :now, :lease_until, :limit,

@@ -12,7 +12,7 @@ WHERE s.id = :id
   AND e.created_at >= :since AND e.created_at < :until AND e.seq > 0
   AND e.event_type = ANY (s.events)
   AND e.about_webhook_id IS DISTINCT FROM s.id
-  AND timetrack_shows_to(e.visible_to, s.user_id)
+  AND timetrack_code.shows_to(e.visible_to, s.user_id)
   AND (s.filter_project_ids IS NULL OR e.project_id = ANY (s.filter_project_ids))
   AND (s.filter_client_ids IS NULL OR e.client_id = ANY (s.filter_client_ids))
   AND (s.filter_user_ids IS NULL OR e.user_id = ANY (s.filter_user_ids))

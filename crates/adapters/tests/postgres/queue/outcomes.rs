@@ -239,7 +239,7 @@ async fn a_round_commits_asynchronously_and_only_its_own_transaction() {
         synchronous_commit: String,
     }
     let round = format!(
-        "SELECT count(*) FROM timetrack_record_and_claim('{{}}', '{{}}', '{{}}', '{{}}', '{{}}', \
+        "SELECT count(*) FROM timetrack_code.record_and_claim('{{}}', '{{}}', '{{}}', '{{}}', '{{}}', \
          '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{T0}', '{}', \
          10, 10, 1000, '{{}}', '{{}}', true)",
         T0 + Duration::seconds(30)

@@ -59,7 +59,8 @@ async fn explained(
             "SELECT prosrc, oidvectortypes(proargtypes), \
                     coalesce(array_to_string(proconfig, ';'), ''), \
                     coalesce(proargnames, '{}') \
-             FROM pg_proc WHERE proname = $1",
+             FROM pg_proc WHERE proname = $1 \
+               AND pronamespace = 'timetrack_code'::regnamespace",
             &[&function],
         )
         .await
@@ -137,7 +138,7 @@ fn deliveries_read(node: &serde_json::Value) -> u64 {
         .map_or(0, |plans| plans.iter().map(deliveries_read).sum())
 }
 
-/// Arguments of `timetrack_record_attempts` for a success of each of `leased` at `at`.
+/// Arguments of `timetrack_code.record_attempts` for a success of each of `leased` at `at`.
 fn record_arguments(leased: &[ClaimedDelivery], at: OffsetDateTime) -> String {
     let n = leased.len();
     let column =
@@ -204,7 +205,7 @@ async fn queue_statements_cost_what_they_touch_even_when_the_statistics_say_it_i
             rows: claimed,
             deliveries_read: read,
             ..
-        } = statement_cost(&db, "timetrack_claim_deliveries", mode, &claim).await;
+        } = statement_cost(&db, "claim_deliveries", mode, &claim).await;
         assert_eq!(claimed, 10, "{mode}: 10 in flight at most");
         assert!(
             read < 200,
@@ -219,7 +220,7 @@ async fn queue_statements_cost_what_they_touch_even_when_the_statistics_say_it_i
     assert_eq!(leased.len(), 10);
     let record = record_arguments(&leased, at);
     for mode in ["force_custom_plan", "force_generic_plan"] {
-        let read = statement_cost(&db, "timetrack_record_attempts", mode, &record)
+        let read = statement_cost(&db, "record_attempts", mode, &record)
             .await
             .deliveries_read;
         assert!(
@@ -244,7 +245,7 @@ async fn recording_on_a_connection_that_first_recorded_into_a_tiny_queue_finds_r
         .unwrap();
     assert_eq!(leased.len(), 1);
     let record = format!(
-        "SELECT timetrack_record_attempts({})",
+        "SELECT timetrack_code.record_attempts({})",
         record_arguments(&leased, at)
     );
     let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
@@ -314,7 +315,7 @@ async fn freeze_statistics(db: &TestDatabase, table: &str, analyze: bool) {
 async fn claiming_connection(db: &TestDatabase) -> KeptClaim {
     let at = T0 + Duration::seconds(5);
     let claim = format!(
-        "SELECT count(*) FROM timetrack_claim_deliveries('{at}', '{}', 100, 10, 1000, '{{}}', '{{}}')",
+        "SELECT count(*) FROM timetrack_code.claim_deliveries('{at}', '{}', 100, 10, 1000, '{{}}', '{{}}')",
         at + Duration::seconds(30)
     );
     let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
@@ -452,7 +453,7 @@ async fn the_ordering_index_serves_the_claims_ordering_probe_and_nothing_else() 
     let at = T0 + Duration::seconds(5);
     let plan = explained(
         &db,
-        "timetrack_claim_deliveries",
+        "claim_deliveries",
         "force_generic_plan",
         &format!(
             "'{at}', '{}', 100, 10, 1000, '{{}}', '{{}}'",
@@ -524,11 +525,11 @@ async fn the_queue_functions_are_never_compiled_just_in_time() {
         .unwrap();
     let calls = [
         format!(
-            "SELECT count(*) FROM timetrack_claim_deliveries('{at}', '{}', 100, 10, 1000, '{{}}', '{{}}')",
+            "SELECT count(*) FROM timetrack_code.claim_deliveries('{at}', '{}', 100, 10, 1000, '{{}}', '{{}}')",
             at + Duration::seconds(30)
         ),
         format!(
-            "SELECT timetrack_record_attempts({})",
+            "SELECT timetrack_code.record_attempts({})",
             record_arguments(&leased, at)
         ),
     ];
@@ -614,13 +615,7 @@ async fn a_held_snapshot_makes_a_claim_walk_its_dead_entries_once_not_three_time
         at + Duration::seconds(30)
     );
     // As the function runs it: with the plan kept for the connection (its `plan_cache_mode`).
-    let cost = statement_cost(
-        &db,
-        "timetrack_claim_deliveries",
-        "force_generic_plan",
-        &claim,
-    )
-    .await;
+    let cost = statement_cost(&db, "claim_deliveries", "force_generic_plan", &claim).await;
     assert_eq!(cost.rows, 10);
     assert!(
         cost.buffers < 6_000,
