@@ -8,7 +8,7 @@ use diesel::sql_types::{
 };
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
-use timetrack_domain::delivery::streak::{self, Outcome, Round, Streak, StreakChange};
+use timetrack_domain::delivery::streak::{self, Round, Streak, StreakChange};
 use timetrack_domain::delivery::{
     AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, InFlightCaps, NextStep, Notice,
     QueueStats, ResponseExcerpt,
@@ -243,23 +243,6 @@ macro_rules! streak_query {
             $($rest)*
         )
     };
-}
-
-/// The round of each subscription of `attempts` (test deliveries are no part of a streak).
-fn rounds_of<'a>(
-    attempts: impl IntoIterator<Item = (&'a ClaimedDelivery, &'a AttemptRecord)>,
-) -> Vec<(&'a WebhookId, Round)> {
-    streak::rounds(
-        attempts
-            .into_iter()
-            .filter(|(claimed, _)| claimed.kind != DeliveryKind::Test)
-            .map(|(claimed, attempt)| Outcome {
-                subscription: &claimed.subscription_id,
-                delivered: attempt.next == NextStep::Done,
-                started_at: attempt.started_at,
-                finished_at: attempt.finished_at(),
-            }),
-    )
 }
 
 /// Whether, as far as the claims of `attempts` showed, their round changes no streak (so it is
@@ -562,7 +545,7 @@ impl DeliveryQueue for PgDeliveryQueue {
         for (claimed, attempt) in attempts {
             batch.push(claimed, attempt);
         }
-        let rounds = rounds_of(attempts.iter().map(|(c, a)| (c, a)));
+        let rounds = streak::rounds_of(attempts.iter().map(|(c, a)| (c, a)));
         let claim = ClaimArgs::new(now, lease_until, limit, caps, when);
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         // The usual round, one statement: every attempt succeeded and no streak changes.
@@ -661,7 +644,7 @@ impl DeliveryQueue for PgDeliveryQueue {
             // what was told of it.
             let recovered = recovery && forget_told(conn, claimed).await?;
             let stored = batch.write(conn).await?;
-            let changes = StreakChanges::decide(&rounds_of([(claimed, attempt)]), &stored);
+            let changes = StreakChanges::decide(&streak::rounds_of([(claimed, attempt)]), &stored);
             if !changes.subscription_ids.is_empty() {
                 Prepared(streak_query!(include_str!("statements/apply_streaks.sql"), changes;))
                     .execute(conn)

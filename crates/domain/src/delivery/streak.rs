@@ -27,7 +27,8 @@
 
 use time::OffsetDateTime;
 
-use crate::model::WebhookId;
+use super::{AttemptRecord, ClaimedDelivery, NextStep};
+use crate::model::{DeliveryKind, WebhookId};
 
 /// Failures in a row after which a success means the endpoint is back, and its waiting retries
 /// are brought forward.
@@ -128,6 +129,24 @@ pub fn rounds<'a>(outcomes: impl IntoIterator<Item = Outcome<'a>>) -> Vec<(&'a W
             (latest.subscription, round)
         })
         .collect()
+}
+
+/// The round of each subscription among finished `attempts` (each with the delivery it was
+/// made for), in the order of their ids. Test deliveries are left out.
+pub fn rounds_of<'a>(
+    attempts: impl IntoIterator<Item = (&'a ClaimedDelivery, &'a AttemptRecord)>,
+) -> Vec<(&'a WebhookId, Round)> {
+    rounds(
+        attempts
+            .into_iter()
+            .filter(|(claimed, _)| claimed.kind != DeliveryKind::Test)
+            .map(|(claimed, attempt)| Outcome {
+                subscription: &claimed.subscription_id,
+                delivered: attempt.next == NextStep::Done,
+                started_at: attempt.started_at,
+                finished_at: attempt.finished_at(),
+            }),
+    )
 }
 
 /// Retries of one subscription to bring forward.

@@ -2,7 +2,7 @@
 //! the domain's rules as the PostgreSQL queue stores them (held together by the `delivery_queue`
 //! contracts).
 
-use timetrack_domain::delivery::streak::{self, Outcome, Round, Streak};
+use timetrack_domain::delivery::streak::{self, Round, Streak};
 use timetrack_domain::delivery::{
     AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, InFlightCaps, NextStep, QueueStats,
 };
@@ -348,23 +348,6 @@ fn self_not_before_allows(
     not_before.get(&id).is_none_or(|until| *until <= at)
 }
 
-/// The round of each subscription of `attempts` (test deliveries are no part of a streak).
-fn rounds_of<'a>(
-    attempts: impl IntoIterator<Item = (&'a ClaimedDelivery, &'a AttemptRecord)>,
-) -> Vec<(&'a WebhookId, Round)> {
-    streak::rounds(
-        attempts
-            .into_iter()
-            .filter(|(claimed, _)| claimed.kind != DeliveryKind::Test)
-            .map(|(claimed, attempt)| Outcome {
-                subscription: &claimed.subscription_id,
-                delivered: attempt.next == NextStep::Done,
-                started_at: attempt.started_at,
-                finished_at: attempt.finished_at(),
-            }),
-    )
-}
-
 #[async_trait]
 impl DeliveryQueue for InMemoryStore {
     async fn record(
@@ -391,7 +374,7 @@ impl DeliveryQueue for InMemoryStore {
             s.told = false;
         }
         t.write_attempt(claimed, attempt);
-        t.apply_rounds(&rounds_of([(claimed, attempt)]));
+        t.apply_rounds(&streak::rounds_of([(claimed, attempt)]));
         let changed = if attempt.next == NextStep::Unsubscribe {
             t.end_subscription(
                 &claimed.subscription_id,
@@ -463,7 +446,7 @@ impl DeliveryQueue for InMemoryStore {
         for (claimed, attempt) in attempts {
             t.write_attempt(claimed, attempt);
         }
-        t.apply_rounds(&rounds_of(attempts.iter().map(|(c, a)| (c, a))));
+        t.apply_rounds(&streak::rounds_of(attempts.iter().map(|(c, a)| (c, a))));
         let held_back = || {
             attempts.iter().any(|(claimed, _)| {
                 t.deliveries.iter().any(|(s, d)| {
