@@ -271,6 +271,20 @@ const BRING_LIMIT: i32 = streak::BRING_FORWARD_PER_ROUND as i32;
 /// The message of `functions/record_and_claim.sql` when its round has a streak to decide.
 const STREAK_TO_DECIDE: &str = "timetrack: a streak to decide";
 
+/// How many times a recording transaction PostgreSQL aborted to break a deadlock is run again.
+/// Aborted, it did nothing, so running it again is safe; without it, the attempt's delivery would
+/// wait for its lease to expire and be sent again. Waits that could close a cycle are avoided
+/// (the streak locks are taken in the order of the subscriptions' ids, after the delivery rows,
+/// and bringing retries forward skips rows another transaction holds); this covers the rest.
+const DEADLOCK_RETRIES: u32 = 2;
+
+fn is_deadlock(error: &diesel::result::Error) -> bool {
+    matches!(
+        error,
+        diesel::result::Error::DatabaseError(_, info) if info.message().starts_with("deadlock detected")
+    )
+}
+
 fn is_streak_to_decide(error: &diesel::result::Error) -> bool {
     matches!(
         error,
@@ -569,19 +583,30 @@ impl DeliveryQueue for PgDeliveryQueue {
             Some(rows) => rows,
             None => {
                 let recorded = batch.subscription_ids.clone();
-                conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-                    let stored = batch.write(conn).await?;
-                    let changes = StreakChanges::decide(&rounds, &stored);
-                    with_claim!(
-                        streak_query!(include_str!("statements/apply_and_claim.sql"), changes;
-                            recorded: Array<Text> = &recorded,
-                        ),
-                        claim
-                    )
-                    .load::<ClaimRow>(conn)
-                    .await
-                })
-                .await
+                let mut deadlocks = 0;
+                loop {
+                    let result = conn
+                        .transaction::<_, diesel::result::Error, _>(async |conn| {
+                            let stored = batch.write(conn).await?;
+                            let changes = StreakChanges::decide(&rounds, &stored);
+                            with_claim!(
+                                streak_query!(
+                                    include_str!("statements/apply_and_claim.sql"), changes;
+                                    recorded: Array<Text> = &recorded,
+                                ),
+                                claim
+                            )
+                            .load::<ClaimRow>(conn)
+                            .await
+                        })
+                        .await;
+                    match result {
+                        Err(e) if is_deadlock(&e) && deadlocks < DEADLOCK_RETRIES => {
+                            deadlocks += 1;
+                        }
+                        other => break other,
+                    }
+                }
             }
         }
         .map_err(|e| map_db_error(e, "recording attempts and claiming deliveries"))?;
@@ -629,12 +654,33 @@ impl DeliveryQueue for PgDeliveryQueue {
         claimed: &ClaimedDelivery,
         attempt: &AttemptRecord,
     ) -> DomainResult<bool> {
-        let finished = attempt.finished_at();
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         // The batch statement's writes, then the subscription's end and the notice, in one
         // transaction.
         let mut batch = RecordBatch::default();
         batch.push(claimed, attempt);
+        let mut deadlocks = 0;
+        loop {
+            let result = self.record_in(&mut conn, claimed, attempt, &batch).await;
+            match result {
+                Err(e) if is_deadlock(&e) && deadlocks < DEADLOCK_RETRIES => deadlocks += 1,
+                other => break other,
+            }
+        }
+        .map_err(|e| map_db_error(e, "recording a delivery attempt"))
+    }
+}
+
+impl PgDeliveryQueue {
+    /// [`DeliveryQueue::record`]'s transaction on `conn`, `batch` holding the attempt.
+    async fn record_in(
+        &self,
+        conn: &mut AsyncPgConnection,
+        claimed: &ClaimedDelivery,
+        attempt: &AttemptRecord,
+        batch: &RecordBatch,
+    ) -> QueryResult<bool> {
+        let finished = attempt.finished_at();
         let recovery = attempt
             .notice
             .as_ref()
@@ -689,6 +735,5 @@ impl DeliveryQueue for PgDeliveryQueue {
             }
         })
         .await
-        .map_err(|e| map_db_error(e, "recording a delivery attempt"))
     }
 }

@@ -10,6 +10,10 @@
 -- The retries brought are those pending, due after `due_at`, last scheduled at or before
 -- `back_since` (a retry scheduled by a failure after the endpoint was back, a payload that still
 -- fails, is not brought again), and not held by their receiver's `Retry-After` past `due_at`.
+-- A retry another transaction holds (a round or an attempt recorded alone that is writing its
+-- outcome right now) is skipped, not waited for: that transaction holds its own streak lock
+-- after its delivery rows, so waiting here, with this subscription's streak locked, could close a
+-- cycle of waits (a deadlock), and the retry is being given its next step anyway.
 -- Each subscription's walk is its own lateral subquery along its pending deliveries, and the
 -- deliveries are updated by their ids as an array (an index condition on the primary key, the
 -- one access path whatever the plan's estimates). Scans other than by index are off, and the
@@ -41,6 +45,7 @@ BEGIN
               AND (p.not_before IS NULL OR p.not_before <= c.due_at)
             ORDER BY p.subscription_id, p.next_attempt_at
             LIMIT apply_streaks.bring_limit
+            FOR UPDATE OF p SKIP LOCKED
         ) n
         WHERE c.back_since IS NOT NULL
     ), pulled AS (
