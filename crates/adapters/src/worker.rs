@@ -13,7 +13,7 @@ use timetrack_domain::delivery::{
     AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, NextStep,
 };
 use timetrack_domain::ids::WorkspaceId;
-use timetrack_domain::model::{DeliveryId, WebhookId};
+use timetrack_domain::model::{DeliveryId, DeliveryKind, WebhookId};
 use timetrack_domain::ports::{Clock, Housekeeping, Retention};
 use timetrack_domain::services::DeliveryService;
 use tokio::sync::{Notify, mpsc, watch};
@@ -233,6 +233,9 @@ impl FailureLog {
         let next = match record.next {
             NextStep::Done => "done".to_owned(),
             NextStep::RetryAt(at) => format!("retry at {}", timetrack_domain::timefmt::rfc3339(at)),
+            NextStep::GiveUp if delivery.kind == DeliveryKind::Test => {
+                "failed: a test delivery is tried once, without retries".to_owned()
+            }
             NextStep::GiveUp => "failed for good: the retry schedule is exhausted".to_owned(),
             NextStep::Unsubscribe => "410 Gone: the subscription is deleted".to_owned(),
         };
@@ -650,7 +653,7 @@ mod tests {
     fn delivery(webhook: &str) -> ClaimedDelivery {
         ClaimedDelivery {
             delivery_id: DeliveryId(1),
-            kind: timetrack_domain::model::DeliveryKind::Event,
+            kind: DeliveryKind::Event,
             event_id: EventId(uuid::Uuid::nil()),
             subscription_id: WebhookId::parse(webhook).unwrap(),
             workspace_id: WorkspaceId(uuid::Uuid::nil()),

@@ -96,11 +96,14 @@ impl RootSpanBuilder for RequestSpan {
             http.target = request.path(),
             http.route = tracing::field::Empty,
             http.client_ip = client.map(tracing::field::display),
-            http.user_agent = request
-                .headers()
-                .get(header::USER_AGENT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or(""),
+            http.user_agent = shortened(
+                request
+                    .headers()
+                    .get(header::USER_AGENT)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or(""),
+            )
+            .as_ref(),
             http.status_code = tracing::field::Empty,
             request_id = request
                 .extensions()
@@ -136,6 +139,18 @@ impl RootSpanBuilder for RequestSpan {
         if let Some(error) = error {
             span.record("exception.message", error);
         }
+    }
+}
+
+/// Most characters of a user agent the access log keeps: enough to tell clients apart, while a
+/// browser's (over 100 characters) would make every line of the log twice as long.
+const USER_AGENT_SHOWN: usize = 64;
+
+/// `agent`, cut after [`USER_AGENT_SHOWN`] characters (with `…` when it was longer).
+fn shortened(agent: &str) -> std::borrow::Cow<'_, str> {
+    match agent.char_indices().nth(USER_AGENT_SHOWN) {
+        None => agent.into(),
+        Some((end, _)) => format!("{}…", &agent[..end]).into(),
     }
 }
 
@@ -264,6 +279,15 @@ mod tests {
     #[derive(Debug, serde::Deserialize)]
     struct Payload {
         name: String,
+    }
+
+    #[actix_web::test]
+    async fn the_access_log_keeps_the_first_64_characters_of_a_user_agent() {
+        assert_eq!(shortened("curl/8.5.0"), "curl/8.5.0");
+        let exact = "é".repeat(USER_AGENT_SHOWN);
+        assert_eq!(shortened(&exact), exact);
+        let long = format!("{exact}x");
+        assert_eq!(shortened(&long), format!("{exact}…"));
     }
 
     /// A state whose pool never connects, for routes that do not touch the database.

@@ -195,7 +195,19 @@ async fn run_server(
     );
     let metrics = state.metrics.clone();
     let announcer = state.announcer.clone();
-    let metrics_server = metrics_server(settings, &pool, metrics.clone(), &secrets)?;
+    // Another `serve` of this data directory, named when a port it holds is taken.
+    let running = if db.is_private() {
+        running_here(&global.data_dir)
+    } else {
+        None
+    };
+    let metrics_server = metrics_server(
+        settings,
+        &pool,
+        metrics.clone(),
+        &secrets,
+        running.as_deref(),
+    )?;
     let next_pool = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let server = HttpServer::new(move || {
         // Called once on each worker thread (again if actix restarts one).
@@ -209,7 +221,7 @@ async fn run_server(
     // Before `bind`: a listener takes the callback it has when bound.
     .on_connect(cap_socket_buffers)
     .bind(&settings.bind)
-    .map_err(|err| listen_error(&err, &settings.bind, Listener::Api))?
+    .map_err(|err| listen_error(&err, &settings.bind, Listener::Api, running.as_deref()))?
     .shutdown_timeout(SHUTDOWN_SECONDS);
     let addrs = server.addrs();
     let base_url = addrs
@@ -217,6 +229,14 @@ async fn run_server(
         .map(|a| format!("http://{a}"))
         .unwrap_or_else(|| format!("http://{}", settings.bind));
     tracing::info!(%base_url, "listening");
+    let pid_file = db
+        .is_private()
+        .then(|| global.data_dir.join(PID_FILE))
+        .filter(|path| {
+            std::fs::write(path, format!("{} {base_url}\n", std::process::id()))
+                .inspect_err(|err| tracing::warn!(%err, path = %path.display(), "cannot write"))
+                .is_ok()
+        });
     if let Some(demo) = &demo {
         let mut out = std::io::stdout().lock();
         out.write_all(demo::banner(&base_url, &global.data_dir, demo).as_bytes())?;
@@ -274,6 +294,9 @@ async fn run_server(
     }
     let _ = stop.send(true);
     let _ = tokio::join!(worker, listener, notifier, housekeeping);
+    if let Some(path) = pid_file {
+        let _ = std::fs::remove_file(path);
+    }
     tracing::info!("stopped");
     served
 }
@@ -331,10 +354,46 @@ impl Listener {
     }
 }
 
-/// Why `address` cannot be listened on, naming the flag that sets it and what to change.
-fn listen_error(err: &std::io::Error, address: &str, listener: Listener) -> anyhow::Error {
+/// The file in the private cluster's data directory naming the `serve` that runs on it:
+/// `<pid> <API URL>`, written once the API listens and removed when it stops.
+const PID_FILE: &str = "serve.pid";
+
+/// The `serve` that [`PID_FILE`] names in `data_dir`, if it is another process and still runs:
+/// "timetrack is already running here (pid N, data dir X, API on URL)".
+fn running_here(data_dir: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(data_dir.join(PID_FILE)).ok()?;
+    let (pid, url) = text.trim().split_once(' ')?;
+    let pid: i32 = pid.parse().ok()?;
+    if u32::try_from(pid).ok()? == std::process::id() {
+        return None;
+    }
+    // A live process of that pid (Linux's /proc; elsewhere the plain message is given), and its
+    // name guards against a reused pid.
+    let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    if !name.trim().starts_with("timetrack") {
+        return None;
+    }
+    Some(format!(
+        "timetrack is already running here (pid {pid}, data dir {}, API on {url})",
+        data_dir.display()
+    ))
+}
+
+/// Why `address` cannot be listened on, naming the flag that sets it and what to change, and
+/// the `serve` already `running` on this data directory, if any.
+fn listen_error(
+    err: &std::io::Error,
+    address: &str,
+    listener: Listener,
+    running: Option<&str>,
+) -> anyhow::Error {
     let (what, flag, env, last_resort) = listener.names();
     let hint = match err.kind() {
+        std::io::ErrorKind::AddrInUse if running.is_some() => format!(
+            "{}; stop it first (Ctrl-C in its terminal), or pick another port with {flag} (or \
+             {env})",
+            running.unwrap_or_default()
+        ),
         std::io::ErrorKind::AddrInUse => format!(
             "another process listens there; stop it, or pick another port with {flag} \
              (or {env}), e.g. {flag} 127.0.0.1:0 for any free port"
@@ -364,12 +423,13 @@ fn cap_socket_buffers(connection: &dyn std::any::Any, _: &mut actix_web::dev::Ex
 }
 
 /// The metrics listener on `TIMETRACK_METRICS_BIND`, bound but not yet running; `None` when
-/// it is `off`.
+/// it is `off`. A taken address names the `serve` already `running` on this data directory.
 fn metrics_server(
     settings: &ServeSettings,
     pool: &timetrack_adapters::PgPool,
     metrics: Arc<timetrack_adapters::Metrics>,
     secrets: &SecretBox,
+    running: Option<&str>,
 ) -> Result<Option<actix_web::dev::Server>> {
     if settings.metrics_bind.eq_ignore_ascii_case("off") {
         return Ok(None);
@@ -383,7 +443,7 @@ fn metrics_server(
         .workers(1)
         .disable_signals()
         .bind(&settings.metrics_bind)
-        .map_err(|err| listen_error(&err, &settings.metrics_bind, Listener::Metrics))?;
+        .map_err(|err| listen_error(&err, &settings.metrics_bind, Listener::Metrics, running))?;
     for addr in server.addrs() {
         tracing::info!(metrics_url = %format!("http://{addr}/metrics"), "metrics listening");
     }
@@ -546,6 +606,7 @@ mod tests {
                 &pool(),
                 metrics.clone(),
                 &SecretBox::ephemeral(),
+                None,
             );
             assert!(none.unwrap().is_none());
         }
@@ -554,6 +615,7 @@ mod tests {
             &pool(),
             metrics.clone(),
             &SecretBox::ephemeral(),
+            None,
         )
         .unwrap()
         .expect("a listener");
@@ -567,6 +629,7 @@ mod tests {
             &pool(),
             metrics,
             &SecretBox::ephemeral(),
+            None,
         )
         .err()
         .expect("an address in use is an error");

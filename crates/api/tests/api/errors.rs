@@ -215,6 +215,39 @@ async fn the_access_log_shows_the_socket_peer_and_quotes_what_clients_send() {
     );
     assert!(!line.contains(" admin=true"), "{line}");
 }
+
+#[actix_web::test]
+async fn the_access_log_keeps_the_start_of_a_user_agent_whatever_its_length() {
+    let browser = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) \
+                   Chrome/131.0.0.0 Safari/537.36";
+    let huge = "x".repeat(4000);
+    let lines = text_log_lines(TestApp::relaxed(), |_| {
+        [browser, huge.as_str()]
+            .into_iter()
+            .map(|agent| {
+                test::TestRequest::get()
+                    .uri("/api/health")
+                    .peer_addr("203.0.113.9:5000".parse().unwrap())
+                    .insert_header(("User-Agent", agent))
+            })
+            .collect()
+    })
+    .await;
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    let kept: String = browser.chars().take(64).collect();
+    assert!(
+        lines[0].contains(&format!(r#"http.user_agent="{kept}…""#)),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].contains(&format!(r#"http.user_agent="{}…""#, "x".repeat(64))),
+        "{}",
+        lines[1]
+    );
+    assert!(lines.iter().all(|line| line.len() < 400), "{lines:#?}");
+}
+
 #[actix_web::test]
 async fn behind_a_trusted_proxy_the_client_is_the_nearest_untrusted_forwarded_address() {
     let settings = timetrack_api::StateSettings {

@@ -35,6 +35,28 @@ fn serve_without_database_url_runs_on_a_private_cluster_it_stops_afterwards() {
     assert_eq!(me["workspace"]["name"], "Demo workspace");
     assert_eq!(me["user"]["email"], "demo@example.com");
 
+    // A second start beside it, on its port, says what runs there, and leaves it running.
+    let second = Command::new(BIN)
+        .args(["serve", "--metrics-bind", "off", "--bind"])
+        .arg(server.base.trim_start_matches("http://"))
+        .current_dir(&dir)
+        .env_remove("DATABASE_URL")
+        .env_remove("TIMETRACK_DATA_DIR")
+        .env_remove("TIMETRACK_SECRET_KEY")
+        .env("TIMETRACK_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "timetrack is already running here (pid {}, data dir ",
+            server.pid()
+        )) && stderr.contains(&format!("API on {})", server.base)),
+        "{stderr}"
+    );
+    assert_eq!(get_json(&server, "/api/me", &key).0, 200);
+
     let data = dir.join(".timetrack");
     assert!(data.join("pgdata/postmaster.pid").exists());
     // The key sealing webhook secrets at rest was made for this cluster, readable by its owner.
@@ -47,11 +69,13 @@ fn serve_without_database_url_runs_on_a_private_cluster_it_stops_afterwards() {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
+    assert!(data.join("serve.pid").exists());
     assert!(server.stop().unwrap().success());
     assert!(
         !data.join("pgdata/postmaster.pid").exists(),
         "PostgreSQL still running after the server stopped"
     );
+    assert!(!data.join("serve.pid").exists());
 
     // A second start reuses the data and shows the same key.
     let mut server = start(&dir);
