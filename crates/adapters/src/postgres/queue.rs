@@ -549,12 +549,7 @@ impl DeliveryQueue for PgDeliveryQueue {
         caps: &InFlightCaps,
         when: ClaimWhen,
     ) -> DomainResult<Vec<ClaimedDelivery>> {
-        if let Some((claimed, _)) = attempts.iter().find(|(_, a)| a.recorded_alone()) {
-            return Err(DomainError::Unexpected(anyhow::anyhow!(
-                "the attempt on {} must be recorded on its own",
-                claimed.subscription_id.as_str()
-            )));
-        }
+        timetrack_domain::delivery::none_recorded_alone(attempts)?;
         let mut batch = RecordBatch::default();
         for (claimed, attempt) in attempts {
             batch.push(claimed, attempt);

@@ -310,6 +310,19 @@ impl AttemptRecord {
     }
 }
 
+/// Refuses a batch of `attempts` holding one that must be recorded on its own
+/// ([`AttemptRecord::recorded_alone`]): `DeliveryQueue::record_and_claim` takes none of those,
+/// whatever stores it.
+pub fn none_recorded_alone(attempts: &[(ClaimedDelivery, AttemptRecord)]) -> DomainResult<()> {
+    match attempts.iter().find(|(_, a)| a.recorded_alone()) {
+        Some((claimed, _)) => Err(DomainError::Unexpected(anyhow::anyhow!(
+            "the attempt on {} must be recorded on its own",
+            claimed.subscription_id.as_str()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// How many deliveries a claim may lease, beyond its limit: the caps that keep one subscription,
 /// and one workspace, from taking the slots the others need.
 ///

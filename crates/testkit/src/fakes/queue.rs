@@ -94,7 +94,7 @@ impl Tables {
                             && d.status == DeliveryStatus::Pending
                             && d.next_attempt_at.is_some_and(|at| at > bring.due_at)
                             && d.updated_at <= bring.back_since
-                            && self_not_before_allows(&self.not_before, d.id, bring.due_at)
+                            && not_before_allows(&self.not_before, d.id, bring.due_at)
                     })
                     .map(|(_, d)| d)
                     .collect();
@@ -340,7 +340,7 @@ impl Tables {
 }
 
 /// Whether a retry held by its receiver's `Retry-After` until `not_before` may be due at `at`.
-fn self_not_before_allows(
+fn not_before_allows(
     not_before: &HashMap<DeliveryId, OffsetDateTime>,
     id: DeliveryId,
     at: OffsetDateTime,
@@ -436,12 +436,7 @@ impl DeliveryQueue for InMemoryStore {
         caps: &InFlightCaps,
         when: ClaimWhen,
     ) -> DomainResult<Vec<ClaimedDelivery>> {
-        if let Some((claimed, _)) = attempts.iter().find(|(_, a)| a.recorded_alone()) {
-            return Err(DomainError::Unexpected(anyhow::anyhow!(
-                "the attempt on {} must be recorded on its own",
-                claimed.subscription_id.as_str()
-            )));
-        }
+        timetrack_domain::delivery::none_recorded_alone(attempts)?;
         let mut t = self.tables();
         for (claimed, attempt) in attempts {
             t.write_attempt(claimed, attempt);
