@@ -300,6 +300,22 @@ pub enum AdminCommand {
         /// E-mail address.
         #[arg(long)]
         email: String,
+        /// Role in the workspace: owner, admin or member (the workspace's first member is its
+        /// owner whatever this says).
+        #[arg(long, default_value = "member")]
+        role: String,
+    },
+    /// Change a member's role (a workspace keeps at least one owner).
+    SetRole {
+        /// Workspace id.
+        #[arg(long)]
+        workspace: Uuid,
+        /// User id.
+        #[arg(long)]
+        user: Uuid,
+        /// New role: owner, admin or member.
+        #[arg(long)]
+        role: String,
     },
     /// Issue an API key for a user in a workspace; the key is printed once.
     CreateApiKey {

@@ -366,6 +366,14 @@ pub fn body_time(field: &str, value: &str) -> Result<time::OffsetDateTime, ApiEr
     })
 }
 
+/// A `YYYY-MM-DD` date of a body field; anything else is 400 `Invalid request parameters`.
+pub fn body_date(field: &str, value: &str) -> Result<time::Date, ApiError> {
+    timetrack_domain::timefmt::parse_date(field, value).map_err(|e| {
+        ApiError::bad_request(timetrack_domain::services::webhooks::INVALID_PARAMETERS)
+            .with_detail(e.to_string())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,7 +18,7 @@ use timetrack_domain::ports::{
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::{
     AccountService, Admission, AdmissionLimits, Authenticator, CatalogService, ClientService,
-    FeedService, TimeEntryService, WebhookService, WebhookSettings,
+    FeedService, TimeEntryService, WebhookService, WebhookSettings, WorkspaceService,
 };
 
 use crate::client_ip::TrustedProxies;
@@ -32,6 +32,8 @@ pub struct AppState {
     pub trusted_proxies: TrustedProxies,
     /// The caller's own account.
     pub accounts: AccountService,
+    /// The caller's workspace: settings, members and roles.
+    pub workspace: WorkspaceService,
     /// Clients.
     pub clients: ClientService,
     /// Webhook subscriptions.
@@ -227,6 +229,7 @@ impl AppState {
             ),
             trusted_proxies: settings.trusted_proxies.clone(),
             accounts: AccountService::new(users.clone(), workspaces.clone()),
+            workspace: WorkspaceService::new(workspaces.clone(), users.clone()),
             clients: ClientService::new(
                 client_repository.clone(),
                 workspaces.clone(),

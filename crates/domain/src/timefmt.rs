@@ -9,7 +9,7 @@
 
 use time::format_description::well_known::Rfc3339;
 use time::macros::datetime;
-use time::{OffsetDateTime, UtcOffset};
+use time::{Date, OffsetDateTime, UtcOffset};
 
 use crate::error::{DomainError, DomainResult};
 
@@ -38,6 +38,30 @@ pub fn parse_rfc3339(field: &str, value: &str) -> DomainResult<OffsetDateTime> {
             "{field} must be between 0001-01-02T00:00:00Z and 9999-12-30T23:59:59Z"
         ))
     })
+}
+
+/// Parses the calendar date `value` (`YYYY-MM-DD`) of the input `field`, within the years 0002 to
+/// 9998 (so that the day's start and end in every time zone stay within [`EARLIEST`]..=[`LATEST`]).
+///
+/// Returns `Validation("<field> must be a date (YYYY-MM-DD)")` for anything else.
+pub fn parse_date(field: &str, value: &str) -> DomainResult<Date> {
+    let invalid = || DomainError::validation(format!("{field} must be a date (YYYY-MM-DD)"));
+    let date = Date::parse(value, DATE).map_err(|_| invalid())?;
+    if !(2..=9998).contains(&date.year()) {
+        return Err(DomainError::validation(format!(
+            "{field} must be between 0002-01-01 and 9998-12-31"
+        )));
+    }
+    Ok(date)
+}
+
+/// `YYYY-MM-DD`.
+const DATE: &[time::format_description::BorrowedFormatItem<'static>] =
+    time::macros::format_description!("[year]-[month]-[day]");
+
+/// `date` as `YYYY-MM-DD`.
+pub fn iso_date(date: Date) -> String {
+    date.format(DATE).unwrap_or_else(|_| date.to_string())
 }
 
 /// `at` as RFC 3339 in UTC, e.g. `2026-01-05T09:00:00Z` or `2026-01-05T09:00:00.123456Z`.

@@ -5,7 +5,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ApiKeyId, UserId, WorkspaceId};
-use timetrack_domain::model::{ApiKey, KeyHash};
+use timetrack_domain::model::{ApiKey, KeyHash, Role};
 use timetrack_domain::ports::ApiKeyRepository;
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::errors::violated_constraint;
 use super::errors::{map_db_error, map_pool_error};
 use super::pool::{PgPool, opaque_debug};
-use super::schema::{api_keys, webhook_subscriptions};
+use super::schema::{api_keys, memberships, webhook_subscriptions};
 use super::sql::named_query;
 
 #[derive(Debug, Queryable, Selectable)]
@@ -94,17 +94,29 @@ impl ApiKeyRepository for PgApiKeyRepository {
         Ok(())
     }
 
-    async fn find_active_by_hash(&self, hash: &KeyHash) -> DomainResult<Option<ApiKey>> {
+    async fn find_active_by_hash(&self, hash: &KeyHash) -> DomainResult<Option<(ApiKey, Role)>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        api_keys::table
+        let found: Option<(ApiKeyRow, String)> = api_keys::table
+            .inner_join(
+                memberships::table.on(memberships::workspace_id
+                    .eq(api_keys::workspace_id)
+                    .and(memberships::user_id.eq(api_keys::user_id))),
+            )
             .filter(api_keys::key_hash.eq(&hash.0[..]))
             .filter(api_keys::revoked_at.is_null())
-            .select(ApiKeyRow::as_select())
+            .select((ApiKeyRow::as_select(), memberships::role))
             .first(&mut conn)
             .await
             .optional()
-            .map(|row| row.map(ApiKey::from))
-            .map_err(|e| map_db_error(e, "looking up an API key"))
+            .map_err(|e| map_db_error(e, "looking up an API key"))?;
+        found
+            .map(|(row, role)| {
+                let role = Role::parse(&role).map_err(|e| {
+                    DomainError::Unexpected(anyhow::anyhow!("stored membership role: {e}"))
+                })?;
+                Ok((ApiKey::from(row), role))
+            })
+            .transpose()
     }
 
     async fn active_hashes(&self) -> DomainResult<Vec<KeyHash>> {

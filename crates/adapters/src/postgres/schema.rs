@@ -129,6 +129,7 @@ diesel::table! {
         workspace_id -> Uuid,
         user_id -> Uuid,
         created_at -> Timestamptz,
+        role -> Text,
     }
 }
 
@@ -240,6 +241,13 @@ diesel::table! {
         timezone -> Text,
         currency -> Text,
         created_at -> Timestamptz,
+        members_manage_catalog -> Bool,
+        members_see_rates -> Bool,
+        rounding_minutes -> Int2,
+        rounding_mode -> Text,
+        invoice_number_pattern -> Text,
+        payment_terms_days -> Int2,
+        lock_before -> Nullable<Date>,
     }
 }
 

@@ -5,15 +5,15 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{UserId, WorkspaceId};
-use timetrack_domain::model::User;
-use timetrack_domain::ports::UserRepository;
+use timetrack_domain::model::{Cursor, Member, Page, PageRequest, Role, User};
+use timetrack_domain::ports::{LAST_OWNER, UserRepository};
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
 use super::errors::violated_constraint;
 use super::errors::{map_db_error, map_pool_error};
 use super::pool::{PgPool, opaque_debug};
-use super::schema::{memberships, users};
+use super::schema::{memberships, users, workspaces};
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(table_name = users, check_for_backend(diesel::pg::Pg))]
@@ -35,12 +35,101 @@ impl From<UserRow> for User {
     }
 }
 
-#[derive(Debug, Insertable)]
-#[diesel(table_name = memberships)]
-struct MembershipRow {
-    workspace_id: Uuid,
-    user_id: Uuid,
-    created_at: OffsetDateTime,
+/// Adds a membership with the role asked for, or owner when the workspace has no member yet,
+/// and returns the role stored. (Two first members added at once both become owners: a workspace
+/// may have several.)
+const ADD_MEMBERSHIP: &str = "\
+    INSERT INTO memberships (workspace_id, user_id, created_at, role) \
+    SELECT $1, $2, $3, CASE WHEN EXISTS (SELECT 1 FROM memberships WHERE workspace_id = $1) \
+                            THEN $4 ELSE 'owner' END \
+    RETURNING role";
+
+#[derive(QueryableByName)]
+struct RoleRow {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    role: String,
+}
+
+/// Stores a membership of `user` in `workspace` (see [`ADD_MEMBERSHIP`]).
+async fn add_membership(
+    conn: &mut diesel_async::AsyncPgConnection,
+    workspace: WorkspaceId,
+    user: UserId,
+    role: Role,
+    at: OffsetDateTime,
+) -> Result<Role, diesel::result::Error> {
+    use diesel::sql_types::{Text, Timestamptz, Uuid as SqlUuid};
+    let row: RoleRow = diesel::sql_query(ADD_MEMBERSHIP)
+        .bind::<SqlUuid, _>(workspace.0)
+        .bind::<SqlUuid, _>(user.0)
+        .bind::<Timestamptz, _>(at)
+        .bind::<Text, _>(role.as_str())
+        .get_result(conn)
+        .await?;
+    stored_role(&row.role)
+}
+
+/// A role as the database spells it (its CHECK allows no other).
+fn stored_role(text: &str) -> Result<Role, diesel::result::Error> {
+    Role::parse(text).map_err(|e| diesel::result::Error::DeserializationError(e.to_string().into()))
+}
+
+/// A member as the members list reads it: the membership joined with its user.
+#[derive(Queryable)]
+struct MemberRow {
+    id: Uuid,
+    name: String,
+    email: String,
+    role: String,
+    joined_at: OffsetDateTime,
+}
+
+impl TryFrom<MemberRow> for Member {
+    type Error = diesel::result::Error;
+
+    fn try_from(row: MemberRow) -> Result<Self, Self::Error> {
+        Ok(Member {
+            id: UserId(row.id),
+            name: row.name,
+            email: row.email,
+            role: stored_role(&row.role)?,
+            joined_at: row.joined_at,
+        })
+    }
+}
+
+type MemberColumns = (
+    users::id,
+    users::name,
+    users::email,
+    memberships::role,
+    memberships::created_at,
+);
+
+const MEMBER_COLUMNS: MemberColumns = (
+    users::id,
+    users::name,
+    users::email,
+    memberships::role,
+    memberships::created_at,
+);
+
+/// `user`'s membership of `workspace`.
+async fn read_member(
+    conn: &mut diesel_async::AsyncPgConnection,
+    workspace: WorkspaceId,
+    user: UserId,
+) -> Result<Option<Member>, diesel::result::Error> {
+    memberships::table
+        .inner_join(users::table)
+        .filter(memberships::workspace_id.eq(workspace.0))
+        .filter(memberships::user_id.eq(user.0))
+        .select(MEMBER_COLUMNS)
+        .first::<MemberRow>(conn)
+        .await
+        .optional()?
+        .map(Member::try_from)
+        .transpose()
 }
 
 fn membership_error(err: diesel::result::Error) -> DomainError {
@@ -76,8 +165,9 @@ impl UserRepository for PgUserRepository {
         &self,
         user: &User,
         workspace: WorkspaceId,
+        role: Role,
         at: OffsetDateTime,
-    ) -> DomainResult<()> {
+    ) -> DomainResult<Role> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let row = UserRow {
             id: user.id.0,
@@ -85,21 +175,12 @@ impl UserRepository for PgUserRepository {
             email: user.email.clone(),
             created_at: user.created_at,
         };
-        let membership = MembershipRow {
-            workspace_id: workspace.0,
-            user_id: user.id.0,
-            created_at: at,
-        };
         conn.transaction::<_, diesel::result::Error, _>(async |conn| {
             diesel::insert_into(users::table)
                 .values(&row)
                 .execute(conn)
                 .await?;
-            diesel::insert_into(memberships::table)
-                .values(&membership)
-                .execute(conn)
-                .await?;
-            Ok(())
+            add_membership(conn, workspace, user.id, role, at).await
         })
         .await
         .map_err(membership_error)
@@ -109,19 +190,103 @@ impl UserRepository for PgUserRepository {
         &self,
         user: UserId,
         workspace: WorkspaceId,
+        role: Role,
         at: OffsetDateTime,
-    ) -> DomainResult<()> {
+    ) -> DomainResult<Role> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        diesel::insert_into(memberships::table)
-            .values(&MembershipRow {
-                workspace_id: workspace.0,
-                user_id: user.0,
-                created_at: at,
-            })
-            .execute(&mut conn)
+        add_membership(&mut conn, workspace, user, role, at)
             .await
-            .map_err(membership_error)?;
-        Ok(())
+            .map_err(membership_error)
+    }
+
+    async fn members(
+        &self,
+        workspace: WorkspaceId,
+        page_req: PageRequest,
+    ) -> DomainResult<Page<Member>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let mut query = memberships::table
+            .inner_join(users::table)
+            .filter(memberships::workspace_id.eq(workspace.0))
+            .order((memberships::created_at.asc(), memberships::user_id.asc()))
+            .limit(i64::from(page_req.limit) + 1)
+            .select(MEMBER_COLUMNS)
+            .into_boxed();
+        if let Some(after) = page_req.after {
+            query = query.filter(
+                diesel::dsl::sql::<diesel::sql_types::Bool>(
+                    "(memberships.created_at, memberships.user_id) > (",
+                )
+                .bind::<diesel::sql_types::Timestamptz, _>(after.created_at)
+                .sql(", ")
+                .bind::<diesel::sql_types::Uuid, _>(after.id)
+                .sql(")"),
+            );
+        }
+        let rows: Vec<MemberRow> = query
+            .load(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "listing members"))?;
+        let members = rows
+            .into_iter()
+            .map(Member::try_from)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| map_db_error(e, "listing members"))?;
+        Ok(Page::from_overfetch(members, page_req.limit, |m| Cursor {
+            created_at: m.joined_at,
+            id: m.id.0,
+        }))
+    }
+
+    async fn member(&self, workspace: WorkspaceId, user: UserId) -> DomainResult<Option<Member>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        read_member(&mut conn, workspace, user)
+            .await
+            .map_err(|e| map_db_error(e, "reading a member"))
+    }
+
+    async fn set_role(
+        &self,
+        workspace: WorkspaceId,
+        user: UserId,
+        role: Role,
+    ) -> DomainResult<Member> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        // Role changes of one workspace take turns on its row, so two owners unmaking each other
+        // at once cannot both pass the count.
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            let found: Option<Uuid> = workspaces::table
+                .find(workspace.0)
+                .select(workspaces::id)
+                .for_no_key_update()
+                .first(conn)
+                .await
+                .optional()?;
+            if found.is_none() {
+                return Ok(Err(DomainError::NotFound("member")));
+            }
+            let Some(member) = read_member(conn, workspace, user).await? else {
+                return Ok(Err(DomainError::NotFound("member")));
+            };
+            if member.role == Role::Owner && role != Role::Owner {
+                let owners: i64 = memberships::table
+                    .filter(memberships::workspace_id.eq(workspace.0))
+                    .filter(memberships::role.eq(Role::Owner.as_str()))
+                    .count()
+                    .get_result(conn)
+                    .await?;
+                if owners <= 1 {
+                    return Ok(Err(DomainError::Conflict(LAST_OWNER.into())));
+                }
+            }
+            diesel::update(memberships::table.find((workspace.0, user.0)))
+                .set(memberships::role.eq(role.as_str()))
+                .execute(conn)
+                .await?;
+            Ok(Ok(Member { role, ..member }))
+        })
+        .await
+        .map_err(|e| map_db_error(e, "changing a role"))?
     }
 
     async fn find_by_email(&self, email: &str) -> DomainResult<Option<User>> {

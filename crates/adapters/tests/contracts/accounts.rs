@@ -5,6 +5,140 @@ use super::*;
 contract!(workspaces_are_stored_once_per_id);
 contract!(users_are_unique_by_email_and_join_existing_workspaces_once);
 contract!(api_keys_are_found_by_hash_until_revoked);
+contract!(the_first_member_owns_the_workspace_and_it_keeps_an_owner);
+contract!(workspace_settings_start_at_their_defaults_and_change_only_over_what_was_read);
+
+async fn the_first_member_owns_the_workspace_and_it_keeps_an_owner(s: Subject) {
+    let (ws, first) = seeded(&s, 1).await;
+    let first_member = s.users.member(ws.id, first.id).await.unwrap().unwrap();
+    assert_eq!(
+        first_member.role,
+        Role::Owner,
+        "the first member is the owner"
+    );
+    let second = user(2, "second@example.com");
+    assert_eq!(
+        s.users
+            .create_member(&second, ws.id, Role::Admin, T0 + Duration::minutes(1))
+            .await
+            .unwrap(),
+        Role::Admin
+    );
+    let third = user(3, "third@example.com");
+    s.users
+        .create_member(&third, ws.id, Role::Member, T0 + Duration::minutes(2))
+        .await
+        .unwrap();
+
+    // Listed the earliest to join first, paged by cursor.
+    let page = s
+        .users
+        .members(ws.id, PageRequest::new(Some(2), None).unwrap())
+        .await
+        .unwrap();
+    let roles: Vec<(UserId, Role)> = page.items.iter().map(|m| (m.id, m.role)).collect();
+    assert_eq!(
+        roles,
+        vec![(first.id, Role::Owner), (second.id, Role::Admin)]
+    );
+    let next = PageRequest::new(Some(2), Some(&page.next.unwrap().encode())).unwrap();
+    let rest = s.users.members(ws.id, next).await.unwrap();
+    assert_eq!(rest.items.len(), 1);
+    assert_eq!(rest.items[0].id, third.id);
+    assert_eq!(rest.items[0].email, "third@example.com");
+    assert!(rest.next.is_none());
+
+    // The only owner cannot stop being one; with a second owner, either may.
+    assert!(matches!(
+        s.users.set_role(ws.id, first.id, Role::Admin).await,
+        Err(DomainError::Conflict(m)) if m == LAST_OWNER
+    ));
+    assert_eq!(
+        s.users.member(ws.id, first.id).await.unwrap().unwrap().role,
+        Role::Owner,
+        "nothing changed"
+    );
+    let promoted = s
+        .users
+        .set_role(ws.id, second.id, Role::Owner)
+        .await
+        .unwrap();
+    assert_eq!(promoted.role, Role::Owner);
+    let demoted = s
+        .users
+        .set_role(ws.id, first.id, Role::Member)
+        .await
+        .unwrap();
+    assert_eq!((demoted.id, demoted.role), (first.id, Role::Member));
+    assert!(matches!(
+        s.users.set_role(ws.id, UserId(id(4242)), Role::Admin).await,
+        Err(DomainError::NotFound("member"))
+    ));
+
+    // A key reads its user's role in its workspace.
+    let key = ApiKey {
+        id: ApiKeyId(id(7)),
+        workspace_id: ws.id,
+        user_id: second.id,
+        name: None,
+        prefix: "tt_abcdefg".into(),
+        created_at: T0,
+        revoked_at: None,
+        last_used_at: None,
+    };
+    s.keys.create(&key, &KeyHash([3; 32])).await.unwrap();
+    let (_, role) = s
+        .keys
+        .find_active_by_hash(&KeyHash([3; 32]))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(role, Role::Owner);
+}
+
+async fn workspace_settings_start_at_their_defaults_and_change_only_over_what_was_read(s: Subject) {
+    let ws = workspace(1);
+    s.workspaces.create(&ws).await.unwrap();
+    let defaults = s.workspaces.settings(ws.id).await.unwrap().unwrap();
+    assert_eq!(defaults, WorkspaceSettings::default());
+    assert_eq!(
+        s.workspaces.settings(WorkspaceId(id(2))).await.unwrap(),
+        None
+    );
+
+    let before = (ws.clone(), defaults.clone());
+    let mut after = before.clone();
+    after.0.name = "Renamed".into();
+    after.0.timezone = "Europe/Paris".into();
+    after.1.members_see_rates = true;
+    after.1.members_manage_catalog = false;
+    after.1.rounding = timetrack_domain::model::Rounding::new(15, RoundingMode::Up).unwrap();
+    after.1.payment_terms_days = 14;
+    after.1.lock_before = Some(time::macros::date!(2026 - 01 - 01));
+    after.1.invoice_number_pattern =
+        timetrack_domain::model::InvoiceNumberPattern::parse("INV-{SEQ:5}").unwrap();
+    assert_eq!(
+        s.workspaces.update(&before, &after).await.unwrap(),
+        WriteOutcome::Applied
+    );
+    assert_eq!(
+        s.workspaces.get(ws.id).await.unwrap(),
+        Some(after.0.clone())
+    );
+    assert_eq!(
+        s.workspaces.settings(ws.id).await.unwrap(),
+        Some(after.1.clone())
+    );
+
+    // Written over a state that is no longer stored: a race, and nothing is written.
+    let mut late = before.clone();
+    late.1.payment_terms_days = 60;
+    assert_eq!(
+        s.workspaces.update(&before, &late).await.unwrap(),
+        WriteOutcome::Raced
+    );
+    assert_eq!(s.workspaces.settings(ws.id).await.unwrap(), Some(after.1));
+}
 
 async fn workspaces_are_stored_once_per_id(s: Subject) {
     let ws = workspace(1);
@@ -35,13 +169,15 @@ async fn users_are_unique_by_email_and_join_existing_workspaces_once(s: Subject)
 
     let twin = user(2, &member.email.to_uppercase());
     assert!(matches!(
-        s.users.create_member(&twin, ws.id, T0).await,
+        s.users.create_member(&twin, ws.id, Role::Member, T0).await,
         Err(DomainError::Conflict(_))
     ));
     assert_eq!(s.users.get(twin.id).await.unwrap(), None, "nothing stored");
     let lost = user(3, "lost@example.com");
     assert!(matches!(
-        s.users.create_member(&lost, WorkspaceId(id(99)), T0).await,
+        s.users
+            .create_member(&lost, WorkspaceId(id(99)), Role::Member, T0)
+            .await,
         Err(DomainError::NotFound("workspace"))
     ));
     assert_eq!(s.users.get(lost.id).await.unwrap(), None, "nothing stored");
@@ -49,16 +185,18 @@ async fn users_are_unique_by_email_and_join_existing_workspaces_once(s: Subject)
     let other = workspace(5);
     s.workspaces.create(&other).await.unwrap();
     s.users
-        .add_membership(member.id, other.id, T0)
+        .add_membership(member.id, other.id, Role::Member, T0)
         .await
         .unwrap();
     assert!(matches!(
-        s.users.add_membership(member.id, other.id, T0).await,
+        s.users
+            .add_membership(member.id, other.id, Role::Member, T0)
+            .await,
         Err(DomainError::Conflict(_))
     ));
     assert!(matches!(
         s.users
-            .add_membership(member.id, WorkspaceId(id(99)), T0)
+            .add_membership(member.id, WorkspaceId(id(99)), Role::Member, T0)
             .await,
         Err(DomainError::NotFound("workspace"))
     ));
@@ -80,7 +218,7 @@ async fn api_keys_are_found_by_hash_until_revoked(s: Subject) {
     s.keys.create(&key, &hash).await.unwrap();
     assert_eq!(
         s.keys.find_active_by_hash(&hash).await.unwrap(),
-        Some(key.clone())
+        Some((key.clone(), Role::Owner))
     );
     assert_eq!(
         s.keys.find_active_by_hash(&KeyHash([8; 32])).await.unwrap(),
@@ -90,7 +228,7 @@ async fn api_keys_are_found_by_hash_until_revoked(s: Subject) {
 
     let used = T0 + Duration::minutes(3);
     s.keys.record_use(key.id, used).await.unwrap();
-    let found = s.keys.find_active_by_hash(&hash).await.unwrap().unwrap();
+    let (found, _) = s.keys.find_active_by_hash(&hash).await.unwrap().unwrap();
     assert_eq!(found.last_used_at, Some(used));
 
     let stranger = ApiKey {

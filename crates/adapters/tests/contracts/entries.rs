@@ -198,7 +198,10 @@ async fn entries_are_listed_latest_start_first_filtered_and_paged(s: Subject) {
     let (ws, member) = seeded(&s, 1).await;
     let (other, outsider) = seeded(&s, 2).await;
     let colleague = user(3, "colleague@example.com");
-    s.users.create_member(&colleague, ws.id, T0).await.unwrap();
+    s.users
+        .create_member(&colleague, ws.id, Role::Member, T0)
+        .await
+        .unwrap();
     let urgent = stored_tag(&s, 40, &ws).await;
 
     let tagged = TimeEntry {
@@ -294,9 +297,12 @@ async fn latest_manual_stopped_and_started_entries_are_per_workspace(s: Subject)
     let (ws, member) = seeded(&s, 1).await;
     let (other, outsider) = seeded(&s, 2).await;
     let colleague = user(3, "colleague@example.com");
-    s.users.create_member(&colleague, ws.id, T0).await.unwrap();
     s.users
-        .add_membership(member.id, other.id, T0)
+        .create_member(&colleague, ws.id, Role::Member, T0)
+        .await
+        .unwrap();
+    s.users
+        .add_membership(member.id, other.id, Role::Member, T0)
         .await
         .unwrap();
     assert_eq!(

@@ -33,7 +33,10 @@ async fn the_feed_reads_a_workspaces_events_in_order_both_ways_and_withholds_oth
     let (ws, member) = seeded(&s, 1).await;
     let (other_ws, other_member) = seeded(&s, 2).await;
     let colleague = user(2003, "colleague@example.com");
-    s.users.create_member(&colleague, ws.id, T0).await.unwrap();
+    s.users
+        .create_member(&colleague, ws.id, Role::Member, T0)
+        .await
+        .unwrap();
     // Three clients of this workspace, one write each, and one of another workspace between.
     let mut written = Vec::new();
     for n in 0..3u128 {

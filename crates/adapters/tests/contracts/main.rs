@@ -25,10 +25,11 @@ use timetrack_domain::model::{
 use timetrack_domain::model::{
     DeliveryId, DeliveryKind, DeliveryQuery, DeliveryStatus, ReplayOutcome, ReplayWindow,
 };
+use timetrack_domain::model::{Role, RoundingMode, WorkspaceSettings};
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, DeliveryLog, DeliveryQueue, EntryFilter,
-    EventFeed, IdempotencyStore, SubscriptionRepository, TimeEntryRepository, TimerStop,
-    UserRepository, WorkspaceRepository, WriteOutcome,
+    EventFeed, IdempotencyStore, LAST_OWNER, SubscriptionRepository, TimeEntryRepository,
+    TimerStop, UserRepository, WorkspaceRepository, WriteOutcome,
 };
 use timetrack_testkit::TestDatabase;
 use timetrack_testkit::fakes::InMemoryStore;
@@ -257,7 +258,10 @@ async fn seeded(s: &Subject, n: u128) -> (Workspace, User) {
     let ws = workspace(n);
     s.workspaces.create(&ws).await.unwrap();
     let member = user(n + 1000, &format!("member{n}@example.com"));
-    s.users.create_member(&member, ws.id, T0).await.unwrap();
+    s.users
+        .create_member(&member, ws.id, Role::Member, T0)
+        .await
+        .unwrap();
     (ws, member)
 }
 

@@ -48,7 +48,10 @@ fn ids(subscriptions: &[Subscription]) -> Vec<String> {
 async fn subscriptions_are_listed_per_member_and_changed_unless_deleted(s: Subject) {
     let (ws, member) = seeded(&s, 1).await;
     let colleague = user(2002, "colleague@example.com");
-    s.users.create_member(&colleague, ws.id, T0).await.unwrap();
+    s.users
+        .create_member(&colleague, ws.id, Role::Member, T0)
+        .await
+        .unwrap();
     let mine = subscription(1, &stored_key(&s, 50, &ws, &member).await, 0);
     let theirs = subscription(2, &stored_key(&s, 51, &ws, &colleague).await, 1);
     s.subscriptions.create(&mine, 10).await.unwrap();

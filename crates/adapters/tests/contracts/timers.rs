@@ -9,7 +9,7 @@ async fn timers_run_one_per_user_and_stop_only_while_running(s: Subject) {
     let (ws, member) = seeded(&s, 1).await;
     let (other, colleague) = seeded(&s, 2).await;
     s.users
-        .add_membership(member.id, other.id, T0)
+        .add_membership(member.id, other.id, Role::Member, T0)
         .await
         .unwrap();
     assert_eq!(s.entries.running(member.id).await.unwrap(), None);

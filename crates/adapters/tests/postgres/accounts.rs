@@ -1,6 +1,7 @@
 //! Workspaces, users and API keys.
 
 use super::*;
+use timetrack_domain::model::Role;
 use timetrack_domain::values::{Currency, TimeZoneName};
 use timetrack_testkit::fakes::{email, name};
 
@@ -67,7 +68,7 @@ async fn users_join_workspaces_and_emails_are_unique_case_insensitively() {
     };
     let err = f
         .users
-        .create_member(&clash, a.id, ada.created_at)
+        .create_member(&clash, a.id, Role::Member, ada.created_at)
         .await
         .unwrap_err();
     assert!(matches!(err, DomainError::Conflict(_)), "{err:?}");
@@ -113,7 +114,7 @@ async fn api_keys_are_found_by_hash_only_while_not_revoked() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(found, key);
+    assert_eq!(found, (key.clone(), Role::Owner));
 
     // Only the hash is stored: the key text appears nowhere in the table.
     let pool = f.db.pool();

@@ -14,10 +14,17 @@ async fn migrations_are_idempotent() {
 /// Every migration there is, with why it exists. The schema was folded into one baseline before
 /// any release; a migration after it is a deliberate act, named here with its reason, or this
 /// test fails. (A development database made before a fold is refused at start, with what to do.)
-const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[(
-    "2026-11-28-000001_baseline",
-    "the whole schema, folded before any release",
-)];
+const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[
+    (
+        "2026-11-28-000001_baseline",
+        "the whole schema, folded before any release",
+    ),
+    (
+        "2026-11-28-000002_roles_and_settings",
+        "roles and billing settings: workspaces in use carry their members across, the earliest \
+         becoming each workspace's owner, which a remade database cannot do",
+    ),
+];
 
 #[test]
 fn every_migration_is_listed_with_why_it_exists() {
@@ -105,6 +112,81 @@ async fn reverting_the_migrations_undoes_them_and_migrating_again_makes_the_same
     assert!(left.is_empty(), "left after the revert: {left:#?}");
     run_migrations(db.url()).await.unwrap();
     assert_eq!(schema_of(&client).await, before);
+}
+
+/// Workspaces made before roles existed carry their members across: the earliest member of each
+/// becomes its owner (ties broken by user id), the others members, and the settings take their
+/// defaults.
+#[tokio::test]
+async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
+    let db = TestDatabase::new().await;
+    let url = db.url().to_owned();
+    tokio::task::spawn_blocking(move || {
+        use diesel::Connection as _;
+        use diesel_migrations::MigrationHarness as _;
+        let mut conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper::<
+            diesel_async::AsyncPgConnection,
+        >::establish(&url)
+        .unwrap();
+        let reverted = conn
+            .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
+            .unwrap();
+        assert_eq!(reverted.to_string(), "20261128000002");
+    })
+    .await
+    .unwrap();
+    let client = sql_client(db.url()).await;
+    client
+        .batch_execute(
+            "INSERT INTO workspaces (id, name, created_at) VALUES \
+               ('00000000-0000-0000-0000-00000000000a', 'A', now()), \
+               ('00000000-0000-0000-0000-00000000000b', 'B', now()), \
+               ('00000000-0000-0000-0000-00000000000c', 'Empty', now()); \
+             INSERT INTO users (id, name, email, created_at) VALUES \
+               ('00000000-0000-0000-0000-000000000001', 'One', 'one@example.com', now()), \
+               ('00000000-0000-0000-0000-000000000002', 'Two', 'two@example.com', now()), \
+               ('00000000-0000-0000-0000-000000000003', 'Three', 'three@example.com', now()); \
+             INSERT INTO memberships (workspace_id, user_id, created_at) VALUES \
+               ('00000000-0000-0000-0000-00000000000a', '00000000-0000-0000-0000-000000000002', '2026-01-02'), \
+               ('00000000-0000-0000-0000-00000000000a', '00000000-0000-0000-0000-000000000001', '2026-01-03'), \
+               ('00000000-0000-0000-0000-00000000000a', '00000000-0000-0000-0000-000000000003', '2026-01-04'), \
+               ('00000000-0000-0000-0000-00000000000b', '00000000-0000-0000-0000-000000000003', '2026-01-05'), \
+               ('00000000-0000-0000-0000-00000000000b', '00000000-0000-0000-0000-000000000001', '2026-01-05');",
+        )
+        .await
+        .unwrap();
+    run_migrations(db.url()).await.unwrap();
+    let roles: Vec<String> = client
+        .query(
+            "SELECT right(workspace_id::text, 1) || right(user_id::text, 1) || ' ' || role \
+             FROM memberships ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "a1 member",
+            "a2 owner",
+            "a3 member",
+            "b1 owner",
+            "b3 member"
+        ]
+    );
+    let settings = client
+        .query_one(
+            "SELECT count(*) FROM workspaces WHERE members_manage_catalog AND NOT members_see_rates \
+             AND rounding_minutes = 0 AND invoice_number_pattern = '{YYYY}-{SEQ:4}' \
+             AND payment_terms_days = 30 AND lock_before IS NULL",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(settings.get::<_, i64>(0), 3);
 }
 
 /// The installation's key (ADR 0018) is made by the migrations once, kept by later runs, and

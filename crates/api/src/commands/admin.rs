@@ -8,7 +8,7 @@ use serde::Serialize;
 use timetrack_adapters::postgres::{PgApiKeyRepository, PgUserRepository, PgWorkspaceRepository};
 use timetrack_adapters::{OsRandom, PgPool, PoolSettings, SystemClock, UuidV7Ids, build_pool};
 use timetrack_domain::ids::{ApiKeyId, UserId, WorkspaceId};
-use timetrack_domain::model::{ApiKey, ApiKeySecret, User};
+use timetrack_domain::model::{ApiKey, ApiKeySecret, Role, User};
 use timetrack_domain::services::{AdminService, NewWorkspace};
 
 use super::{Database, print_json};
@@ -31,6 +31,17 @@ pub(crate) fn admin_service(pool: &PgPool) -> AdminService {
 pub(crate) struct UserOutput {
     #[serde(flatten)]
     pub user: User,
+    pub workspace_id: WorkspaceId,
+    pub role: Role,
+}
+
+/// A membership as `set-role` prints it.
+#[derive(Debug, Serialize)]
+pub(crate) struct MemberOutput {
+    pub id: UserId,
+    pub name: String,
+    pub email: String,
+    pub role: Role,
     pub workspace_id: WorkspaceId,
 }
 
@@ -90,11 +101,35 @@ async fn execute(admin: &AdminService, command: AdminCommand) -> Result<()> {
             workspace,
             name,
             email,
+            role,
         } => {
             let workspace_id = WorkspaceId(workspace);
             let (name, email) = (Name::parse("name", &name)?, Email::parse(&email)?);
-            let user = admin.create_user(workspace_id, name, email).await?;
-            print_json(&UserOutput { user, workspace_id })
+            let role = Role::parse(&role)?;
+            let (user, role) = admin
+                .create_user_as(workspace_id, name, email, role)
+                .await?;
+            print_json(&UserOutput {
+                user,
+                workspace_id,
+                role,
+            })
+        }
+        AdminCommand::SetRole {
+            workspace,
+            user,
+            role,
+        } => {
+            let member = admin
+                .set_role(WorkspaceId(workspace), UserId(user), Role::parse(&role)?)
+                .await?;
+            print_json(&MemberOutput {
+                id: member.id,
+                name: member.name,
+                email: member.email,
+                role: member.role,
+                workspace_id: WorkspaceId(workspace),
+            })
         }
         AdminCommand::CreateApiKey {
             user,

@@ -162,6 +162,57 @@ fn enumeration<'a>(values: impl IntoIterator<Item = &'a str>, description: &str)
         .build()
 }
 
+/// An IANA time-zone name; null keeps the current one.
+pub fn timezone() -> Object {
+    ObjectBuilder::new()
+        .schema_type(nullable(Type::String))
+        .min_length(Some(1))
+        .max_length(Some(64))
+        .pattern(Some(r"^[A-Za-z][A-Za-z0-9_+/-]*$"))
+        .description(Some(
+            "An IANA time zone name known to the tz database (e.g. Europe/Paris)",
+        ))
+        .build()
+}
+
+/// A membership's role.
+pub fn role() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["owner", "admin", "member"]))
+        .description(Some("owner, admin or member"))
+        .build()
+}
+
+/// A rounding direction; null keeps the current one.
+pub fn rounding_mode() -> Object {
+    enumeration(["up", "down", "nearest"], "up, down or nearest")
+}
+
+/// An invoice number pattern; null keeps the current one.
+pub fn invoice_number_pattern() -> Object {
+    ObjectBuilder::new()
+        .schema_type(nullable(Type::String))
+        .min_length(Some(1))
+        .max_length(Some(
+            timetrack_domain::model::InvoiceNumberPattern::MAX_CHARS,
+        ))
+        .description(Some(
+            "Text with {YYYY}, {YY}, {MM} and exactly one {SEQ:n} (n from 1 to 12), no control \
+             characters, at most 64 characters",
+        ))
+        .build()
+}
+
+/// A calendar date, or null to clear it.
+pub fn nullable_date() -> Object {
+    ObjectBuilder::new()
+        .schema_type(nullable(Type::String))
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Date)))
+        .description(Some("YYYY-MM-DD, or null for none"))
+        .build()
+}
+
 /// A client's type; null means the default (`company` on creation, unchanged on PATCH).
 pub fn client_type() -> Object {
     enumeration(["company", "individual"], "company or individual")

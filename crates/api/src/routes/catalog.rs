@@ -118,6 +118,7 @@ fn project_id(raw: &str) -> Result<ProjectId, ApiError> {
     responses(
         (status = 201, description = "Created", body = ProjectResponse),
         (status = 400, description = "Invalid fields or another workspace's client", body = crate::openapi::ErrorBody),
+        (status = 403, description = "A member, where the workspace keeps the catalog to admins", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]
@@ -126,6 +127,7 @@ pub async fn create_project(
     caller: Caller,
     body: JsonBody<CreateProjectBody>,
 ) -> Result<HttpResponse, ApiError> {
+    state.workspace.require_catalog(&caller.0).await?;
     let body = body.into_inner();
     let project = state
         .catalog
@@ -210,6 +212,7 @@ pub async fn get_project(
         (status = 200, description = "The changed project", body = ProjectResponse),
         (status = 400, description = "Invalid name or another workspace's client", body = crate::openapi::ErrorBody),
         (status = 404, description = "Project not found", body = crate::openapi::ErrorBody),
+        (status = 403, description = "A member, where the workspace keeps the catalog to admins", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]
@@ -219,6 +222,7 @@ pub async fn update_project(
     id: web::Path<String>,
     body: JsonBody<UpdateProjectBody>,
 ) -> Result<web::Json<ProjectResponse>, ApiError> {
+    state.workspace.require_catalog(&caller.0).await?;
     let id = project_id(&id)?;
     let body = body.into_inner();
     // An unknown project first, then the fields.
@@ -249,6 +253,7 @@ pub async fn update_project(
         (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
         (status = 404, description = "Project not found", body = crate::openapi::ErrorBody),
         (status = 409, description = "Project is used by time entries", body = crate::openapi::ErrorBody),
+        (status = 403, description = "A member, where the workspace keeps the catalog to admins", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]
@@ -258,6 +263,7 @@ pub async fn delete_project(
     id: web::Path<String>,
     _body: JsonOrEmpty<Unread>,
 ) -> Result<HttpResponse, ApiError> {
+    state.workspace.require_catalog(&caller.0).await?;
     state
         .catalog
         .delete_project(&caller.0, project_id(&id)?)
@@ -278,6 +284,7 @@ pub async fn delete_project(
         (status = 201, description = "Created", body = TaskResponse),
         (status = 400, description = "Invalid name", body = crate::openapi::ErrorBody),
         (status = 404, description = "Project not found", body = crate::openapi::ErrorBody),
+        (status = 403, description = "A member, where the workspace keeps the catalog to admins", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]
@@ -287,6 +294,7 @@ pub async fn create_task(
     id: web::Path<String>,
     body: JsonBody<NameBody>,
 ) -> Result<HttpResponse, ApiError> {
+    state.workspace.require_catalog(&caller.0).await?;
     let project = project_id(&id)?;
     let name = Name::try_from(body.into_inner())?;
     let task = state.catalog.create_task(&caller.0, project, name).await?;
@@ -335,6 +343,7 @@ pub async fn list_tasks(
         (status = 201, description = "Created", body = TagResponse),
         (status = 400, description = "Invalid name", body = crate::openapi::ErrorBody),
         (status = 409, description = "A tag with this name exists", body = crate::openapi::ConflictBody),
+        (status = 403, description = "A member, where the workspace keeps the catalog to admins", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]
@@ -343,6 +352,7 @@ pub async fn create_tag(
     caller: Caller,
     body: JsonBody<NameBody>,
 ) -> Result<HttpResponse, ApiError> {
+    state.workspace.require_catalog(&caller.0).await?;
     let name = Name::try_from(body.into_inner())?;
     let tag = state.catalog.create_tag(&caller.0, name).await?;
     Ok(HttpResponse::build(StatusCode::CREATED).json(TagResponse::from(tag)))

@@ -199,6 +199,7 @@ fn parse_id(raw: &str) -> Result<ClientId, ApiError> {
         (status = 201, description = "Created", body = ClientResponse),
         (status = 400, description = "Invalid fields", body = crate::openapi::ErrorBody),
         (status = 409, description = "A client with this name exists", body = crate::openapi::ConflictBody),
+        (status = 403, description = "A member, where the workspace keeps the catalog to admins", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]
@@ -207,6 +208,7 @@ pub async fn create(
     caller: Caller,
     body: JsonBody<CreateClientBody>,
 ) -> Result<HttpResponse, ApiError> {
+    state.workspace.require_catalog(&caller.0).await?;
     let draft = ClientDraft::try_from(body.into_inner())?;
     let client = state.clients.create(&caller.0, draft).await?;
     Ok(HttpResponse::build(StatusCode::CREATED).json(ClientResponse::from(client)))
@@ -277,6 +279,7 @@ pub async fn get(
         (status = 400, description = "Invalid fields", body = crate::openapi::ErrorBody),
         (status = 404, description = "Client not found", body = crate::openapi::ErrorBody),
         (status = 409, description = "A client with this name exists", body = crate::openapi::ConflictBody),
+        (status = 403, description = "A member, where the workspace keeps the catalog to admins", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]
@@ -286,6 +289,7 @@ pub async fn update(
     id: web::Path<String>,
     body: JsonBody<UpdateClientBody>,
 ) -> Result<web::Json<ClientResponse>, ApiError> {
+    state.workspace.require_catalog(&caller.0).await?;
     let id = parse_id(&id)?;
     let body = body.into_inner();
     // As ever: type and status first, then an unknown client, then the other fields.
@@ -309,6 +313,7 @@ pub async fn update(
         (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
         (status = 404, description = "Client not found", body = crate::openapi::ErrorBody),
         (status = 409, description = "Client is used by projects", body = crate::openapi::ErrorBody),
+        (status = 403, description = "A member, where the workspace keeps the catalog to admins", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]
@@ -318,6 +323,7 @@ pub async fn delete(
     id: web::Path<String>,
     _body: JsonOrEmpty<Unread>,
 ) -> Result<HttpResponse, ApiError> {
+    state.workspace.require_catalog(&caller.0).await?;
     state.clients.delete(&caller.0, parse_id(&id)?).await?;
     Ok(HttpResponse::Ok().json(crate::openapi::SuccessBody::TRUE))
 }

@@ -1,4 +1,4 @@
-//! `GET /api/me`: the key's user and workspace, for connection tests.
+//! `GET /api/me`: the key's user (with their role) and workspace, for connection tests.
 
 use actix_web::web;
 use serde::Serialize;
@@ -19,6 +19,8 @@ pub struct UserBody {
     id: String,
     name: String,
     email: String,
+    /// The user's role in the key's workspace: `owner`, `admin` or `member`.
+    role: &'static str,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -36,6 +38,7 @@ impl From<Profile> for MeResponse {
                 id: p.user.id.to_string(),
                 name: p.user.name,
                 email: p.user.email,
+                role: p.role.as_str(),
             },
             workspace: WorkspaceBody {
                 id: p.workspace.id.to_string(),
@@ -47,7 +50,7 @@ impl From<Profile> for MeResponse {
     }
 }
 
-/// 200 `{user: {id, name, email}, workspace: {id, name, timezone, currency}}`.
+/// 200 `{user: {id, name, email, role}, workspace: {id, name, timezone, currency}}`.
 #[utoipa::path(
     operation_id = "getMe",
     get,

@@ -10,9 +10,11 @@ pub(crate) mod fallbacks;
 pub(crate) mod find_client;
 pub(crate) mod health;
 pub(crate) mod me;
+pub(crate) mod members;
 pub(crate) mod time_entries;
 pub(crate) mod webhook_deliveries;
 pub(crate) mod webhooks;
+pub(crate) mod workspace;
 
 use std::sync::LazyLock;
 
@@ -154,6 +156,10 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         endpoint!(health::health),
         endpoint!(docs::openapi_json),
         endpoint!(me::me),
+        endpoint!(workspace::get),
+        endpoint!(workspace::update),
+        endpoint!(members::list),
+        endpoint!(members::update),
         endpoint!(clients::create),
         endpoint!(clients::list),
         endpoint!(clients::get),

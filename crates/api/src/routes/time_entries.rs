@@ -333,6 +333,7 @@ pub async fn get(
         (status = 200, description = "The changed entry", body = EntryResponse),
         (status = 400, description = "Invalid fields", body = crate::openapi::ErrorBody),
         (status = 404, description = "Time entry not found", body = crate::openapi::ErrorBody),
+        (status = 403, description = "A member changing another member's entry", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]
@@ -378,6 +379,7 @@ pub async fn update(
     responses(
         (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
         (status = 404, description = "Time entry not found", body = crate::openapi::ErrorBody),
+        (status = 403, description = "A member changing another member's entry", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]

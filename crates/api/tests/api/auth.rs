@@ -24,7 +24,7 @@ async fn a_valid_key_gets_its_user_and_workspace() {
     assert_eq!(
         body,
         json!({
-            "user": {"id": t.user.id.to_string(), "name": "Ada Lovelace", "email": "ada@example.com"},
+            "user": {"id": t.user.id.to_string(), "name": "Ada Lovelace", "email": "ada@example.com", "role": "owner"},
             "workspace": {
                 "id": t.workspace.id.to_string(),
                 "name": "Acme",

@@ -39,6 +39,10 @@ fn served() -> Vec<(&'static str, String)> {
         ("get", "/api/time-entries/{id}"),
         ("patch", "/api/time-entries/{id}"),
         ("delete", "/api/time-entries/{id}"),
+        ("get", "/api/workspace"),
+        ("patch", "/api/workspace"),
+        ("get", "/api/members"),
+        ("patch", "/api/members/{user_id}"),
     ]
     .into_iter()
     .map(|(m, p)| (m, p.to_owned()))
@@ -334,7 +338,7 @@ async fn list_limits_are_documented_with_the_bounds_the_service_enforces() {
             assert_eq!(status, expected, "{method} {uri}?limit={value}: {body}");
         }
     }
-    assert_eq!(lists, 7, "the paginated lists");
+    assert_eq!(lists, 8, "the paginated lists");
 }
 
 #[actix_web::test]

@@ -9,7 +9,7 @@ use serde_json::Value;
 use timetrack_adapters::postgres::{PgApiKeyRepository, PgUserRepository, PgWorkspaceRepository};
 use timetrack_adapters::{OsRandom, PgPool, SystemClock, UuidV7Ids};
 use timetrack_api::{AppState, RateLimits, StateSettings, build_app};
-use timetrack_domain::model::{ApiKey, User, Workspace};
+use timetrack_domain::model::{ApiKey, Role, User, Workspace};
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::{AdminService, NewWorkspace};
 use timetrack_domain::values::{Currency, TimeZoneName};
@@ -126,6 +126,28 @@ impl TestApp {
             .await
             .unwrap();
         (ws, format!("Bearer {}", secret.expose()))
+    }
+
+    /// Another person in the test's workspace with `role`, and the bearer header value of a key
+    /// of theirs.
+    pub async fn colleague(&self, who: &str, role: Role) -> (User, String) {
+        let (user, stored) = self
+            .admin
+            .create_user_as(
+                self.workspace.id,
+                name(who),
+                email(&format!("{}@example.com", who.to_lowercase())),
+                role,
+            )
+            .await
+            .unwrap();
+        assert_eq!(stored, role);
+        let (_, secret) = self
+            .admin
+            .create_api_key(user.id, self.workspace.id, None)
+            .await
+            .unwrap();
+        (user, format!("Bearer {}", secret.expose()))
     }
 
     /// Runs SQL and returns the first column of the first row as i64.

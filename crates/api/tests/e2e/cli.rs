@@ -93,6 +93,79 @@ async fn admin_commands_issue_a_working_key_and_revocation_takes_effect() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn admin_commands_give_roles_and_keep_an_owner() {
+    let db = TestDatabase::new().await;
+    let url = db.url().to_owned();
+    tokio::task::spawn_blocking(move || {
+        let ws = json_stdout(&run(&["admin", "create-workspace", "--name", "Acme"], &url));
+        let ws_id = ws["id"].as_str().unwrap().to_owned();
+        let create = |name: &str, role: Option<&str>| {
+            let email = format!("{}@example.com", name.to_lowercase());
+            let mut args = vec![
+                "admin",
+                "create-user",
+                "--workspace",
+                &ws_id,
+                "--name",
+                name,
+                "--email",
+                &email,
+            ];
+            if let Some(role) = role {
+                args.extend(["--role", role]);
+            }
+            json_stdout(&run(&args, &url))
+        };
+        // The first member owns the workspace, whatever was asked; the default is member.
+        let ada = create("Ada", Some("member"));
+        assert_eq!(ada["role"], "owner");
+        let grace = create("Grace", Some("admin"));
+        assert_eq!(grace["role"], "admin");
+        assert_eq!(create("Linus", None)["role"], "member");
+
+        let set_role = |user: &Value, role: &str| {
+            run(
+                &[
+                    "admin",
+                    "set-role",
+                    "--workspace",
+                    &ws_id,
+                    "--user",
+                    user["id"].as_str().unwrap(),
+                    "--role",
+                    role,
+                ],
+                &url,
+            )
+        };
+        let out = set_role(&ada, "admin");
+        assert!(!out.status.success());
+        assert!(out.stdout.is_empty());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("A workspace keeps at least one owner"),
+            "{stderr}"
+        );
+        let out = set_role(&grace, "superuser");
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("role must be one of"));
+
+        let promoted = json_stdout(&set_role(&grace, "owner"));
+        assert_eq!(
+            (
+                promoted["id"].clone(),
+                promoted["role"].clone(),
+                promoted["workspace_id"].clone()
+            ),
+            (grace["id"].clone(), "owner".into(), ws_id.as_str().into())
+        );
+        assert_eq!(json_stdout(&set_role(&ada, "member"))["role"], "member");
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn admin_commands_refuse_bad_input_with_a_message_and_no_output() {
     let db = TestDatabase::new().await;
     let url = db.url().to_owned();

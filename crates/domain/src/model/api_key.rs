@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
 use crate::ids::{ApiKeyId, UserId, WorkspaceId};
+use crate::model::Role;
 use crate::ports::system::RandomSource;
 
 /// A plain API key, `tt_` followed by 43 base62 characters (256 random bits).
@@ -91,12 +92,13 @@ pub struct ApiKey {
 }
 
 impl ApiKey {
-    /// Who acts when this key is presented.
-    pub fn principal(&self) -> Principal {
+    /// Who acts when this key is presented, with `role` in the key's workspace.
+    pub fn principal(&self, role: Role) -> Principal {
         Principal {
             api_key_id: self.id,
             user_id: self.user_id,
             workspace_id: self.workspace_id,
+            role,
         }
     }
 }
@@ -112,4 +114,7 @@ pub struct Principal {
     pub user_id: UserId,
     /// The workspace the key acts in.
     pub workspace_id: WorkspaceId,
+    /// The user's role in that workspace, as read with the key: a write reads it afresh, a read
+    /// may use what was read up to the key cache's lifetime (30 s at most) ago.
+    pub role: Role,
 }

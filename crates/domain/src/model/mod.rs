@@ -6,6 +6,7 @@ pub mod client;
 pub mod event;
 pub mod feed;
 pub mod page;
+pub mod role;
 pub mod time_entry;
 pub(crate) mod token;
 pub mod user;
@@ -18,6 +19,7 @@ pub use client::{Client, ClientDraft, ClientPatch, ClientStatus, ClientType};
 pub use event::{Event, EventSubject, EventType};
 pub use feed::{FeedCursor, FeedEvent, FeedPage, FeedPosition, FeedRead};
 pub use page::{Cursor, Page, PageRequest};
+pub use role::{Member, Role};
 pub use time_entry::{EntrySource, TimeEntry};
 pub use user::User;
 pub use webhook::{
@@ -26,4 +28,4 @@ pub use webhook::{
     ReplayWindow, Subscription, SubscriptionChange, SubscriptionFilters, SubscriptionStatus,
     WebhookHealth, WebhookId,
 };
-pub use workspace::Workspace;
+pub use workspace::{InvoiceNumberPattern, Rounding, RoundingMode, Workspace, WorkspaceSettings};

@@ -5,7 +5,7 @@ use time::OffsetDateTime;
 
 use crate::error::DomainResult;
 use crate::ids::ApiKeyId;
-use crate::model::{ApiKey, KeyHash};
+use crate::model::{ApiKey, KeyHash, Role};
 
 /// Storage of API keys, by hash.
 #[async_trait]
@@ -15,8 +15,9 @@ pub trait ApiKeyRepository: Send + Sync {
     /// MUST return `NotFound("membership")` if the user is not a member of the key's workspace.
     async fn create(&self, key: &ApiKey, hash: &KeyHash) -> DomainResult<()>;
 
-    /// The key with this hash if it exists and is not revoked, or `None`.
-    async fn find_active_by_hash(&self, hash: &KeyHash) -> DomainResult<Option<ApiKey>>;
+    /// The key with this hash if it exists and is not revoked, with its user's role in its
+    /// workspace, or `None`.
+    async fn find_active_by_hash(&self, hash: &KeyHash) -> DomainResult<Option<(ApiKey, Role)>>;
 
     /// The hashes of every key that is not revoked: past an address's failure limit, a key that
     /// is not among them is refused without a look-up of its own.

@@ -38,5 +38,5 @@ pub use sender::WebhookSender;
 pub use subscriptions::SubscriptionRepository;
 pub use system::{Clock, IdGenerator, RandomSource};
 pub use time_entries::{EntryFilter, TimeEntryRepository, TimerStop, WriteOutcome};
-pub use users::UserRepository;
+pub use users::{LAST_OWNER, UserRepository};
 pub use workspaces::WorkspaceRepository;

@@ -5,12 +5,17 @@ use time::OffsetDateTime;
 
 use crate::error::DomainResult;
 use crate::ids::{UserId, WorkspaceId};
-use crate::model::User;
+use crate::model::{Member, Page, PageRequest, Role, User};
+
+/// The conflict of a role change that would leave a workspace without an owner.
+pub const LAST_OWNER: &str = "A workspace keeps at least one owner";
 
 /// Storage of users and their workspace memberships.
 #[async_trait]
 pub trait UserRepository: Send + Sync {
-    /// Stores a new user and makes them a member of `workspace`, in one transaction.
+    /// Stores a new user and makes them a member of `workspace` with `role`, in one transaction,
+    /// and returns the role stored: the first member of a workspace is its owner, whatever `role`
+    /// says.
     ///
     /// MUST return `NotFound("workspace")` if the workspace does not exist and `Conflict` if a user
     /// with the same e-mail (case-insensitively) exists; nothing is stored then.
@@ -18,10 +23,12 @@ pub trait UserRepository: Send + Sync {
         &self,
         user: &User,
         workspace: WorkspaceId,
+        role: Role,
         at: OffsetDateTime,
-    ) -> DomainResult<()>;
+    ) -> DomainResult<Role>;
 
-    /// Makes an existing user a member of `workspace`.
+    /// Makes an existing user a member of `workspace` with `role` and returns the role stored
+    /// (owner for the first member, as for [`UserRepository::create_member`]).
     ///
     /// MUST return `NotFound("workspace")` if the workspace does not exist and `Conflict` if the
     /// user already is a member.
@@ -29,8 +36,31 @@ pub trait UserRepository: Send + Sync {
         &self,
         user: UserId,
         workspace: WorkspaceId,
+        role: Role,
         at: OffsetDateTime,
-    ) -> DomainResult<()>;
+    ) -> DomainResult<Role>;
+
+    /// A page of `workspace`'s members, the earliest to join first.
+    async fn members(
+        &self,
+        workspace: WorkspaceId,
+        page: PageRequest,
+    ) -> DomainResult<Page<Member>>;
+
+    /// `user`'s membership of `workspace`, or `None`.
+    async fn member(&self, workspace: WorkspaceId, user: UserId) -> DomainResult<Option<Member>>;
+
+    /// Gives `user` `role` in `workspace` and returns the membership as stored.
+    ///
+    /// MUST return `NotFound("member")` if the user is not a member, and `Conflict` (with
+    /// [`LAST_OWNER`]) when the change would leave the workspace without an owner, also when two
+    /// such changes run at once; nothing is changed then.
+    async fn set_role(
+        &self,
+        workspace: WorkspaceId,
+        user: UserId,
+        role: Role,
+    ) -> DomainResult<Member>;
 
     /// The user with this e-mail (compared case-insensitively), or `None`.
     async fn find_by_email(&self, email: &str) -> DomainResult<Option<User>>;

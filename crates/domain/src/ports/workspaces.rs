@@ -4,7 +4,8 @@ use async_trait::async_trait;
 
 use crate::error::DomainResult;
 use crate::ids::WorkspaceId;
-use crate::model::Workspace;
+use crate::model::{Workspace, WorkspaceSettings};
+use crate::ports::WriteOutcome;
 
 /// Storage of workspaces.
 #[async_trait]
@@ -14,4 +15,15 @@ pub trait WorkspaceRepository: Send + Sync {
 
     /// The workspace with this id, or `None`.
     async fn get(&self, id: WorkspaceId) -> DomainResult<Option<Workspace>>;
+
+    /// The settings of the workspace with this id, or `None`.
+    async fn settings(&self, id: WorkspaceId) -> DomainResult<Option<WorkspaceSettings>>;
+
+    /// Stores `after` over the workspace if it still is `before` (name, time zone, currency and
+    /// every setting); `Raced` when it changed in between, and nothing is written then.
+    async fn update(
+        &self,
+        before: &(Workspace, WorkspaceSettings),
+        after: &(Workspace, WorkspaceSettings),
+    ) -> DomainResult<WriteOutcome>;
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::error::{DomainError, DomainResult};
-use crate::model::{Principal, User, Workspace};
+use crate::model::{Principal, Role, User, Workspace};
 use crate::ports::{UserRepository, WorkspaceRepository};
 
 /// The user and workspace behind a principal.
@@ -13,6 +13,8 @@ pub struct Profile {
     pub user: User,
     /// The key's workspace.
     pub workspace: Workspace,
+    /// The user's role there.
+    pub role: Role,
 }
 
 /// Answers "who am I", which automation platforms call to test a connection.
@@ -49,6 +51,10 @@ impl AccountService {
             .get(principal.workspace_id)
             .await?
             .ok_or(DomainError::NotFound("workspace"))?;
-        Ok(Profile { user, workspace })
+        Ok(Profile {
+            user,
+            workspace,
+            role: principal.role,
+        })
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::error::{DomainError, DomainResult};
 use crate::ids::{ApiKeyId, UserId, WorkspaceId};
-use crate::model::{ApiKey, ApiKeySecret, User, Workspace};
+use crate::model::{ApiKey, ApiKeySecret, Member, Role, User, Workspace};
 use crate::ports::{
     ApiKeyRepository, Clock, IdGenerator, RandomSource, UserRepository, WorkspaceRepository,
 };
@@ -88,23 +88,40 @@ impl AdminService {
         Ok(workspace)
     }
 
-    /// Makes a person a member of `workspace`.
-    ///
-    /// A new e-mail creates a user; an e-mail that already belongs to a user adds that user to the
-    /// workspace (their name is kept). Already being a member is a `Conflict`.
+    /// Makes a person a member of `workspace` (see [`AdminService::create_user_as`]), as a
+    /// member, or as owner when they are its first.
     pub async fn create_user(
         &self,
         workspace: WorkspaceId,
         name: Name,
         email: Email,
     ) -> DomainResult<User> {
+        Ok(self
+            .create_user_as(workspace, name, email, Role::Member)
+            .await?
+            .0)
+    }
+
+    /// Makes a person a member of `workspace` with `role`, and returns them with the role
+    /// stored: the first member of a workspace is its owner, whatever `role` says.
+    ///
+    /// A new e-mail creates a user; an e-mail that already belongs to a user adds that user to the
+    /// workspace (their name is kept). Already being a member is a `Conflict`.
+    pub async fn create_user_as(
+        &self,
+        workspace: WorkspaceId,
+        name: Name,
+        email: Email,
+        role: Role,
+    ) -> DomainResult<(User, Role)> {
         let (name, email) = (name.into_string(), email.into_string());
         let now = self.clock.now();
         if let Some(existing) = self.users.find_by_email(&email).await? {
-            self.users
-                .add_membership(existing.id, workspace, now)
+            let role = self
+                .users
+                .add_membership(existing.id, workspace, role, now)
                 .await?;
-            return Ok(existing);
+            return Ok((existing, role));
         }
         let user = User {
             id: UserId(self.ids.new_uuid()),
@@ -112,8 +129,22 @@ impl AdminService {
             email,
             created_at: now,
         };
-        self.users.create_member(&user, workspace, now).await?;
-        Ok(user)
+        let role = self
+            .users
+            .create_member(&user, workspace, role, now)
+            .await?;
+        Ok((user, role))
+    }
+
+    /// Gives `user` `role` in `workspace` (the operator's command: any change, as long as the
+    /// workspace keeps an owner).
+    pub async fn set_role(
+        &self,
+        workspace: WorkspaceId,
+        user: UserId,
+        role: Role,
+    ) -> DomainResult<Member> {
+        self.users.set_role(workspace, user, role).await
     }
 
     /// Issues a key for `user` in `workspace`; the returned secret is the only copy of the key.

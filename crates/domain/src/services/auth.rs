@@ -94,12 +94,12 @@ impl Authenticator {
         let mut entry = match (cached, access) {
             (Some(hit), Access::Read) => hit,
             (cached, _) => {
-                let Some(key) = self.keys.find_active_by_hash(&hash).await? else {
+                let Some((key, role)) = self.keys.find_active_by_hash(&hash).await? else {
                     self.forget(&hash);
                     return Err(DomainError::Unauthorized);
                 };
                 Cached {
-                    principal: key.principal(),
+                    principal: key.principal(role),
                     verified_at: now,
                     last_used_at: cached.and_then(|c| c.last_used_at).or(key.last_used_at),
                 }

@@ -117,6 +117,7 @@ impl CatalogService {
         name: Name,
         client: Option<ClientId>,
     ) -> DomainResult<Project> {
+        super::require_catalog(self.workspaces.as_ref(), caller).await?;
         let now = self.clock.now();
         let project = Project {
             id: ProjectId(self.ids.new_uuid()),
@@ -149,6 +150,7 @@ impl CatalogService {
         id: ProjectId,
         patch: &ProjectPatch,
     ) -> DomainResult<Project> {
+        super::require_catalog(self.workspaces.as_ref(), caller).await?;
         let workspace = self.workspace(caller.workspace_id).await?;
         for _ in 0..super::WRITE_ATTEMPTS {
             let before = self.project(caller, id).await?;
@@ -187,6 +189,7 @@ impl CatalogService {
     /// Deletes the caller's project `id` (and its tasks) and records `PROJECT_DELETED` with the
     /// project as it was; 409 while a time entry is booked on it.
     pub async fn delete_project(&self, caller: &Principal, id: ProjectId) -> DomainResult<()> {
+        super::require_catalog(self.workspaces.as_ref(), caller).await?;
         let workspace = self.workspace(caller.workspace_id).await?;
         for _ in 0..super::WRITE_ATTEMPTS {
             let project = self.project(caller, id).await?;
@@ -215,6 +218,7 @@ impl CatalogService {
         project: ProjectId,
         name: Name,
     ) -> DomainResult<Task> {
+        super::require_catalog(self.workspaces.as_ref(), caller).await?;
         let project = self
             .catalog
             .project(caller.workspace_id, project)
@@ -249,6 +253,7 @@ impl CatalogService {
 
     /// Creates a tag; a name the workspace has (case-insensitively) is `AlreadyExists`.
     pub async fn create_tag(&self, caller: &Principal, name: Name) -> DomainResult<Tag> {
+        super::require_catalog(self.workspaces.as_ref(), caller).await?;
         let tag = Tag {
             id: TagId(self.ids.new_uuid()),
             workspace_id: caller.workspace_id,

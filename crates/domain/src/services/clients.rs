@@ -57,6 +57,7 @@ impl ClientService {
     /// Creates a client in the caller's workspace and records `CLIENT_CREATED` with it. The draft
     /// is parsed already: what can still fail is the workspace, the name's uniqueness and storage.
     pub async fn create(&self, caller: &Principal, draft: ClientDraft) -> DomainResult<Client> {
+        super::require_catalog(self.workspaces.as_ref(), caller).await?;
         let workspace = self.workspace(caller.workspace_id).await?;
         let now = self.clock.now();
         let client = Client {
@@ -103,6 +104,7 @@ impl ClientService {
         id: ClientId,
         patch: &ClientPatch,
     ) -> DomainResult<Client> {
+        super::require_catalog(self.workspaces.as_ref(), caller).await?;
         let workspace = self.workspace(caller.workspace_id).await?;
         for _ in 0..WRITE_ATTEMPTS {
             let before = self.get(caller, id).await?;
@@ -131,6 +133,7 @@ impl ClientService {
     /// Deletes the caller's client `id` and records `CLIENT_DELETED` with the client as it was;
     /// 409 while a project is for it.
     pub async fn delete(&self, caller: &Principal, id: ClientId) -> DomainResult<()> {
+        super::require_catalog(self.workspaces.as_ref(), caller).await?;
         let workspace = self.workspace(caller.workspace_id).await?;
         for _ in 0..WRITE_ATTEMPTS {
             let client = self.get(caller, id).await?;

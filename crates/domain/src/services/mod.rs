@@ -10,6 +10,7 @@ pub mod delivery;
 pub mod feed;
 pub mod time_entries;
 pub mod webhooks;
+pub mod workspace;
 
 pub use account::{AccountService, Profile};
 pub use admin::{AdminService, NewWorkspace};
@@ -24,10 +25,27 @@ pub use webhooks::{
     DeliveryFilter, NewSubscription, ReplayRequest, RotatedSecret, WebhookChange, WebhookService,
     WebhookSettings,
 };
+pub use workspace::{WorkspacePatch, WorkspaceService};
 
 /// How many times an update or a delete is tried against concurrent changes of the same row
 /// (each try re-reads it, so the event describes exactly the change written).
 pub(crate) const WRITE_ATTEMPTS: usize = 5;
+
+/// `Ok` when `caller` may change the catalog (clients, projects, tasks, tags): an admin always,
+/// a member when the workspace's `members_manage_catalog` allows it; 403 otherwise.
+pub(crate) async fn require_catalog(
+    workspaces: &dyn crate::ports::WorkspaceRepository,
+    caller: &crate::model::Principal,
+) -> crate::error::DomainResult<()> {
+    if caller.role.administers() {
+        return Ok(());
+    }
+    let settings = workspaces
+        .settings(caller.workspace_id)
+        .await?
+        .ok_or(crate::error::DomainError::NotFound("workspace"))?;
+    caller.require_catalog(&settings)
+}
 
 /// The conflict after [`WRITE_ATTEMPTS`] lost races.
 pub(crate) fn kept_changing(what: &str) -> crate::error::DomainError {

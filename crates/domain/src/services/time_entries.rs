@@ -438,6 +438,9 @@ impl TimeEntryService {
     ) -> DomainResult<TimeEntry> {
         for _ in 0..super::WRITE_ATTEMPTS {
             let before = self.get(caller, id).await?;
+            if !caller.may_change_entry_of(before.user_id) {
+                return Err(DomainError::Forbidden);
+            }
             let (mut after, refs) = self.patched(&before, patch).await?;
             if after == before {
                 return Ok(before);
@@ -529,6 +532,9 @@ impl TimeEntryService {
     pub async fn delete(&self, caller: &Principal, id: TimeEntryId) -> DomainResult<()> {
         for _ in 0..super::WRITE_ATTEMPTS {
             let entry = self.get(caller, id).await?;
+            if !caller.may_change_entry_of(entry.user_id) {
+                return Err(DomainError::Forbidden);
+            }
             let workspace = self.workspace(entry.workspace_id).await?;
             let member = self.user(entry.user_id).await?;
             let refs = self.stored_refs(&entry).await?;

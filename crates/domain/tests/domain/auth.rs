@@ -1,4 +1,5 @@
 use time::Duration;
+use timetrack_domain::model::Role;
 use timetrack_domain::services::auth::*;
 use timetrack_domain::{DomainError, model::*, ports::*};
 use timetrack_testkit::fakes::TestWorld;
@@ -9,7 +10,12 @@ fn setup(ttl: Duration) -> (TestWorld, Authenticator, String, Principal) {
     let (ws, user) = world.workspace_with_user();
     let (key, secret) = block_on(world.admin.create_api_key(user.id, ws.id, None)).unwrap();
     let auth = Authenticator::new(world.store.clone(), world.clock.clone(), ttl);
-    (world, auth, secret.expose().to_owned(), key.principal())
+    (
+        world,
+        auth,
+        secret.expose().to_owned(),
+        key.principal(Role::Owner),
+    )
 }
 
 #[test]

@@ -1,5 +1,6 @@
 use serde_json::{Value, json};
 use time::Duration;
+use timetrack_domain::model::Role;
 
 use timetrack_domain::model::client::{MAX_NOTE_CHARS, MAX_PHONE_CHARS};
 use timetrack_domain::values::{Currency, Email, Name, Text};
@@ -10,7 +11,7 @@ fn setup() -> (TestWorld, Principal) {
     let world = TestWorld::new();
     let (ws, user) = world.workspace_with_user();
     let (key, _) = run_ready(world.admin.create_api_key(user.id, ws.id, None)).unwrap();
-    (world, key.principal())
+    (world, key.principal(Role::Owner))
 }
 
 fn draft(value: &str) -> ClientDraft {

@@ -1,6 +1,7 @@
 use serde_json::Value;
 use time::Duration;
 use time::macros::datetime;
+use timetrack_domain::model::Role;
 
 use timetrack_domain::model::EventType;
 use timetrack_domain::payload::EntryAction;
@@ -12,7 +13,7 @@ fn setup() -> (TestWorld, Principal) {
     let world = TestWorld::new();
     let (ws, user) = world.workspace_with_user();
     let (key, _) = run_ready(world.admin.create_api_key(user.id, ws.id, None)).unwrap();
-    (world, key.principal())
+    (world, key.principal(Role::Owner))
 }
 
 fn bodies(world: &TestWorld) -> Vec<(EventType, Value)> {

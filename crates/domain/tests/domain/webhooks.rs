@@ -1,4 +1,5 @@
 use timetrack_domain::ids::EventId;
+use timetrack_domain::model::Role;
 use timetrack_domain::services::webhooks::*;
 use timetrack_domain::{DomainError, DomainResult, model::*, ports::*};
 use timetrack_testkit::fakes::{TestWorld, run_ready};
@@ -9,7 +10,7 @@ fn setup() -> (TestWorld, Principal) {
     let (ws, user) = world.workspace_with_user();
     let (key, _) = run_ready(world.admin.create_api_key(user.id, ws.id, None)).unwrap();
     world.resolver.set("hooks.example.com", &["93.184.216.34"]);
-    (world, key.principal())
+    (world, key.principal(Role::Owner))
 }
 
 fn new(url: &str, events: &[&str]) -> NewSubscription {
@@ -175,7 +176,12 @@ fn delete_is_owner_only_idempotent_audited_and_cancels_pending_deliveries() {
         None,
     ))
     .unwrap();
-    let err = run_ready(world.webhooks.delete(&other_key.principal(), &sub.id)).unwrap_err();
+    let err = run_ready(
+        world
+            .webhooks
+            .delete(&other_key.principal(Role::Member), &sub.id),
+    )
+    .unwrap_err();
     assert!(matches!(err, DomainError::NotFound("webhook")));
     assert_eq!(run_ready(world.webhooks.list(&caller)).unwrap().len(), 1);
 
@@ -311,7 +317,7 @@ fn another_users_or_a_deleted_webhook_is_not_found_for_every_operation() {
             .create_api_key(colleague.id, caller.workspace_id, None),
     )
     .unwrap();
-    let bob = key.principal();
+    let bob = key.principal(Role::Member);
     let not_found = |result: DomainResult<()>| {
         assert!(
             matches!(result, Err(DomainError::NotFound("webhook"))),

@@ -10,11 +10,55 @@ impl WorkspaceRepository for InMemoryStore {
             return Err(DomainError::Conflict("workspace exists".into()));
         }
         t.workspaces.insert(workspace.id, workspace.clone());
+        t.settings
+            .insert(workspace.id, WorkspaceSettings::default());
         Ok(())
     }
 
     async fn get(&self, id: WorkspaceId) -> DomainResult<Option<Workspace>> {
         Ok(self.tables().workspaces.get(&id).cloned())
+    }
+
+    async fn settings(&self, id: WorkspaceId) -> DomainResult<Option<WorkspaceSettings>> {
+        Ok(self.tables().settings.get(&id).cloned())
+    }
+
+    async fn update(
+        &self,
+        before: &(Workspace, WorkspaceSettings),
+        after: &(Workspace, WorkspaceSettings),
+    ) -> DomainResult<WriteOutcome> {
+        let mut t = self.tables();
+        let id = before.0.id;
+        let stored = (t.workspaces.get(&id).cloned(), t.settings.get(&id).cloned());
+        if stored != (Some(before.0.clone()), Some(before.1.clone())) {
+            return Ok(WriteOutcome::Raced);
+        }
+        t.workspaces.insert(id, after.0.clone());
+        t.settings.insert(id, after.1.clone());
+        Ok(WriteOutcome::Applied)
+    }
+}
+
+impl Tables {
+    /// The role a new member of `workspace` gets when `role` is asked: owner for the first.
+    fn role_of_newcomer(&self, workspace: WorkspaceId, role: Role) -> Role {
+        if self.memberships.iter().any(|m| m.workspace == workspace) {
+            role
+        } else {
+            Role::Owner
+        }
+    }
+
+    fn member_of(&self, membership: &Membership) -> Option<Member> {
+        let user = self.users.get(&membership.user)?;
+        Some(Member {
+            id: user.id,
+            name: user.name.clone(),
+            email: user.email.clone(),
+            role: membership.role,
+            joined_at: membership.at,
+        })
     }
 }
 
@@ -24,8 +68,9 @@ impl UserRepository for InMemoryStore {
         &self,
         user: &User,
         workspace: WorkspaceId,
-        _at: OffsetDateTime,
-    ) -> DomainResult<()> {
+        role: Role,
+        at: OffsetDateTime,
+    ) -> DomainResult<Role> {
         let mut t = self.tables();
         if !t.workspaces.contains_key(&workspace) {
             return Err(DomainError::NotFound("workspace"));
@@ -34,28 +79,99 @@ impl UserRepository for InMemoryStore {
         if t.users.values().any(|u| u.email.to_lowercase() == email) {
             return Err(DomainError::Conflict("e-mail already in use".into()));
         }
+        let role = t.role_of_newcomer(workspace, role);
         t.users.insert(user.id, user.clone());
-        t.memberships.push((workspace, user.id));
-        Ok(())
+        t.memberships.push(Membership {
+            workspace,
+            user: user.id,
+            role,
+            at,
+        });
+        Ok(role)
     }
 
     async fn add_membership(
         &self,
         user: UserId,
         workspace: WorkspaceId,
-        _at: OffsetDateTime,
-    ) -> DomainResult<()> {
+        role: Role,
+        at: OffsetDateTime,
+    ) -> DomainResult<Role> {
         let mut t = self.tables();
         if !t.workspaces.contains_key(&workspace) {
             return Err(DomainError::NotFound("workspace"));
         }
-        if t.memberships.contains(&(workspace, user)) {
+        if t.is_member(workspace, user) {
             return Err(DomainError::Conflict(
                 "user is already a member of the workspace".into(),
             ));
         }
-        t.memberships.push((workspace, user));
-        Ok(())
+        let role = t.role_of_newcomer(workspace, role);
+        t.memberships.push(Membership {
+            workspace,
+            user,
+            role,
+            at,
+        });
+        Ok(role)
+    }
+
+    async fn members(
+        &self,
+        workspace: WorkspaceId,
+        page: PageRequest,
+    ) -> DomainResult<Page<Member>> {
+        let t = self.tables();
+        let mut members: Vec<Member> = t
+            .memberships
+            .iter()
+            .filter(|m| m.workspace == workspace)
+            .filter_map(|m| t.member_of(m))
+            .filter(|m| {
+                page.after
+                    .is_none_or(|c| (m.joined_at, m.id.0) > (c.created_at, c.id))
+            })
+            .collect();
+        members.sort_by_key(|m| (m.joined_at, m.id.0));
+        members.truncate(page.limit as usize + 1);
+        Ok(Page::from_overfetch(members, page.limit, |m| Cursor {
+            created_at: m.joined_at,
+            id: m.id.0,
+        }))
+    }
+
+    async fn member(&self, workspace: WorkspaceId, user: UserId) -> DomainResult<Option<Member>> {
+        let t = self.tables();
+        Ok(t.memberships
+            .iter()
+            .find(|m| m.workspace == workspace && m.user == user)
+            .and_then(|m| t.member_of(m)))
+    }
+
+    async fn set_role(
+        &self,
+        workspace: WorkspaceId,
+        user: UserId,
+        role: Role,
+    ) -> DomainResult<Member> {
+        let mut t = self.tables();
+        let owners = t
+            .memberships
+            .iter()
+            .filter(|m| m.workspace == workspace && m.role == Role::Owner)
+            .count();
+        let membership = t
+            .memberships
+            .iter_mut()
+            .find(|m| m.workspace == workspace && m.user == user)
+            .ok_or(DomainError::NotFound("member"))?;
+        if membership.role == Role::Owner && role != Role::Owner && owners <= 1 {
+            return Err(DomainError::Conflict(LAST_OWNER.into()));
+        }
+        membership.role = role;
+        let membership = membership.clone();
+        t.member_of(&membership)
+            .ok_or(DomainError::NotFound("member"))
     }
 
     async fn find_by_email(&self, email: &str) -> DomainResult<Option<User>> {
@@ -77,20 +193,25 @@ impl UserRepository for InMemoryStore {
 impl ApiKeyRepository for InMemoryStore {
     async fn create(&self, key: &ApiKey, hash: &KeyHash) -> DomainResult<()> {
         let mut t = self.tables();
-        if !t.memberships.contains(&(key.workspace_id, key.user_id)) {
+        if !t.is_member(key.workspace_id, key.user_id) {
             return Err(DomainError::NotFound("membership"));
         }
         t.keys.insert(key.id, (key.clone(), *hash));
         Ok(())
     }
 
-    async fn find_active_by_hash(&self, hash: &KeyHash) -> DomainResult<Option<ApiKey>> {
-        Ok(self
-            .tables()
-            .keys
+    async fn find_active_by_hash(&self, hash: &KeyHash) -> DomainResult<Option<(ApiKey, Role)>> {
+        let t = self.tables();
+        Ok(t.keys
             .values()
             .find(|(k, h)| h == hash && k.revoked_at.is_none())
-            .map(|(k, _)| k.clone()))
+            .and_then(|(k, _)| {
+                let membership = t
+                    .memberships
+                    .iter()
+                    .find(|m| m.workspace == k.workspace_id && m.user == k.user_id)?;
+                Some((k.clone(), membership.role))
+            }))
     }
 
     async fn active_hashes(&self) -> DomainResult<Vec<KeyHash>> {

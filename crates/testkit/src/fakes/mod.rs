@@ -27,6 +27,8 @@ use timetrack_domain::model::{
     ReplayWindow, Subscription, SubscriptionChange, SubscriptionFilters, SubscriptionStatus, Tag,
     Task, TimeEntry, User, WebhookId, Workspace,
 };
+use timetrack_domain::model::{Member, Role, WorkspaceSettings};
+use timetrack_domain::ports::LAST_OWNER;
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, Clock, DeliveryLog, EntryFilter,
     EventFeed, HostResolver, IDEMPOTENCY_RETENTION, IdGenerator, IdempotencyBegin,
@@ -54,11 +56,21 @@ mod world;
 pub use system::{ManualClock, SeededRandom, SequentialIds, StaticResolver};
 pub use world::{TestWorld, email, name, run_ready};
 
+/// A user's membership of a workspace.
+#[derive(Debug, Clone)]
+struct Membership {
+    workspace: WorkspaceId,
+    user: UserId,
+    role: Role,
+    at: OffsetDateTime,
+}
+
 #[derive(Debug, Default)]
 struct Tables {
     workspaces: HashMap<WorkspaceId, Workspace>,
     users: HashMap<UserId, User>,
-    memberships: Vec<(WorkspaceId, UserId)>,
+    memberships: Vec<Membership>,
+    settings: HashMap<WorkspaceId, WorkspaceSettings>,
     keys: HashMap<ApiKeyId, (ApiKey, KeyHash)>,
     clients: Vec<Client>,
     events: Vec<Event>,
@@ -337,13 +349,20 @@ impl Tables {
         }
     }
 
+    /// Whether `user` is a member of `workspace`.
+    fn is_member(&self, workspace: WorkspaceId, user: UserId) -> bool {
+        self.memberships
+            .iter()
+            .any(|m| m.workspace == workspace && m.user == user)
+    }
+
     /// Refuses what the database's composite foreign keys refuse in an entry, in the order it
     /// checks them: its user must be a member of its workspace (an unexpected failure: no caller
     /// gets there), its project and task the workspace's (the task of that project), its tags
     /// the workspace's and each named once.
     fn check_references(&self, entry: &TimeEntry) -> DomainResult<()> {
         let ws = entry.workspace_id;
-        if !self.memberships.contains(&(ws, entry.user_id)) {
+        if !self.is_member(ws, entry.user_id) {
             return Err(DomainError::Unexpected(
                 std::io::Error::other("time entry of a user who is not a member").into(),
             ));

@@ -211,7 +211,7 @@ impl SubscriptionRepository for InMemoryStore {
                 _ => t
                     .memberships
                     .iter()
-                    .any(|(w, u)| *w == workspace && u.0 == *id),
+                    .any(|m| m.workspace == workspace && m.user.0 == *id),
             };
             !known
         }))

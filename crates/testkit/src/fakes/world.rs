@@ -87,7 +87,7 @@ impl TestWorld {
         }
     }
 
-    /// A workspace `Acme` with one member, `Ada`.
+    /// A workspace `Acme` with one member, `Ada`, its owner.
     pub fn workspace_with_user(&self) -> (Workspace, User) {
         let ws = run_ready(
             self.admin
