@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use timetrack_adapters::postgres::{
     DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgDeliveryLog,
-    PgEventFeed, PgHealthProbe, PgIdempotencyStore, PgSubscriptionRepository,
+    PgEventFeed, PgHealthProbe, PgIdempotencyStore, PgRateRepository, PgSubscriptionRepository,
     PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
 };
 use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore, SearchSlots, SlottedSearches};
@@ -18,7 +18,7 @@ use timetrack_domain::ports::{
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::{
     AccountService, Admission, AdmissionLimits, Authenticator, CatalogService, ClientService,
-    FeedService, TimeEntryService, WebhookService, WebhookSettings, WorkspaceService,
+    FeedService, RateService, TimeEntryService, WebhookService, WebhookSettings, WorkspaceService,
 };
 
 use crate::client_ip::TrustedProxies;
@@ -34,6 +34,8 @@ pub struct AppState {
     pub accounts: AccountService,
     /// The caller's workspace: settings, members and roles.
     pub workspace: WorkspaceService,
+    /// Rates, and the prices of entries.
+    pub rates: RateService,
     /// Clients.
     pub clients: ClientService,
     /// Webhook subscriptions.
@@ -230,6 +232,12 @@ impl AppState {
             trusted_proxies: settings.trusted_proxies.clone(),
             accounts: AccountService::new(users.clone(), workspaces.clone()),
             workspace: WorkspaceService::new(workspaces.clone(), users.clone()),
+            rates: RateService::new(
+                Arc::new(PgRateRepository::new(pool.clone())),
+                workspaces.clone(),
+                clock.clone(),
+                ids.clone(),
+            ),
             clients: ClientService::new(
                 client_repository.clone(),
                 workspaces.clone(),

@@ -78,3 +78,7 @@ uuid_id!(
     /// Identifies an event in the outbox; it is the `webhook-id` of every delivery of the event.
     EventId
 );
+uuid_id!(
+    /// Identifies an hourly rate.
+    RateId
+);

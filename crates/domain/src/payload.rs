@@ -291,11 +291,7 @@ pub fn time_entry(
 
 /// The calendar date of `at` in the IANA zone `timezone`, as `YYYY-MM-DD`.
 pub(crate) fn local_date(at: time::OffsetDateTime, timezone: &str) -> DomainResult<String> {
-    let tz = jiff::tz::TimeZone::get(timezone)
-        .map_err(|e| DomainError::Unexpected(anyhow::anyhow!("time zone {timezone}: {e}")))?;
-    let instant = jiff::Timestamp::from_second(at.unix_timestamp())
-        .map_err(|e| DomainError::Unexpected(anyhow::anyhow!("timestamp out of range: {e}")))?;
-    Ok(instant.to_zoned(tz).date().to_string())
+    crate::timefmt::local_day(at, timezone).map(crate::timefmt::iso_date)
 }
 
 /// Serializes a payload to the exact text stored in the outbox and delivered.

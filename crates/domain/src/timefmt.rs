@@ -55,6 +55,21 @@ pub fn parse_date(field: &str, value: &str) -> DomainResult<Date> {
     Ok(date)
 }
 
+/// The calendar date of `at` in the IANA time zone `timezone` (the day an entry belongs to).
+pub fn local_day(at: OffsetDateTime, timezone: &str) -> DomainResult<Date> {
+    let tz = jiff::tz::TimeZone::get(timezone)
+        .map_err(|e| DomainError::Unexpected(anyhow::anyhow!("time zone {timezone}: {e}")))?;
+    let instant = jiff::Timestamp::from_second(at.unix_timestamp())
+        .map_err(|e| DomainError::Unexpected(anyhow::anyhow!("timestamp out of range: {e}")))?;
+    let day = instant.to_zoned(tz).date();
+    time::Month::try_from(day.month() as u8)
+        .ok()
+        .and_then(|month| {
+            Date::from_calendar_date(i32::from(day.year()), month, day.day() as u8).ok()
+        })
+        .ok_or_else(|| DomainError::Unexpected(anyhow::anyhow!("date out of range: {day}")))
+}
+
 /// `YYYY-MM-DD`.
 const DATE: &[time::format_description::BorrowedFormatItem<'static>] =
     time::macros::format_description!("[year]-[month]-[day]");

@@ -16,6 +16,7 @@ use super::errors::{map_db_error, map_pool_error};
 use super::outbox::{record_events, record_if_found};
 use super::paging::keyset_before;
 use super::pool::{PgPool, opaque_debug};
+use super::rates::{Reach, pricing_lock, reprice_under_lock};
 use super::schema::{projects, tags, tasks};
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
@@ -162,6 +163,12 @@ impl CatalogRepository for PgCatalogRepository {
         let row = ProjectRow::from(after);
         let queued = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
+                // Another client moves the prices of the project's entries (their currency is
+                // the client's): priced again under the pricing lock, taken before any row.
+                let client_changed = before.client_id != after.client_id;
+                if client_changed {
+                    pricing_lock(conn, before.workspace_id, true).await?;
+                }
                 // The row first: its lock orders this change's events after any earlier one's.
                 let n = diesel::update(
                     projects::table
@@ -176,6 +183,13 @@ impl CatalogRepository for PgCatalogRepository {
                 ))
                 .execute(conn)
                 .await?;
+                if client_changed && n > 0 {
+                    let reach = Reach {
+                        project: Some(before.id.0),
+                        ..Reach::default()
+                    };
+                    reprice_under_lock(conn, before.workspace_id, &reach).await?;
+                }
                 record_if_found(conn, n, events).await
             })
             .await

@@ -20,6 +20,7 @@ use super::outbox::{EventColumns, Queued, outbox_query, outbox_statement, record
 use super::paging::keyset_before;
 use super::pool::{PgPool, opaque_debug};
 use super::prepared::{Prepared, Typed};
+use super::rates::{Reach, pricing_lock, reprice_under_lock};
 use super::schema::clients;
 use super::sql::numbered;
 
@@ -350,6 +351,12 @@ impl ClientRepository for PgClientRepository {
         let row = ClientRow::from(after);
         let queued = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
+                // A new currency moves the prices of the client's entries: they are priced
+                // again under the workspace's pricing lock, taken before any row.
+                let currency_changed = before.currency != after.currency;
+                if currency_changed {
+                    pricing_lock(conn, before.workspace_id, true).await?;
+                }
                 // The row first: its lock orders this change's events after any earlier one's.
                 let n = diesel::update(
                     clients::table
@@ -360,6 +367,13 @@ impl ClientRepository for PgClientRepository {
                 .set(&row)
                 .execute(conn)
                 .await?;
+                if currency_changed && n > 0 {
+                    let reach = Reach {
+                        client: Some(before.id.0),
+                        ..Reach::default()
+                    };
+                    reprice_under_lock(conn, before.workspace_id, &reach).await?;
+                }
                 record_if_found(conn, n, events).await
             })
             .await;

@@ -153,6 +153,23 @@ diesel::table! {
 }
 
 diesel::table! {
+    rates (id) {
+        id -> Uuid,
+        workspace_id -> Uuid,
+        kind -> Text,
+        scope -> Text,
+        user_id -> Nullable<Uuid>,
+        client_id -> Nullable<Uuid>,
+        project_id -> Nullable<Uuid>,
+        task_id -> Nullable<Uuid>,
+        currency -> Text,
+        hourly_minor -> Int8,
+        effective_from -> Date,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     tags (id) {
         id -> Uuid,
         workspace_id -> Uuid,
@@ -187,6 +204,13 @@ diesel::table! {
         end_at -> Nullable<Timestamptz>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        price_currency -> Nullable<Text>,
+        billable_rate_id -> Nullable<Uuid>,
+        billable_rate_scope -> Nullable<Text>,
+        billable_rate_minor -> Nullable<Int8>,
+        cost_rate_id -> Nullable<Uuid>,
+        cost_rate_scope -> Nullable<Text>,
+        cost_rate_minor -> Nullable<Int8>,
     }
 }
 
@@ -260,6 +284,7 @@ diesel::joinable!(idempotency_keys -> api_keys (api_key_id));
 diesel::joinable!(memberships -> users (user_id));
 diesel::joinable!(memberships -> workspaces (workspace_id));
 diesel::joinable!(projects -> workspaces (workspace_id));
+diesel::joinable!(rates -> workspaces (workspace_id));
 diesel::joinable!(tags -> workspaces (workspace_id));
 diesel::joinable!(webhook_subscriptions -> api_keys (api_key_id));
 
@@ -275,6 +300,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     memberships,
     projects,
     rate_limit_hits,
+    rates,
     tags,
     tasks,
     time_entries,

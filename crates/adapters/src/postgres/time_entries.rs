@@ -19,6 +19,7 @@ use super::errors::{map_db_error, map_pool_error};
 use super::outbox::{record_events, record_if_found};
 use super::paging::keyset_before;
 use super::pool::{PgPool, opaque_debug};
+use super::rates::{price_written, pricing_lock};
 use super::schema::{time_entries, time_entry_tags};
 
 /// The partial unique index holding one running timer per user.
@@ -246,6 +247,7 @@ impl TimeEntryRepository for PgTimeEntryRepository {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let result = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
+                pricing_lock(conn, entry.workspace_id, false).await?;
                 let mut queued = 0;
                 if let Some(stop) = stop {
                     match apply_stop(conn, stop).await? {
@@ -254,6 +256,7 @@ impl TimeEntryRepository for PgTimeEntryRepository {
                     }
                 }
                 insert_entry(conn, entry).await?;
+                price_written(conn, entry.workspace_id, &[entry.id.0]).await?;
                 queued += record_events(conn, events).await?;
                 Ok((WriteOutcome::Applied, queued))
             })
@@ -288,7 +291,9 @@ impl TimeEntryRepository for PgTimeEntryRepository {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let queued = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
+                pricing_lock(conn, entry.workspace_id, false).await?;
                 insert_entry(conn, entry).await?;
+                price_written(conn, entry.workspace_id, &[entry.id.0]).await?;
                 record_events(conn, events).await
             })
             .await
@@ -358,7 +363,8 @@ impl TimeEntryRepository for PgTimeEntryRepository {
         let row = EntryRow::from(after);
         let queued = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                // The row first: its lock orders this change's events after any earlier one's.
+                pricing_lock(conn, before.workspace_id, false).await?;
+                // The row next: its lock orders this change's events after any earlier one's.
                 let n = diesel::update(
                     time_entries::table
                         .filter(time_entries::workspace_id.eq(before.workspace_id.0))
@@ -380,6 +386,7 @@ impl TimeEntryRepository for PgTimeEntryRepository {
                     .await?;
                     insert_tags(conn, after).await?;
                 }
+                price_written(conn, after.workspace_id, &[after.id.0]).await?;
                 record_events(conn, events).await.map(Some)
             })
             .await

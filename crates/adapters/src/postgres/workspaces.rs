@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::{Date, OffsetDateTime};
 use timetrack_domain::ids::WorkspaceId;
 use timetrack_domain::model::{
@@ -15,6 +15,7 @@ use uuid::Uuid;
 use super::errors::violated_constraint;
 use super::errors::{map_db_error, map_pool_error};
 use super::pool::{PgPool, opaque_debug};
+use super::rates::{Reach, pricing_lock, reprice_under_lock};
 use super::schema::workspaces;
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
@@ -102,30 +103,56 @@ impl WorkspaceRepository for PgWorkspaceRepository {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let (old, old_settings) = (WorkspaceRow::from(&before.0), SettingsRow::from(&before.1));
         let (new, new_settings) = (WorkspaceRow::from(&after.0), SettingsRow::from(&after.1));
-        // Written only over exactly what was read: a change in between is a race, tried again.
-        let written = diesel::update(
-            workspaces::table
-                .find(old.id)
-                .filter(workspaces::name.eq(&old.name))
-                .filter(workspaces::timezone.eq(&old.timezone))
-                .filter(workspaces::currency.eq(&old.currency))
-                .filter(workspaces::members_manage_catalog.eq(old_settings.members_manage_catalog))
-                .filter(workspaces::members_see_rates.eq(old_settings.members_see_rates))
-                .filter(workspaces::rounding_minutes.eq(old_settings.rounding_minutes))
-                .filter(workspaces::rounding_mode.eq(&old_settings.rounding_mode))
-                .filter(workspaces::invoice_number_pattern.eq(&old_settings.invoice_number_pattern))
-                .filter(workspaces::payment_terms_days.eq(old_settings.payment_terms_days))
-                .filter(workspaces::lock_before.is_not_distinct_from(old_settings.lock_before)),
-        )
-        .set((
-            workspaces::name.eq(&new.name),
-            workspaces::timezone.eq(&new.timezone),
-            workspaces::currency.eq(&new.currency),
-            &new_settings,
-        ))
-        .execute(&mut conn)
-        .await
-        .map_err(|e| map_db_error(e, "updating a workspace"))?;
+        // Another time zone moves entries' dates, another currency the currency of entries
+        // without a client, another lock date which entries may move: all are priced again,
+        // under the pricing lock, taken before the row.
+        let moves_prices = old.timezone != new.timezone
+            || old.currency != new.currency
+            || old_settings.lock_before != new_settings.lock_before;
+        let id = WorkspaceId(old.id);
+        let written = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                if moves_prices {
+                    pricing_lock(conn, id, true).await?;
+                }
+                // Written only over exactly what was read: a change in between is a race, tried again.
+                let written = diesel::update(
+                    workspaces::table
+                        .find(old.id)
+                        .filter(workspaces::name.eq(&old.name))
+                        .filter(workspaces::timezone.eq(&old.timezone))
+                        .filter(workspaces::currency.eq(&old.currency))
+                        .filter(
+                            workspaces::members_manage_catalog
+                                .eq(old_settings.members_manage_catalog),
+                        )
+                        .filter(workspaces::members_see_rates.eq(old_settings.members_see_rates))
+                        .filter(workspaces::rounding_minutes.eq(old_settings.rounding_minutes))
+                        .filter(workspaces::rounding_mode.eq(&old_settings.rounding_mode))
+                        .filter(
+                            workspaces::invoice_number_pattern
+                                .eq(&old_settings.invoice_number_pattern),
+                        )
+                        .filter(workspaces::payment_terms_days.eq(old_settings.payment_terms_days))
+                        .filter(
+                            workspaces::lock_before.is_not_distinct_from(old_settings.lock_before),
+                        ),
+                )
+                .set((
+                    workspaces::name.eq(&new.name),
+                    workspaces::timezone.eq(&new.timezone),
+                    workspaces::currency.eq(&new.currency),
+                    &new_settings,
+                ))
+                .execute(conn)
+                .await?;
+                if moves_prices && written == 1 {
+                    reprice_under_lock(conn, id, &Reach::default()).await?;
+                }
+                Ok(written)
+            })
+            .await
+            .map_err(|e| map_db_error(e, "updating a workspace"))?;
         Ok(if written == 1 {
             WriteOutcome::Applied
         } else {

@@ -9,7 +9,7 @@ use time::macros::datetime;
 use time::{Duration, OffsetDateTime};
 use timetrack_adapters::postgres::{
     DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgDeliveryLog,
-    PgDeliveryQueue, PgEventFeed, PgIdempotencyStore, PgSubscriptionRepository,
+    PgDeliveryQueue, PgEventFeed, PgIdempotencyStore, PgRateRepository, PgSubscriptionRepository,
     PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
 };
 use timetrack_adapters::{PgPool, SecretBox};
@@ -28,8 +28,8 @@ use timetrack_domain::model::{
 use timetrack_domain::model::{Role, RoundingMode, WorkspaceSettings};
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, DeliveryLog, DeliveryQueue, EntryFilter,
-    EventFeed, IdempotencyStore, LAST_OWNER, SubscriptionRepository, TimeEntryRepository,
-    TimerStop, UserRepository, WorkspaceRepository, WriteOutcome,
+    EventFeed, IdempotencyStore, LAST_OWNER, RateRepository, SubscriptionRepository,
+    TimeEntryRepository, TimerStop, UserRepository, WorkspaceRepository, WriteOutcome,
 };
 use timetrack_testkit::TestDatabase;
 use timetrack_testkit::fakes::InMemoryStore;
@@ -48,6 +48,7 @@ struct Subject {
     feed: Arc<dyn EventFeed>,
     idempotency: Arc<dyn IdempotencyStore>,
     queue: Arc<dyn DeliveryQueue>,
+    rates: Arc<dyn RateRepository>,
     outbox: Outbox,
     _db: Option<TestDatabase>,
 }
@@ -138,6 +139,7 @@ fn fake() -> Subject {
         feed: store.clone(),
         idempotency: store.clone(),
         queue: store.clone(),
+        rates: store.clone(),
         outbox: Outbox::Fake(store),
         _db: None,
     }
@@ -172,6 +174,7 @@ async fn postgres() -> Subject {
             SecretBox::ephemeral(),
         )),
         queue: Arc::new(PgDeliveryQueue::new(pool.clone(), secrets)),
+        rates: Arc::new(PgRateRepository::new(pool.clone())),
         outbox: Outbox::Postgres(pool),
         _db: Some(db),
     }
@@ -203,6 +206,7 @@ mod entries;
 mod feed;
 mod idempotency;
 mod rate_limits;
+mod rates;
 mod subscriptions;
 mod timers;
 

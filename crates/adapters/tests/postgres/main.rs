@@ -59,6 +59,7 @@ mod client_search;
 mod infrastructure;
 mod migrations;
 mod prepared;
+mod pricing;
 mod queue;
 mod secrets_at_rest;
 mod timers;

@@ -24,6 +24,11 @@ const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[
         "roles and billing settings: workspaces in use carry their members across, the earliest \
          becoming each workspace's owner, which a remade database cannot do",
     ),
+    (
+        "2026-11-28-000003_rates_and_prices",
+        "hourly rates and the price stored on each entry: entries in use get their currency, \
+         and keep their data, which a remade database cannot do",
+    ),
 ];
 
 #[test]
@@ -128,10 +133,12 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
             diesel_async::AsyncPgConnection,
         >::establish(&url)
         .unwrap();
-        let reverted = conn
-            .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
-            .unwrap();
-        assert_eq!(reverted.to_string(), "20261128000002");
+        for version in ["20261128000003", "20261128000002"] {
+            let reverted = conn
+                .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
+                .unwrap();
+            assert_eq!(reverted.to_string(), version);
+        }
     })
     .await
     .unwrap();
@@ -256,15 +263,20 @@ async fn installed_functions(client: &tokio_postgres::Client) -> Vec<String> {
         .collect()
 }
 
-const FUNCTIONS: [&str; 9] = [
+const FUNCTIONS: [&str; 14] = [
+    "timetrack_code.amount_minor",
     "timetrack_code.apply_and_claim",
     "timetrack_code.apply_streaks",
     "timetrack_code.claim_after",
     "timetrack_code.claim_deliveries",
     "timetrack_code.lock_streaks",
+    "timetrack_code.price_entries",
+    "timetrack_code.pricing_lock",
+    "timetrack_code.rate_level",
     "timetrack_code.record_and_claim",
     "timetrack_code.record_attempts",
     "timetrack_code.record_round",
+    "timetrack_code.rounded_seconds",
     "timetrack_code.shows_to",
 ];
 

@@ -184,6 +184,47 @@ pub fn role() -> Object {
         .build()
 }
 
+/// A rate's kind.
+pub fn rate_kind() -> Object {
+    enumeration(["billable", "cost"], "billable or cost")
+}
+
+/// A rate's scope.
+pub fn rate_scope() -> Object {
+    enumeration(
+        timetrack_domain::model::RateTarget::LEVELS,
+        "workspace, member (user_id), client (client_id), project (project_id), task (task_id) or \
+         project_member (project_id and user_id)",
+    )
+}
+
+/// A member's user id in a body.
+pub fn member_ref() -> Schema {
+    reference("A member of the workspace (its user id), or null; any other id is 400")
+}
+
+/// An hourly rate in minor units.
+pub fn hourly_minor() -> Object {
+    ObjectBuilder::new()
+        .schema_type(nullable(Type::Integer))
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+        .minimum(Some(0))
+        .maximum(Some(timetrack_domain::model::MAX_HOURLY_MINOR))
+        .description(Some(
+            "Minor units of the currency an hour (ISO 4217 exponent: USD 2, JPY 0, BHD 3)",
+        ))
+        .build()
+}
+
+/// A calendar date.
+pub fn date() -> Object {
+    ObjectBuilder::new()
+        .schema_type(nullable(Type::String))
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Date)))
+        .description(Some("YYYY-MM-DD"))
+        .build()
+}
+
 /// A rounding direction; null keeps the current one.
 pub fn rounding_mode() -> Object {
     enumeration(["up", "down", "nearest"], "up, down or nearest")

@@ -11,6 +11,7 @@ pub(crate) mod find_client;
 pub(crate) mod health;
 pub(crate) mod me;
 pub(crate) mod members;
+pub(crate) mod rates;
 pub(crate) mod time_entries;
 pub(crate) mod webhook_deliveries;
 pub(crate) mod webhooks;
@@ -160,6 +161,9 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         endpoint!(workspace::update),
         endpoint!(members::list),
         endpoint!(members::update),
+        endpoint!(rates::list),
+        endpoint!(rates::create),
+        endpoint!(rates::delete),
         endpoint!(clients::create),
         endpoint!(clients::list),
         endpoint!(clients::get),

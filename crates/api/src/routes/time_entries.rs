@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use timetrack_domain::DomainError;
 use timetrack_domain::ids::{ProjectId, TagId, TaskId, TimeEntryId, UserId};
-use timetrack_domain::model::{PageRequest, TimeEntry};
+use timetrack_domain::model::{Page, PageRequest, Principal, TimeEntry};
 use timetrack_domain::ports::EntryFilter;
-use timetrack_domain::services::{EntryDraft, EntryPatch};
+use timetrack_domain::services::{EntryDraft, EntryPatch, EntryPricing};
 use timetrack_domain::timefmt::{parse_rfc3339, rfc3339};
 use uuid::Uuid;
 
@@ -35,11 +35,92 @@ pub struct EntryResponse {
     running: bool,
     created_at: String,
     updated_at: String,
+    pricing: PricingBody,
 }
 
-impl From<TimeEntry> for EntryResponse {
-    fn from(e: TimeEntry) -> Self {
+/// An entry's price (`docs/billing.md`). A caller who may not see billable rates gets none of the
+/// `billable_*`, `rate_scope` and `rate_id` keys; one who may not see cost rates (every member)
+/// none of the `cost_*` keys. Shown keys are never left out: a rate is null when none applies, an
+/// amount 0.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct PricingBody {
+    /// ISO 4217: the project's client's currency, or else the workspace's.
+    currency: String,
+    /// The billable rate in minor units an hour; null when none applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    billable_rate_minor: Option<Option<i64>>,
+    /// `round_half_up(billable_rate_minor × rounded_seconds / 3600)`; 0 without a rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    billable_amount_minor: Option<i64>,
+    /// The cost rate in minor units an hour; null when none applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_rate_minor: Option<Option<i64>>,
+    /// `round_half_up(cost_rate_minor × rounded_seconds / 3600)`; 0 without a rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_amount_minor: Option<i64>,
+    /// The scope of the billable rate's row (`project_member`, `task`, ...); null without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate_scope: Option<Option<String>>,
+    /// The billable rate's row; null without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate_id: Option<Option<String>>,
+    /// The duration after the workspace's rounding (running entries: up to now).
+    rounded_seconds: i64,
+    /// The invoice the entry is on; null while on none.
+    invoice_id: Option<String>,
+    /// Whether the entry is locked (it starts before the workspace's lock date).
+    locked: bool,
+}
+
+impl From<EntryPricing> for PricingBody {
+    fn from(p: EntryPricing) -> Self {
+        let billable = p.billable.as_ref();
+        let cost = p.cost.as_ref();
         Self {
+            currency: p.currency,
+            billable_rate_minor: billable.map(|l| l.rate.as_ref().map(|r| r.hourly_minor)),
+            billable_amount_minor: billable.map(|l| l.amount_minor),
+            cost_rate_minor: cost.map(|l| l.rate.as_ref().map(|r| r.hourly_minor)),
+            cost_amount_minor: cost.map(|l| l.amount_minor),
+            rate_scope: billable.map(|l| l.rate.as_ref().map(|r| r.scope.clone())),
+            rate_id: billable.map(|l| l.rate.as_ref().map(|r| r.id.to_string())),
+            rounded_seconds: p.rounded_seconds,
+            invoice_id: None,
+            locked: p.locked,
+        }
+    }
+}
+
+impl EntryResponse {
+    /// `entries` with their prices as `caller` may see them.
+    pub(crate) async fn of(
+        state: &AppState,
+        caller: &Principal,
+        entries: Vec<TimeEntry>,
+    ) -> Result<Vec<Self>, ApiError> {
+        let pricing = state.rates.pricing_of(caller, &entries).await?;
+        Ok(entries
+            .into_iter()
+            .zip(pricing)
+            .map(|(entry, pricing)| Self::new(entry, pricing))
+            .collect())
+    }
+
+    /// `entry` with its prices as `caller` may see them.
+    pub(crate) async fn one(
+        state: &AppState,
+        caller: &Principal,
+        entry: TimeEntry,
+    ) -> Result<Self, ApiError> {
+        Self::of(state, caller, vec![entry])
+            .await?
+            .pop()
+            .ok_or_else(|| ApiError::from(DomainError::NotFound("time entry")))
+    }
+
+    fn new(e: TimeEntry, pricing: EntryPricing) -> Self {
+        Self {
+            pricing: pricing.into(),
             duration: e.duration_seconds(),
             running: e.is_running(),
             id: e.id.to_string(),
@@ -170,7 +251,8 @@ pub async fn start(
 ) -> Result<HttpResponse, ApiError> {
     let fields = body.0;
     let entry = state.entries.start(&caller.0, fields.into()).await?;
-    Ok(HttpResponse::build(StatusCode::CREATED).json(EntryResponse::from(entry)))
+    let body = EntryResponse::one(&state, &caller.0, entry).await?;
+    Ok(HttpResponse::build(StatusCode::CREATED).json(body))
 }
 
 /// `POST /api/time-entries/stop`: 200 with the stopped entry; 409 `No running timer`.
@@ -193,7 +275,10 @@ pub async fn stop(
     caller: Caller,
     _body: JsonOrEmpty<Unread>,
 ) -> Result<web::Json<EntryResponse>, ApiError> {
-    Ok(web::Json(state.entries.stop(&caller.0).await?.into()))
+    let entry = state.entries.stop(&caller.0).await?;
+    Ok(web::Json(
+        EntryResponse::one(&state, &caller.0, entry).await?,
+    ))
 }
 
 /// `GET /api/time-entries/current`: the running entry or `null`.
@@ -214,8 +299,11 @@ pub async fn current(
     state: web::Data<AppState>,
     caller: Caller,
 ) -> Result<web::Json<Option<EntryResponse>>, ApiError> {
+    let running = state.entries.current(&caller.0).await?;
     Ok(web::Json(
-        state.entries.current(&caller.0).await?.map(Into::into),
+        EntryResponse::of(&state, &caller.0, running.into_iter().collect())
+            .await?
+            .pop(),
     ))
 }
 
@@ -246,7 +334,8 @@ pub async fn create(
         .entries
         .create_manual(&caller.0, body.fields.into(), start, end)
         .await?;
-    Ok(HttpResponse::build(StatusCode::CREATED).json(EntryResponse::from(entry)))
+    let body = EntryResponse::one(&state, &caller.0, entry).await?;
+    Ok(HttpResponse::build(StatusCode::CREATED).json(body))
 }
 
 /// `GET /api/time-entries`: latest start first, filtered, paginated.
@@ -292,7 +381,9 @@ pub async fn list(
     };
     let page = PageRequest::new(query.limit, query.cursor.as_deref())?;
     let page = state.entries.list(&caller.0, filter, page).await?;
-    Ok(HttpResponse::Ok().json(ListResponse::from_page(page, EntryResponse::from)))
+    let next = page.next;
+    let data = EntryResponse::of(&state, &caller.0, page.items).await?;
+    Ok(HttpResponse::Ok().json(ListResponse::from_page(Page { items: data, next }, |e| e)))
 }
 
 /// `GET /api/time-entries/{id}`.
@@ -315,8 +406,9 @@ pub async fn get(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<web::Json<EntryResponse>, ApiError> {
+    let entry = state.entries.get(&caller.0, entry_id(&id)?).await?;
     Ok(web::Json(
-        state.entries.get(&caller.0, entry_id(&id)?).await?.into(),
+        EntryResponse::one(&state, &caller.0, entry).await?,
     ))
 }
 
@@ -362,8 +454,9 @@ pub async fn update(
             .map(|v| timestamp("end", v))
             .transpose()?,
     };
+    let entry = state.entries.update(&caller.0, id, &patch).await?;
     Ok(web::Json(
-        state.entries.update(&caller.0, id, &patch).await?.into(),
+        EntryResponse::one(&state, &caller.0, entry).await?,
     ))
 }
 

@@ -16,6 +16,7 @@ mod idempotency;
 mod markdown;
 mod openapi;
 mod rate_limits;
+mod rates;
 mod roles;
 mod support;
 mod time_entries;

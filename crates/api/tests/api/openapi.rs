@@ -43,6 +43,9 @@ fn served() -> Vec<(&'static str, String)> {
         ("patch", "/api/workspace"),
         ("get", "/api/members"),
         ("patch", "/api/members/{user_id}"),
+        ("get", "/api/rates"),
+        ("post", "/api/rates"),
+        ("delete", "/api/rates/{id}"),
     ]
     .into_iter()
     .map(|(m, p)| (m, p.to_owned()))
@@ -338,7 +341,7 @@ async fn list_limits_are_documented_with_the_bounds_the_service_enforces() {
             assert_eq!(status, expected, "{method} {uri}?limit={value}: {body}");
         }
     }
-    assert_eq!(lists, 8, "the paginated lists");
+    assert_eq!(lists, 9, "the paginated lists");
 }
 
 #[actix_web::test]

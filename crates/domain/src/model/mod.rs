@@ -6,6 +6,7 @@ pub mod client;
 pub mod event;
 pub mod feed;
 pub mod page;
+pub mod rate;
 pub mod role;
 pub mod time_entry;
 pub(crate) mod token;
@@ -19,6 +20,10 @@ pub use client::{Client, ClientDraft, ClientPatch, ClientStatus, ClientType};
 pub use event::{Event, EventSubject, EventType};
 pub use feed::{FeedCursor, FeedEvent, FeedPage, FeedPosition, FeedRead};
 pub use page::{Cursor, Page, PageRequest};
+pub use rate::{
+    AppliedRate, MAX_HOURLY_MINOR, PricedEntry, Rate, RateId, RateKind, RateTarget, StoredPrice,
+    choose_rate,
+};
 pub use role::{Member, Role};
 pub use time_entry::{EntrySource, TimeEntry};
 pub use user::User;

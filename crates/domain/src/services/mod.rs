@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod clients;
 pub mod delivery;
 pub mod feed;
+pub mod rates;
 pub mod time_entries;
 pub mod webhooks;
 pub mod workspace;
@@ -20,6 +21,7 @@ pub use catalog::{CatalogService, ProjectPatch};
 pub use clients::ClientService;
 pub use delivery::{DeliveryService, DeliverySettings};
 pub use feed::FeedService;
+pub use rates::{EntryPricing, NewRate, PriceLine, RateService, entry_pricing};
 pub use time_entries::{EntryDraft, EntryPatch, TimeEntryService};
 pub use webhooks::{
     DeliveryFilter, NewSubscription, ReplayRequest, RotatedSecret, WebhookChange, WebhookService,

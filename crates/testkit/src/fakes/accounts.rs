@@ -36,6 +36,12 @@ impl WorkspaceRepository for InMemoryStore {
         }
         t.workspaces.insert(id, after.0.clone());
         t.settings.insert(id, after.1.clone());
+        if before.0.timezone != after.0.timezone
+            || before.0.currency != after.0.currency
+            || before.1.lock_before != after.1.lock_before
+        {
+            t.reprice(id, |_, _| true);
+        }
         Ok(WriteOutcome::Applied)
     }
 }

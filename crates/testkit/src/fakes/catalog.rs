@@ -28,6 +28,10 @@ impl CatalogRepository for InMemoryStore {
             return Ok(WriteOutcome::Raced);
         };
         *stored = after.clone();
+        if before.client_id != after.client_id {
+            let project = after.id;
+            t.reprice(after.workspace_id, |_, e| e.project_id == Some(project));
+        }
         t.record(events);
         Ok(WriteOutcome::Applied)
     }

@@ -96,6 +96,16 @@ impl ClientRepository for InMemoryStore {
             return Ok(WriteOutcome::Raced);
         };
         *stored = after.clone();
+        if before.currency != after.currency {
+            let client = after.id;
+            t.reprice(after.workspace_id, |t, e| {
+                e.project_id.is_some_and(|p| {
+                    t.projects
+                        .iter()
+                        .any(|project| project.id == p && project.client_id == Some(client))
+                })
+            });
+        }
         t.record(events);
         Ok(WriteOutcome::Applied)
     }

@@ -48,6 +48,7 @@ mod delivery_log;
 mod feed;
 mod idempotency;
 mod queue;
+mod rates;
 mod subscriptions;
 mod system;
 mod time_entries;
@@ -71,6 +72,8 @@ struct Tables {
     users: HashMap<UserId, User>,
     memberships: Vec<Membership>,
     settings: HashMap<WorkspaceId, WorkspaceSettings>,
+    rates: Vec<timetrack_domain::model::Rate>,
+    prices: HashMap<TimeEntryId, timetrack_domain::model::StoredPrice>,
     keys: HashMap<ApiKeyId, (ApiKey, KeyHash)>,
     clients: Vec<Client>,
     events: Vec<Event>,

@@ -43,6 +43,7 @@ impl TimeEntryRepository for InMemoryStore {
             t.apply_stop(stop);
         }
         t.entries.push(as_stored(entry));
+        t.price_written(entry.workspace_id, entry.id);
         t.record(events);
         Ok(WriteOutcome::Applied)
     }
@@ -59,6 +60,7 @@ impl TimeEntryRepository for InMemoryStore {
         let mut t = self.tables();
         t.check_references(entry)?;
         t.entries.push(as_stored(entry));
+        t.price_written(entry.workspace_id, entry.id);
         t.record(events);
         Ok(())
     }
@@ -114,6 +116,7 @@ impl TimeEntryRepository for InMemoryStore {
         };
         t.check_references(after)?;
         t.entries[position] = as_stored(after);
+        t.price_written(after.workspace_id, after.id);
         t.record(events);
         Ok(WriteOutcome::Applied)
     }
