@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use timetrack_adapters::postgres::{
     DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgDeliveryLog,
-    PgEventFeed, PgHealthProbe, PgIdempotencyStore, PgRateRepository, PgSubscriptionRepository,
-    PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
+    PgEventFeed, PgHealthProbe, PgIdempotencyStore, PgRateRepository, PgReportRepository,
+    PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
 };
 use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore, SearchSlots, SlottedSearches};
 use timetrack_adapters::{Metrics, PgPool};
@@ -18,7 +18,8 @@ use timetrack_domain::ports::{
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::{
     AccountService, Admission, AdmissionLimits, Authenticator, CatalogService, ClientService,
-    FeedService, RateService, TimeEntryService, WebhookService, WebhookSettings, WorkspaceService,
+    FeedService, RateService, ReportService, TimeEntryService, WebhookService, WebhookSettings,
+    WorkspaceService,
 };
 
 use crate::client_ip::TrustedProxies;
@@ -36,6 +37,8 @@ pub struct AppState {
     pub workspace: WorkspaceService,
     /// Rates, and the prices of entries.
     pub rates: RateService,
+    /// Summary, detailed and uninvoiced reports.
+    pub reports: ReportService,
     /// Clients.
     pub clients: ClientService,
     /// Webhook subscriptions.
@@ -232,6 +235,10 @@ impl AppState {
             trusted_proxies: settings.trusted_proxies.clone(),
             accounts: AccountService::new(users.clone(), workspaces.clone()),
             workspace: WorkspaceService::new(workspaces.clone(), users.clone()),
+            reports: ReportService::new(
+                Arc::new(PgReportRepository::new(pool.clone())),
+                workspaces.clone(),
+            ),
             rates: RateService::new(
                 Arc::new(PgRateRepository::new(pool.clone())),
                 workspaces.clone(),

@@ -618,6 +618,61 @@ fn attack_table(a: &Attacker, b: &Victim) -> Vec<Probe> {
     for trigger in FALLBACKS {
         table.push(probe("GET", &format!("{TRIGGERS}/{trigger}/fallback"), OK));
     }
+    // Billing: the workspace, its members and rates are A's own; B's ids in a rate or a report's
+    // filter are refused, and a report without a filter sums A's entries only.
+    let range = "from=2024-01-01&to=2024-12-31";
+    table.extend([
+        probe("GET", "/api/workspace", OK),
+        probe("PATCH", "/api/workspace", OK).with(json!({"settings": {"payment_terms_days": 30}})),
+        probe("GET", "/api/members", OK),
+        probe("GET", "/api/rates", OK),
+        probe(
+            "GET",
+            &format!("/api/rates?project_id={}", b.project_id),
+            OK,
+        ),
+        probe("POST", "/api/rates", REFUSED).with(json!({
+            "kind": "billable", "scope": "project", "project_id": b.project_id,
+            "currency": "EUR", "hourly_minor": 100, "effective_from": "2024-01-01"})),
+        probe("POST", "/api/rates", REFUSED).with(json!({
+            "kind": "billable", "scope": "member", "user_id": b.user_id,
+            "currency": "EUR", "hourly_minor": 100, "effective_from": "2024-01-01"})),
+        probe(
+            "GET",
+            &format!("/api/reports/summary?{range}&group_by=client,project,user"),
+            OK,
+        ),
+        probe(
+            "GET",
+            &format!(
+                "/api/reports/summary?{range}&group_by=tag&tag_ids={}",
+                b.tag_id
+            ),
+            REFUSED,
+        )
+        // The refusal names the id it was given: an echo, which reveals nothing.
+        .echoing(&b.tag_id),
+        probe(
+            "GET",
+            &format!("/api/reports/detailed?{range}&limit=1000"),
+            OK,
+        ),
+        probe(
+            "GET",
+            &format!("/api/reports/detailed?{range}&user_ids={}", b.user_id),
+            REFUSED,
+        )
+        // The refusal names the id it was given: an echo, which reveals nothing.
+        .echoing(&b.user_id),
+        probe("GET", &format!("/api/reports/uninvoiced?{range}"), OK),
+        probe(
+            "GET",
+            &format!("/api/reports/uninvoiced?{range}&client_ids={}", b.client_id),
+            REFUSED,
+        )
+        // The refusal names the id it was given: an echo, which reveals nothing.
+        .echoing(&b.client_id),
+    ]);
     let own_entry = format!("/api/time-entries/{}", a.entry_id);
     for refs in [
         json!({"project_id": b.project_id}),
@@ -873,6 +928,29 @@ async fn plant_attacker(
 
 /// Every read of B's data through B's key, each as `[status, body]`, leaving out what delivery
 /// attempts change by themselves.
+/// `value` without what a running entry's price says of the time so far (its rounded duration
+/// and amounts grow by themselves while it runs).
+fn without_running_figures(value: &mut Value) {
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(without_running_figures),
+        Value::Object(fields) => {
+            if fields.get("running") == Some(&Value::Bool(true))
+                && let Some(Value::Object(pricing)) = fields.get_mut("pricing")
+            {
+                for key in [
+                    "rounded_seconds",
+                    "billable_amount_minor",
+                    "cost_amount_minor",
+                ] {
+                    pricing.remove(key);
+                }
+            }
+            fields.values_mut().for_each(without_running_figures);
+        }
+        _ => {}
+    }
+}
+
 async fn snapshot(server: &ServerProcess, b: &Victim) -> Result<Vec<(String, Value)>> {
     let mut paths: Vec<String> = [
         "/api/me",
@@ -907,6 +985,7 @@ async fn snapshot(server: &ServerProcess, b: &Victim) -> Result<Vec<(String, Val
                 .map(|d| json!([d["event_id"], d["event_type"], d["created_at"]]));
             body = queued.collect();
         }
+        without_running_figures(&mut body);
         reads.push((path, json!([status, body])));
     }
     let find = json!({"workspace_id": b.workspace_id, "name": b.word("client name")});

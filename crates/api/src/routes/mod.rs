@@ -12,6 +12,7 @@ pub(crate) mod health;
 pub(crate) mod me;
 pub(crate) mod members;
 pub(crate) mod rates;
+pub(crate) mod reports;
 pub(crate) mod time_entries;
 pub(crate) mod webhook_deliveries;
 pub(crate) mod webhooks;
@@ -164,6 +165,9 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         endpoint!(rates::list),
         endpoint!(rates::create),
         endpoint!(rates::delete),
+        endpoint!(reports::summary),
+        endpoint!(reports::detailed),
+        endpoint!(reports::uninvoiced),
         endpoint!(clients::create),
         endpoint!(clients::list),
         endpoint!(clients::get),

@@ -17,6 +17,7 @@ mod markdown;
 mod openapi;
 mod rate_limits;
 mod rates;
+mod reports;
 mod roles;
 mod support;
 mod time_entries;

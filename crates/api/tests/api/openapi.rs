@@ -46,6 +46,9 @@ fn served() -> Vec<(&'static str, String)> {
         ("get", "/api/rates"),
         ("post", "/api/rates"),
         ("delete", "/api/rates/{id}"),
+        ("get", "/api/reports/summary"),
+        ("get", "/api/reports/detailed"),
+        ("get", "/api/reports/uninvoiced"),
     ]
     .into_iter()
     .map(|(m, p)| (m, p.to_owned()))
@@ -311,8 +314,12 @@ async fn list_limits_are_documented_with_the_bounds_the_service_enforces() {
         let (min, max) = (schema["minimum"].as_i64(), schema["maximum"].as_i64());
         // The catch-up feed pages up to 1000 events and goes on `after` a cursor.
         let feed = path == "/api/integrations/automation/events";
+        // The detailed report pages up to 1000 rows, within its required range.
+        let report = path == "/api/reports/detailed";
         let (top, cursor_name) = if feed {
             (1000, "after")
+        } else if report {
+            (1000, "cursor")
         } else {
             (200, "cursor")
         };
@@ -332,16 +339,21 @@ async fn list_limits_are_documented_with_the_bounds_the_service_enforces() {
             project["id"].as_str().unwrap()
         };
         let uri = path.replace("{id}", id);
+        let range = if report {
+            "from=2026-01-01&to=2026-01-31&"
+        } else {
+            ""
+        };
         for (value, expected) in [(1, 200), (top, 200), (0, 400), (top + 1, 400), (-1, 400)] {
             let req = test::TestRequest::get()
-                .uri(&format!("{uri}?limit={value}"))
+                .uri(&format!("{uri}?{range}limit={value}"))
                 .insert_header(t.bearer())
                 .to_request();
             let (status, _, body) = call(&app, req).await;
             assert_eq!(status, expected, "{method} {uri}?limit={value}: {body}");
         }
     }
-    assert_eq!(lists, 9, "the paginated lists");
+    assert_eq!(lists, 10, "the paginated lists");
 }
 
 #[actix_web::test]

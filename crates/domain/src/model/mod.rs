@@ -7,6 +7,7 @@ pub mod event;
 pub mod feed;
 pub mod page;
 pub mod rate;
+pub mod report;
 pub mod role;
 pub mod time_entry;
 pub(crate) mod token;
@@ -23,6 +24,10 @@ pub use page::{Cursor, Page, PageRequest};
 pub use rate::{
     AppliedRate, MAX_HOURLY_MINOR, PricedEntry, Rate, RateId, RateKind, RateTarget, StoredPrice,
     choose_rate,
+};
+pub use report::{
+    Amounts, DetailedRow, Figures, GroupKey, GroupValue, Named, ReportFilter, Summary,
+    SummaryGroup, SummaryRow, UninvoicedRow, summary_tree,
 };
 pub use role::{Member, Role};
 pub use time_entry::{EntrySource, TimeEntry};

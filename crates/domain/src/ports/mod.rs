@@ -16,6 +16,7 @@ mod idempotency;
 mod queue;
 mod rate_limits;
 mod rates;
+mod reports;
 mod resolver;
 mod sender;
 mod subscriptions;
@@ -35,6 +36,7 @@ pub use idempotency::{IDEMPOTENCY_RETENTION, IdempotencyBegin, IdempotencyStore,
 pub use queue::DeliveryQueue;
 pub use rate_limits::RateLimitStore;
 pub use rates::{RateEffect, RateFilter, RateRepository};
+pub use reports::ReportRepository;
 pub use resolver::HostResolver;
 pub use sender::WebhookSender;
 pub use subscriptions::SubscriptionRepository;

@@ -9,6 +9,7 @@ pub mod clients;
 pub mod delivery;
 pub mod feed;
 pub mod rates;
+pub mod reports;
 pub mod time_entries;
 pub mod webhooks;
 pub mod workspace;
@@ -22,6 +23,7 @@ pub use clients::ClientService;
 pub use delivery::{DeliveryService, DeliverySettings};
 pub use feed::FeedService;
 pub use rates::{EntryPricing, NewRate, PriceLine, RateService, entry_pricing};
+pub use reports::{ReportRequest, ReportScope, ReportService, Visibility};
 pub use time_entries::{EntryDraft, EntryPatch, TimeEntryService};
 pub use webhooks::{
     DeliveryFilter, NewSubscription, ReplayRequest, RotatedSecret, WebhookChange, WebhookService,

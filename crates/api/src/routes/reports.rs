@@ -1,0 +1,857 @@
+//! `GET /api/reports/summary`, `/detailed` and `/uninvoiced`, as JSON or (with `Accept:
+//! text/csv` or `?format=csv`) as CSV; the detailed CSV is streamed page by page, so a year of
+//! entries never sits in memory.
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::{Deserialize, Serialize};
+use timetrack_domain::DomainError;
+use timetrack_domain::ids::{ClientId, ProjectId, TagId, TaskId, UserId};
+use timetrack_domain::model::rate::major_units;
+use timetrack_domain::model::report::{
+    DEFAULT_DETAILED_PAGE, INVALID_PARAMETERS, MAX_DETAILED_PAGE,
+};
+use timetrack_domain::model::{
+    Cursor, DetailedRow, Figures, GroupKey, Named, Principal, SummaryGroup, UninvoicedRow,
+};
+use timetrack_domain::services::{ReportRequest, ReportScope, Visibility};
+use timetrack_domain::timefmt::{iso_date, parse_date, rfc3339};
+use timetrack_domain::values::TimeZoneName;
+use uuid::Uuid;
+
+use crate::error::ApiError;
+use crate::extract::{Caller, QueryParams};
+use crate::state::AppState;
+
+/// The query parameters every report takes (`docs/billing.md`).
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ReportQuery {
+    /// The first day, `YYYY-MM-DD` (required).
+    #[param(format = Date)]
+    from: Option<String>,
+    /// The last day, inclusive, at most 366 days after `from` (required).
+    #[param(format = Date)]
+    to: Option<String>,
+    /// The IANA zone of the days; the workspace's by default.
+    #[param(pattern = r"^[A-Za-z][A-Za-z0-9_+/-]*$", max_length = 64)]
+    timezone: Option<String>,
+    /// Comma-separated client ids.
+    #[param(
+        pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*$"
+    )]
+    client_ids: Option<String>,
+    /// Comma-separated project ids.
+    #[param(
+        pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*$"
+    )]
+    project_ids: Option<String>,
+    /// Comma-separated task ids.
+    #[param(
+        pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*$"
+    )]
+    task_ids: Option<String>,
+    /// Comma-separated tag ids (entries with any of them).
+    #[param(
+        pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*$"
+    )]
+    tag_ids: Option<String>,
+    /// Comma-separated member (user) ids; a member's report is their own time whatever this says.
+    #[param(
+        pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*$"
+    )]
+    user_ids: Option<String>,
+    /// `true` or `false`.
+    #[param(pattern = "^(true|false)$")]
+    billable: Option<String>,
+    /// `true` or `false`: entries on an invoice, or on none.
+    #[param(pattern = "^(true|false)$")]
+    invoiced: Option<String>,
+    /// `workspace` (default: the workspace's rounding) or `none`.
+    #[param(pattern = "^(workspace|none)$")]
+    rounding: Option<String>,
+    /// Summary only: one to three of client, project, task, user, tag, day, week, month.
+    #[param(
+        pattern = "^(client|project|task|user|tag|day|week|month)(,(client|project|task|user|tag|day|week|month)){0,2}$"
+    )]
+    group_by: Option<String>,
+    /// `json` (default) or `csv`.
+    #[param(pattern = "^(json|csv)$")]
+    format: Option<String>,
+}
+
+/// The page of a detailed report (JSON only: the CSV is the whole filter).
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Rows a page, 1 to 1000 (default 50).
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<u32>,
+    /// The `next_cursor` of the page before.
+    #[param(max_length = 200)]
+    cursor: Option<String>,
+}
+
+fn invalid(detail: impl Into<String>) -> ApiError {
+    DomainError::invalid(INVALID_PARAMETERS, detail).into()
+}
+
+fn ids<T>(name: &str, value: &Option<String>, make: fn(Uuid) -> T) -> Result<Vec<T>, ApiError> {
+    let Some(value) = value.as_deref().filter(|v| !v.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    value
+        .split(',')
+        .map(|part| {
+            part.trim().parse::<Uuid>().map(make).map_err(|_| {
+                ApiError::from(DomainError::validation(format!(
+                    "Invalid filter: {name} ({part} is not an id)"
+                )))
+            })
+        })
+        .collect()
+}
+
+fn flag(name: &str, value: &Option<String>) -> Result<Option<bool>, ApiError> {
+    match value.as_deref() {
+        None => Ok(None),
+        Some("true") => Ok(Some(true)),
+        Some("false") => Ok(Some(false)),
+        Some(other) => Err(invalid(format!(
+            "{name} must be true or false, got: {other}"
+        ))),
+    }
+}
+
+impl ReportQuery {
+    fn request(&self) -> Result<ReportRequest, ApiError> {
+        let date = |name: &str, value: &Option<String>| {
+            value
+                .as_deref()
+                .map(|v| parse_date(name, v).map_err(|e| invalid(e.to_string())))
+                .transpose()
+        };
+        let no_rounding = match self.rounding.as_deref() {
+            None | Some("workspace") => false,
+            Some("none") => true,
+            Some(other) => {
+                return Err(invalid(format!(
+                    "rounding must be workspace or none, got: {other}"
+                )));
+            }
+        };
+        Ok(ReportRequest {
+            from: date("from", &self.from)?,
+            to: date("to", &self.to)?,
+            timezone: self
+                .timezone
+                .as_deref()
+                .map(|tz| TimeZoneName::parse(tz).map_err(|e| invalid(e.to_string())))
+                .transpose()?,
+            client_ids: ids("client_ids", &self.client_ids, ClientId)?,
+            project_ids: ids("project_ids", &self.project_ids, ProjectId)?,
+            task_ids: ids("task_ids", &self.task_ids, TaskId)?,
+            tag_ids: ids("tag_ids", &self.tag_ids, TagId)?,
+            user_ids: ids("user_ids", &self.user_ids, UserId)?,
+            billable: flag("billable", &self.billable)?,
+            invoiced: flag("invoiced", &self.invoiced)?,
+            no_rounding,
+        })
+    }
+
+    /// Whether the answer is CSV: `?format=csv`, or `Accept: text/csv` without a format.
+    fn wants_csv(&self, req: &HttpRequest) -> Result<bool, ApiError> {
+        match self.format.as_deref() {
+            Some("csv") => Ok(true),
+            Some("json") => Ok(false),
+            Some(other) => Err(invalid(format!("format must be json or csv, got: {other}"))),
+            None => Ok(req
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|accept| accept.to_ascii_lowercase().contains("text/csv"))),
+        }
+    }
+}
+
+/// `{currency, billable_minor, cost_minor}`; `cost_minor` only for who sees cost.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct AmountBody {
+    currency: String,
+    billable_minor: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_minor: Option<i64>,
+}
+
+/// The figures of a set of entries; `amounts` only for who sees billable rates.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct FiguresBody {
+    seconds: i64,
+    billable_seconds: i64,
+    rounded_seconds: i64,
+    entries: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    amounts: Option<Vec<AmountBody>>,
+}
+
+impl FiguresBody {
+    fn new(f: &Figures, visibility: Visibility) -> Self {
+        Self {
+            seconds: f.seconds,
+            billable_seconds: f.billable_seconds,
+            rounded_seconds: f.rounded_seconds,
+            entries: f.entries,
+            amounts: visibility.billable.then(|| {
+                f.amounts
+                    .iter()
+                    .map(|a| AmountBody {
+                        currency: a.currency.clone(),
+                        billable_minor: a.billable_minor,
+                        cost_minor: visibility.cost.then_some(a.cost_minor),
+                    })
+                    .collect()
+            }),
+        }
+    }
+}
+
+/// A group: its key (an id or a period; null for "none"), its label, figures and subgroups.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct GroupBody {
+    key: Option<String>,
+    label: String,
+    #[serde(flatten)]
+    figures: FiguresBody,
+    #[schema(no_recursion)]
+    groups: Vec<GroupBody>,
+}
+
+impl GroupBody {
+    fn new(g: &SummaryGroup, visibility: Visibility) -> Self {
+        Self {
+            key: g.value.key.clone(),
+            label: g.value.label.clone(),
+            figures: FiguresBody::new(&g.figures, visibility),
+            groups: g.groups.iter().map(|s| Self::new(s, visibility)).collect(),
+        }
+    }
+}
+
+/// What a report ran with.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct MetaBody {
+    timezone: String,
+    /// `workspace` or `none`.
+    rounding: &'static str,
+    from: String,
+    to: String,
+    /// Whether an entry may count under several groups (grouped by tag).
+    tag_overlap: bool,
+}
+
+impl MetaBody {
+    fn new(scope: &ReportScope, tag_overlap: bool) -> Self {
+        Self {
+            timezone: scope.filter.timezone.clone(),
+            rounding: scope.rounding_name,
+            from: iso_date(scope.filter.from),
+            to: iso_date(scope.filter.to),
+            tag_overlap,
+        }
+    }
+}
+
+/// `{totals, groups, meta}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SummaryResponse {
+    totals: FiguresBody,
+    groups: Vec<GroupBody>,
+    meta: MetaBody,
+}
+
+/// `{id, name}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct NamedBody {
+    id: String,
+    name: String,
+}
+
+fn named(n: &Option<Named>) -> Option<NamedBody> {
+    n.as_ref().map(|n| NamedBody {
+        id: n.id.clone(),
+        name: n.name.clone(),
+    })
+}
+
+/// A row's price; money keys only for who may see them.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RowPricingBody {
+    currency: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    billable_rate_minor: Option<Option<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    billable_amount_minor: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_rate_minor: Option<Option<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_amount_minor: Option<i64>,
+}
+
+/// An entry of the detailed report.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DetailedRowBody {
+    id: String,
+    date: String,
+    start: String,
+    end: String,
+    seconds: i64,
+    rounded_seconds: i64,
+    description: String,
+    billable: bool,
+    user: NamedBody,
+    client: Option<NamedBody>,
+    project: Option<NamedBody>,
+    task: Option<NamedBody>,
+    tags: Vec<NamedBody>,
+    pricing: RowPricingBody,
+}
+
+impl DetailedRowBody {
+    fn new(r: &DetailedRow, v: Visibility) -> Self {
+        Self {
+            id: r.id.to_string(),
+            date: iso_date(r.date),
+            start: rfc3339(r.start),
+            end: rfc3339(r.end),
+            seconds: r.seconds,
+            rounded_seconds: r.rounded_seconds,
+            description: r.description.clone(),
+            billable: r.billable,
+            user: NamedBody {
+                id: r.user.id.clone(),
+                name: r.user.name.clone(),
+            },
+            client: named(&r.client),
+            project: named(&r.project),
+            task: named(&r.task),
+            tags: r
+                .tags
+                .iter()
+                .map(|t| NamedBody {
+                    id: t.id.clone(),
+                    name: t.name.clone(),
+                })
+                .collect(),
+            pricing: RowPricingBody {
+                currency: r.currency.clone(),
+                billable_rate_minor: v.billable.then_some(r.billable_rate_minor),
+                billable_amount_minor: v.billable.then_some(r.billable_amount_minor),
+                cost_rate_minor: v.cost.then_some(r.cost_rate_minor),
+                cost_amount_minor: v.cost.then_some(r.cost_amount_minor),
+            },
+        }
+    }
+}
+
+/// `{data, next_cursor, totals, meta}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DetailedResponse {
+    data: Vec<DetailedRowBody>,
+    next_cursor: Option<String>,
+    totals: FiguresBody,
+    meta: MetaBody,
+}
+
+/// A line of the uninvoiced report.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct UninvoicedLineBody {
+    client: Option<NamedBody>,
+    project: Option<NamedBody>,
+    currency: String,
+    billable_seconds: i64,
+    rounded_seconds: i64,
+    entries: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    billable_minor: Option<i64>,
+}
+
+/// `{data, totals, meta}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct UninvoicedResponse {
+    data: Vec<UninvoicedLineBody>,
+    totals: FiguresBody,
+    meta: MetaBody,
+}
+
+fn uninvoiced_line(r: &UninvoicedRow, v: Visibility) -> UninvoicedLineBody {
+    let amount = r.figures.amounts.first();
+    UninvoicedLineBody {
+        client: named(&r.client),
+        project: named(&r.project),
+        currency: amount.map(|a| a.currency.clone()).unwrap_or_default(),
+        billable_seconds: r.figures.billable_seconds,
+        rounded_seconds: r.figures.rounded_seconds,
+        entries: r.figures.entries,
+        billable_minor: v.billable.then(|| amount.map_or(0, |a| a.billable_minor)),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CSV
+
+/// A text cell as a spreadsheet must not run it: one starting with `=`, `+`, `-`, `@`, a tab or
+/// a carriage return is prefixed with `'`.
+fn text_cell(value: &str) -> String {
+    match value.chars().next() {
+        Some('=' | '+' | '-' | '@' | '\t' | '\r') => format!("'{value}"),
+        _ => value.to_owned(),
+    }
+}
+
+fn csv_bytes(rows: &[Vec<String>]) -> Result<Vec<u8>, ApiError> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    for row in rows {
+        writer
+            .write_record(row)
+            .map_err(|e| ApiError::from(DomainError::Unexpected(e.into())))?;
+    }
+    writer
+        .into_inner()
+        .map_err(|e| ApiError::from(DomainError::Unexpected(anyhow::anyhow!("{e}"))))
+}
+
+fn csv_response(name: &str, scope: &ReportScope) -> actix_web::HttpResponseBuilder {
+    let mut response = HttpResponse::Ok();
+    response
+        .content_type("text/csv; charset=utf-8")
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            format!(
+                "attachment; filename=\"{name}-{}-{}.csv\"",
+                iso_date(scope.filter.from),
+                iso_date(scope.filter.to)
+            ),
+        ));
+    response
+}
+
+fn detailed_header(v: Visibility) -> Vec<String> {
+    let mut header: Vec<&str> = vec![
+        "id",
+        "date",
+        "start",
+        "end",
+        "seconds",
+        "rounded_seconds",
+        "description",
+        "billable",
+        "user_id",
+        "user_name",
+        "client_id",
+        "client_name",
+        "project_id",
+        "project_name",
+        "task_id",
+        "task_name",
+        "tags",
+        "currency",
+    ];
+    if v.billable {
+        header.extend(["billable_rate", "billable_amount"]);
+    }
+    if v.cost {
+        header.extend(["cost_rate", "cost_amount"]);
+    }
+    header.into_iter().map(str::to_owned).collect()
+}
+
+fn detailed_cells(r: &DetailedRow, v: Visibility) -> Vec<String> {
+    let id_of = |n: &Option<Named>| n.as_ref().map(|n| n.id.clone()).unwrap_or_default();
+    let name_of = |n: &Option<Named>| n.as_ref().map(|n| text_cell(&n.name)).unwrap_or_default();
+    let money = |minor: Option<i64>| {
+        minor
+            .map(|m| major_units(m, &r.currency))
+            .unwrap_or_default()
+    };
+    let mut cells = vec![
+        r.id.to_string(),
+        iso_date(r.date),
+        rfc3339(r.start),
+        rfc3339(r.end),
+        r.seconds.to_string(),
+        r.rounded_seconds.to_string(),
+        text_cell(&r.description),
+        r.billable.to_string(),
+        r.user.id.clone(),
+        text_cell(&r.user.name),
+        id_of(&r.client),
+        name_of(&r.client),
+        id_of(&r.project),
+        name_of(&r.project),
+        id_of(&r.task),
+        name_of(&r.task),
+        text_cell(
+            &r.tags
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        r.currency.clone(),
+    ];
+    if v.billable {
+        cells.push(money(r.billable_rate_minor));
+        cells.push(major_units(r.billable_amount_minor, &r.currency));
+    }
+    if v.cost {
+        cells.push(money(r.cost_rate_minor));
+        cells.push(major_units(r.cost_amount_minor, &r.currency));
+    }
+    cells
+}
+
+/// The rows of a detailed CSV are read this many at a time.
+const CSV_PAGE: u32 = 5000;
+
+fn summary_csv(
+    groups: &[SummaryGroup],
+    totals: &Figures,
+    depth: usize,
+    v: Visibility,
+) -> Vec<Vec<String>> {
+    let mut header: Vec<String> = vec!["level".into()];
+    for i in 1..=depth {
+        header.push(format!("group_{i}"));
+        header.push(format!("key_{i}"));
+    }
+    header.extend(
+        [
+            "seconds",
+            "billable_seconds",
+            "rounded_seconds",
+            "entries",
+            "currency",
+        ]
+        .map(str::to_owned),
+    );
+    if v.billable {
+        header.push("billable_amount".into());
+    }
+    if v.cost {
+        header.push("cost_amount".into());
+    }
+    let mut rows = vec![header];
+    fn push(
+        rows: &mut Vec<Vec<String>>,
+        path: &[(String, String)],
+        figures: &Figures,
+        depth: usize,
+        v: Visibility,
+    ) {
+        let mut base = vec![path.len().to_string()];
+        for i in 0..depth {
+            let (label, key) = path.get(i).cloned().unwrap_or_default();
+            base.push(text_cell(&label));
+            base.push(key);
+        }
+        base.extend([
+            figures.seconds.to_string(),
+            figures.billable_seconds.to_string(),
+            figures.rounded_seconds.to_string(),
+            figures.entries.to_string(),
+        ]);
+        if figures.amounts.is_empty() || !v.billable {
+            let mut row = base.clone();
+            row.push(
+                figures
+                    .amounts
+                    .first()
+                    .map(|a| a.currency.clone())
+                    .unwrap_or_default(),
+            );
+            if v.billable {
+                row.push(String::new());
+            }
+            if v.cost {
+                row.push(String::new());
+            }
+            rows.push(row);
+            return;
+        }
+        // One row per currency: the durations repeat, the money never mixes.
+        for amount in &figures.amounts {
+            let mut row = base.clone();
+            row.push(amount.currency.clone());
+            row.push(major_units(amount.billable_minor, &amount.currency));
+            if v.cost {
+                row.push(major_units(amount.cost_minor, &amount.currency));
+            }
+            rows.push(row);
+        }
+    }
+    fn walk(
+        rows: &mut Vec<Vec<String>>,
+        path: &mut Vec<(String, String)>,
+        groups: &[SummaryGroup],
+        depth: usize,
+        v: Visibility,
+    ) {
+        for group in groups {
+            path.push((
+                group.value.label.clone(),
+                group.value.key.clone().unwrap_or_default(),
+            ));
+            push(rows, path, &group.figures, depth, v);
+            walk(rows, path, &group.groups, depth, v);
+            path.pop();
+        }
+    }
+    push(&mut rows, &[], totals, depth, v);
+    walk(&mut rows, &mut Vec::new(), groups, depth, v);
+    rows
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handlers
+
+async fn scope(
+    state: &AppState,
+    caller: &Principal,
+    query: &ReportQuery,
+) -> Result<ReportScope, ApiError> {
+    Ok(state.reports.scope(caller, query.request()?).await?)
+}
+
+/// `GET /api/reports/summary`.
+#[utoipa::path(
+    operation_id = "reportSummary",
+    get,
+    path = "/api/reports/summary",
+    tag = "Billing",
+    summary = "Totals of tracked time and money, grouped by one to three keys (JSON or CSV)",
+    security(("bearer_auth" = [])),
+    params(ReportQuery),
+    responses(
+        (status = 200, description = "The summary (text/csv with Accept: text/csv or format=csv)", body = SummaryResponse),
+        (status = 400, description = "Invalid request parameters or filter", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn summary(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryParams<ReportQuery>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let group_by = GroupKey::parse_list(
+        query
+            .group_by
+            .as_deref()
+            .ok_or_else(|| invalid("group_by is required: one to three of client, project, task, user, tag, day, week, month"))?,
+    )?;
+    let csv = query.wants_csv(&req)?;
+    let scope = scope(&state, &caller.0, &query).await?;
+    let summary = state.reports.summary(&caller.0, &scope, &group_by).await?;
+    let v = scope.visibility;
+    if csv {
+        let rows = summary_csv(&summary.groups, &summary.totals, group_by.len(), v);
+        return Ok(csv_response("summary", &scope).body(csv_bytes(&rows)?));
+    }
+    Ok(HttpResponse::Ok().json(SummaryResponse {
+        totals: FiguresBody::new(&summary.totals, v),
+        groups: summary
+            .groups
+            .iter()
+            .map(|g| GroupBody::new(g, v))
+            .collect(),
+        meta: MetaBody::new(&scope, summary.tag_overlap),
+    }))
+}
+
+/// `GET /api/reports/detailed`.
+#[utoipa::path(
+    operation_id = "reportDetailed",
+    get,
+    path = "/api/reports/detailed",
+    tag = "Billing",
+    summary = "The entries, oldest first, keyset-paged, with the totals of the whole filter (JSON or streamed CSV)",
+    security(("bearer_auth" = [])),
+    params(ReportQuery, PageQuery),
+    responses(
+        (status = 200, description = "A page (the whole filter as text/csv with Accept: text/csv or format=csv)", body = DetailedResponse),
+        (status = 400, description = "Invalid request parameters or filter", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn detailed(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryParams<ReportQuery>,
+    page: QueryParams<PageQuery>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let csv = query.wants_csv(&req)?;
+    let limit = page.limit.unwrap_or(DEFAULT_DETAILED_PAGE);
+    if !(1..=MAX_DETAILED_PAGE).contains(&limit) {
+        return Err(invalid(format!(
+            "limit must be between 1 and {MAX_DETAILED_PAGE}"
+        )));
+    }
+    let after = page.cursor.as_deref().map(Cursor::decode).transpose()?;
+    let scope = scope(&state, &caller.0, &query).await?;
+    let v = scope.visibility;
+    if csv {
+        return Ok(csv_response("detailed", &scope).streaming(detailed_stream(
+            state.into_inner(),
+            caller.0,
+            scope,
+        )));
+    }
+    let (rows, next) = state
+        .reports
+        .detailed(&caller.0, &scope, after, limit)
+        .await?;
+    let totals = state.reports.totals(&caller.0, &scope).await?;
+    Ok(HttpResponse::Ok().json(DetailedResponse {
+        data: rows.iter().map(|r| DetailedRowBody::new(r, v)).collect(),
+        next_cursor: next.map(|c| c.encode()),
+        totals: FiguresBody::new(&totals, v),
+        meta: MetaBody::new(&scope, false),
+    }))
+}
+
+/// The detailed CSV, [`CSV_PAGE`] rows at a time: the header first, then page after page until
+/// the last. A failure midway ends the body early (and is logged); what was sent stays valid CSV.
+fn detailed_stream(
+    state: std::sync::Arc<AppState>,
+    caller: Principal,
+    scope: ReportScope,
+) -> impl futures_util::Stream<Item = Result<bytes::Bytes, actix_web::Error>> {
+    enum Step {
+        Header,
+        Page(Option<Cursor>),
+        Done,
+    }
+    futures_util::stream::unfold(Step::Header, move |step| {
+        let (state, scope) = (state.clone(), scope.clone());
+        async move {
+            let v = scope.visibility;
+            match step {
+                Step::Done => None,
+                Step::Header => {
+                    let bytes = csv_bytes(&[detailed_header(v)]).unwrap_or_default();
+                    Some((Ok(bytes::Bytes::from(bytes)), Step::Page(None)))
+                }
+                Step::Page(after) => {
+                    match state
+                        .reports
+                        .detailed(&caller, &scope, after, CSV_PAGE)
+                        .await
+                    {
+                        Ok((rows, next)) => {
+                            let cells: Vec<Vec<String>> =
+                                rows.iter().map(|r| detailed_cells(r, v)).collect();
+                            let bytes = csv_bytes(&cells).unwrap_or_default();
+                            let step = match next {
+                                Some(cursor) => Step::Page(Some(cursor)),
+                                None => Step::Done,
+                            };
+                            Some((Ok(bytes::Bytes::from(bytes)), step))
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %e, "the detailed CSV stopped early");
+                            None
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// `GET /api/reports/uninvoiced`.
+#[utoipa::path(
+    operation_id = "reportUninvoiced",
+    get,
+    path = "/api/reports/uninvoiced",
+    tag = "Billing",
+    summary = "Billable time on no invoice, per client, project and currency (JSON or CSV)",
+    security(("bearer_auth" = [])),
+    params(ReportQuery),
+    responses(
+        (status = 200, description = "The lines (text/csv with Accept: text/csv or format=csv)", body = UninvoicedResponse),
+        (status = 400, description = "Invalid request parameters or filter", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn uninvoiced(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryParams<ReportQuery>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let csv = query.wants_csv(&req)?;
+    let mut scope = scope(&state, &caller.0, &query).await?;
+    // Billable time on no invoice, whatever the flags say.
+    scope.filter.billable = Some(true);
+    scope.filter.invoiced = Some(false);
+    let v = scope.visibility;
+    let rows = state.reports.uninvoiced(&caller.0, &scope).await?;
+    let mut totals = Figures::default();
+    for row in &rows {
+        totals.add(&row.figures);
+    }
+    if csv {
+        let mut header: Vec<String> = [
+            "client_id",
+            "client_name",
+            "project_id",
+            "project_name",
+            "currency",
+            "billable_seconds",
+            "rounded_seconds",
+            "entries",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        if v.billable {
+            header.push("billable_amount".into());
+        }
+        let mut lines = vec![header];
+        for row in &rows {
+            let line = uninvoiced_line(row, v);
+            let mut cells = vec![
+                line.client
+                    .as_ref()
+                    .map(|c| c.id.clone())
+                    .unwrap_or_default(),
+                line.client
+                    .as_ref()
+                    .map(|c| text_cell(&c.name))
+                    .unwrap_or_default(),
+                line.project
+                    .as_ref()
+                    .map(|p| p.id.clone())
+                    .unwrap_or_default(),
+                line.project
+                    .as_ref()
+                    .map(|p| text_cell(&p.name))
+                    .unwrap_or_default(),
+                line.currency.clone(),
+                line.billable_seconds.to_string(),
+                line.rounded_seconds.to_string(),
+                line.entries.to_string(),
+            ];
+            if let Some(minor) = line.billable_minor {
+                cells.push(major_units(minor, &line.currency));
+            }
+            lines.push(cells);
+        }
+        return Ok(csv_response("uninvoiced", &scope).body(csv_bytes(&lines)?));
+    }
+    Ok(HttpResponse::Ok().json(UninvoicedResponse {
+        data: rows.iter().map(|r| uninvoiced_line(r, v)).collect(),
+        totals: FiguresBody::new(&totals, v),
+        meta: MetaBody::new(&scope, false),
+    }))
+}
