@@ -16,7 +16,7 @@ use timetrack_domain::ids::{
 use timetrack_domain::model::{
     AppliedRate, Cursor, Page, PageRequest, Rate, RateKind, RateTarget, Rounding, StoredPrice,
 };
-use timetrack_domain::ports::{RateEffect, RateFilter, RateRepository};
+use timetrack_domain::ports::{PriceChange, RateEffect, RateFilter, RateRepository};
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
@@ -77,14 +77,26 @@ impl Reach {
     }
 }
 
+impl From<Repriced> for PriceChange {
+    fn from(r: Repriced) -> Self {
+        Self {
+            seconds: r.seconds,
+            old_currency: r.old_currency,
+            old_billable_minor: r.old_billable_minor,
+            new_currency: r.new_currency,
+            new_billable_minor: r.new_billable_minor,
+        }
+    }
+}
+
 /// Re-prices the workspace's entries in `reach` (see `price_entries.sql`); the caller holds the
 /// pricing lock. Returns what changed.
 async fn reprice(
     conn: &mut AsyncPgConnection,
     workspace: WorkspaceId,
     reach: &Reach,
-) -> QueryResult<Vec<Repriced>> {
-    diesel::sql_query(
+) -> QueryResult<Vec<PriceChange>> {
+    let changed: Vec<Repriced> = diesel::sql_query(
         "SELECT seconds, old_currency, old_billable_minor, new_currency, new_billable_minor \
          FROM timetrack_code.price_entries(p_workspace => $1, p_entries => $2, p_user => $3, \
               p_client => $4, p_project => $5, p_task => $6, p_since => $7, p_rate => $8)",
@@ -98,7 +110,8 @@ async fn reprice(
     .bind::<Nullable<Timestamptz>, _>(reach.since)
     .bind::<Nullable<SqlUuid>, _>(reach.rate)
     .load(conn)
-    .await
+    .await?;
+    Ok(changed.into_iter().map(PriceChange::from).collect())
 }
 
 /// Re-prices the workspace's entries in `reach` in a transaction of the caller's, taking the
@@ -120,29 +133,6 @@ pub(crate) async fn price_written(
     reprice(conn, workspace, &Reach::entries(ids.to_vec()))
         .await
         .map(drop)
-}
-
-/// The effect of a re-pricing on billable amounts, rounded with `rounding`.
-fn effect_of(changed: &[Repriced], rounding: Rounding) -> RateEffect {
-    use timetrack_domain::model::rate::amount_minor;
-    let mut delta: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
-    for entry in changed {
-        let seconds = rounding.apply(entry.seconds);
-        let old = entry
-            .old_billable_minor
-            .map_or(0, |rate| amount_minor(rate, seconds));
-        let new = entry
-            .new_billable_minor
-            .map_or(0, |rate| amount_minor(rate, seconds));
-        if let Some(currency) = &entry.old_currency {
-            *delta.entry(currency.clone()).or_default() -= old;
-        }
-        *delta.entry(entry.new_currency.clone()).or_default() += new;
-    }
-    RateEffect {
-        affected_entries: changed.len() as u64,
-        delta: delta.into_iter().filter(|(_, d)| *d != 0).collect(),
-    }
 }
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
@@ -289,7 +279,7 @@ impl RateRepository for PgRateRepository {
                     ..Reach::default()
                 };
                 let changed = reprice(conn, rate.workspace_id, &reach).await?;
-                let effect = effect_of(&changed, rounding);
+                let effect = RateEffect::of(&changed, rounding);
                 if dry_run {
                     return Err(Undo::DryRun(effect));
                 }

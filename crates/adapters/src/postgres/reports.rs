@@ -73,7 +73,8 @@ const SUMS: &str = "x.currency, sum(x.seconds)::bigint AS seconds, \
     sum(x.rounded)::bigint AS rounded, count(*)::bigint AS entries, \
     sum(x.bill)::bigint AS bill, sum(x.cost)::bigint AS cost";
 
-/// The summary's statement: the totals (level 0) and one grouped select per level.
+/// The summary's statement: the totals (level 0) and one grouped select per level of
+/// `group_by` (none: the totals alone).
 fn summary_sql(group_by: &[GroupKey]) -> String {
     let mut sql = format!(
         "{BASE}\nSELECT 0 AS level, NULL::text AS k1, NULL::text AS k2, NULL::text AS k3, {SUMS} \
@@ -345,14 +346,12 @@ impl ReportRepository for PgReportRepository {
 
     async fn totals(&self, workspace: WorkspaceId, filter: &ReportFilter) -> DomainResult<Figures> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let sql = format!(
-            "{BASE}\nSELECT 0 AS level, NULL::text AS k1, NULL::text AS k2, NULL::text AS k3, \
-             {SUMS} FROM priced x GROUP BY x.currency"
-        );
-        let rows: Vec<GroupRow> = bind_base!(diesel::sql_query(sql), workspace, filter)
-            .load(&mut conn)
-            .await
-            .map_err(|e| map_db_error(e, "summing a report"))?;
+        // The summary's statement without groups: its totals alone.
+        let rows: Vec<GroupRow> =
+            bind_base!(diesel::sql_query(summary_sql(&[])), workspace, filter)
+                .load(&mut conn)
+                .await
+                .map_err(|e| map_db_error(e, "summing a report"))?;
         let mut totals = Figures::default();
         for row in &rows {
             totals.add(&row.figures());

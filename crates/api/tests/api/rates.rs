@@ -2,31 +2,10 @@
 //! workspace's time zone (across a DST change), the stored price and who sees it, the dry run,
 //! deletion, hostile input, and a rate added while an entry changes.
 
-use actix_web::test;
 use serde_json::{Value, json};
 use timetrack_domain::model::Role;
 
-use crate::support::{TestApp, call};
-
-fn req(method: &str, uri: &str, bearer: &str, body: Option<Value>) -> actix_http::Request {
-    let builder = match method {
-        "GET" => test::TestRequest::get(),
-        "POST" => test::TestRequest::post(),
-        "PATCH" => test::TestRequest::patch(),
-        "DELETE" => test::TestRequest::delete(),
-        other => panic!("{other}"),
-    }
-    .uri(uri)
-    .insert_header(("Authorization", bearer.to_owned()));
-    match body {
-        Some(body) => builder.set_json(body).to_request(),
-        None => builder.to_request(),
-    }
-}
-
-fn owner(t: &TestApp) -> String {
-    format!("Bearer {}", t.secret)
-}
+use crate::support::{TestApp, call, keyed as req};
 
 /// A client (EUR) with a project and a task, made by the owner: their ids.
 async fn catalog<S, B>(app: &S, t: &TestApp, currency: &str) -> (String, String, String)
@@ -38,7 +17,7 @@ where
         >,
     B: actix_web::body::MessageBody,
 {
-    let key = owner(t);
+    let key = t.key();
     let (_, _, client) = call(
         app,
         req(
@@ -101,7 +80,7 @@ async fn the_most_specific_rate_in_force_on_the_local_day_prices_each_entry_and_
     let on_task = entry("2026-04-02T08:00:00Z", "2026-04-02T09:30:00Z", Some(&task)).await;
 
     let rate = async |body: Value| {
-        let (status, _, rate) = call(&app, req("POST", "/api/rates", &owner(&t), Some(body))).await;
+        let (status, _, rate) = call(&app, req("POST", "/api/rates", &t.key(), Some(body))).await;
         assert_eq!(status, 201, "{rate}");
         rate
     };
@@ -148,17 +127,17 @@ async fn the_most_specific_rate_in_force_on_the_local_day_prices_each_entry_and_
         entry["pricing"].clone()
     };
     assert_eq!(
-        pricing(&before_dst, &owner(&t)).await,
+        pricing(&before_dst, &t.key()).await,
         json!({"currency": "EUR", "billable_rate_minor": 10000, "billable_amount_minor": 10000,
                "cost_rate_minor": 4000, "cost_amount_minor": 4000, "rate_scope": "workspace",
                "rate_id": workspace["id"], "rounded_seconds": 3600, "invoice_id": null, "locked": false})
     );
-    assert_eq!(pricing(&dst_day, &owner(&t)).await["rate_id"], member["id"]);
+    assert_eq!(pricing(&dst_day, &t.key()).await["rate_id"], member["id"]);
     assert_eq!(
-        pricing(&after_midnight, &owner(&t)).await["rate_id"],
+        pricing(&after_midnight, &t.key()).await["rate_id"],
         project_rate["id"]
     );
-    let task_priced = pricing(&on_task, &owner(&t)).await;
+    let task_priced = pricing(&on_task, &t.key()).await;
     assert_eq!(
         (
             task_priced["rate_id"].clone(),
@@ -176,7 +155,7 @@ async fn the_most_specific_rate_in_force_on_the_local_day_prices_each_entry_and_
     );
     let (status, _, body) = call(&app, req("GET", "/api/rates", &linus_key, None)).await;
     assert_eq!((status, body), (403, json!({"error": "Forbidden"})));
-    call(&app, req("PATCH", "/api/workspace", &owner(&t), Some(json!({"settings": {"members_see_rates": true, "rounding": {"minutes": 15, "mode": "up"}}})))).await;
+    call(&app, req("PATCH", "/api/workspace", &t.key(), Some(json!({"settings": {"members_see_rates": true, "rounding": {"minutes": 15, "mode": "up"}}})))).await;
     let seen = pricing(&on_task, &linus_key).await;
     assert_eq!(seen["billable_rate_minor"], 17000);
     assert!(
@@ -197,7 +176,7 @@ async fn the_most_specific_rate_in_force_on_the_local_day_prices_each_entry_and_
     assert_eq!(status, 403);
     let (_, _, all) = call(
         &app,
-        req("GET", "/api/rates?scope=workspace", &owner(&t), None),
+        req("GET", "/api/rates?scope=workspace", &t.key(), None),
     )
     .await;
     assert_eq!(
@@ -207,7 +186,7 @@ async fn the_most_specific_rate_in_force_on_the_local_day_prices_each_entry_and_
     );
 
     // The list of entries carries the same prices.
-    let (_, _, list) = call(&app, req("GET", "/api/time-entries", &owner(&t), None)).await;
+    let (_, _, list) = call(&app, req("GET", "/api/time-entries", &t.key(), None)).await;
     assert!(
         list["data"]
             .as_array()
@@ -228,19 +207,16 @@ async fn a_dry_run_answers_what_would_change_and_writes_nothing() {
     ] {
         let body = json!({"start": start, "end": end, "project_id": project, "billable": true});
         assert_eq!(
-            call(
-                &app,
-                req("POST", "/api/time-entries", &owner(&t), Some(body))
-            )
-            .await
-            .0,
+            call(&app, req("POST", "/api/time-entries", &t.key(), Some(body)))
+                .await
+                .0,
             201
         );
     }
     let unbilled = json!({"start": "2026-05-06T08:00:00Z", "end": "2026-05-06T09:00:00Z", "project_id": project});
     call(
         &app,
-        req("POST", "/api/time-entries", &owner(&t), Some(unbilled)),
+        req("POST", "/api/time-entries", &t.key(), Some(unbilled)),
     )
     .await;
     let rate = json!({"kind": "billable", "scope": "project", "project_id": project, "currency": "EUR", "hourly_minor": 9000, "effective_from": "2026-05-01", "dry_run": true});
@@ -250,7 +226,7 @@ async fn a_dry_run_answers_what_would_change_and_writes_nothing() {
     let before = prices().await;
     let (status, _, answer) = call(
         &app,
-        req("POST", "/api/rates", &owner(&t), Some(rate.clone())),
+        req("POST", "/api/rates", &t.key(), Some(rate.clone())),
     )
     .await;
     assert_eq!(
@@ -268,7 +244,7 @@ async fn a_dry_run_answers_what_would_change_and_writes_nothing() {
     let mut real = rate.clone();
     real["dry_run"] = json!(false);
     assert_eq!(
-        call(&app, req("POST", "/api/rates", &owner(&t), Some(real)))
+        call(&app, req("POST", "/api/rates", &t.key(), Some(real)))
             .await
             .0,
         201
@@ -276,7 +252,7 @@ async fn a_dry_run_answers_what_would_change_and_writes_nothing() {
     let mut lower = rate.clone();
     lower["hourly_minor"] = json!(6000);
     lower["effective_from"] = json!("2026-05-05");
-    let (_, _, answer) = call(&app, req("POST", "/api/rates", &owner(&t), Some(lower))).await;
+    let (_, _, answer) = call(&app, req("POST", "/api/rates", &t.key(), Some(lower))).await;
     assert_eq!(
         answer,
         json!({"affected_entries": 1, "delta": [{"currency": "EUR", "billable_minor": -1000}]})
@@ -290,24 +266,20 @@ async fn deleting_a_rate_prices_its_entries_again_unless_one_is_locked() {
     let app = t.service().await;
     let body =
         json!({"start": "2026-06-01T08:00:00Z", "end": "2026-06-01T10:00:00Z", "billable": true});
-    let (_, _, entry) = call(
-        &app,
-        req("POST", "/api/time-entries", &owner(&t), Some(body)),
-    )
-    .await;
+    let (_, _, entry) = call(&app, req("POST", "/api/time-entries", &t.key(), Some(body))).await;
     let uri = format!("/api/time-entries/{}", entry["id"].as_str().unwrap());
     let add = async |minor: i64, from: &str| {
         let body = json!({"kind": "billable", "scope": "workspace", "currency": "EUR", "hourly_minor": minor, "effective_from": from});
-        call(&app, req("POST", "/api/rates", &owner(&t), Some(body)))
+        call(&app, req("POST", "/api/rates", &t.key(), Some(body)))
             .await
             .2
     };
     add(5000, "2026-01-01").await;
     let newer = add(7000, "2026-05-01").await;
-    let (_, _, priced) = call(&app, req("GET", &uri, &owner(&t), None)).await;
+    let (_, _, priced) = call(&app, req("GET", &uri, &t.key(), None)).await;
     assert_eq!(priced["pricing"]["billable_amount_minor"], 14000);
 
-    let (status, _, dup) = call(&app, req("POST", "/api/rates", &owner(&t), Some(json!({"kind": "billable", "scope": "workspace", "currency": "EUR", "hourly_minor": 1, "effective_from": "2026-05-01"})))).await;
+    let (status, _, dup) = call(&app, req("POST", "/api/rates", &t.key(), Some(json!({"kind": "billable", "scope": "workspace", "currency": "EUR", "hourly_minor": 1, "effective_from": "2026-05-01"})))).await;
     assert_eq!(
         (status, dup),
         (
@@ -323,18 +295,18 @@ async fn deleting_a_rate_prices_its_entries_again_unless_one_is_locked() {
         req(
             "PATCH",
             "/api/workspace",
-            &owner(&t),
+            &t.key(),
             Some(json!({"settings": {"lock_before": "2026-06-02"}})),
         ),
     )
     .await;
-    let (status, _, body) = call(&app, req("DELETE", &delete_uri, &owner(&t), None)).await;
+    let (status, _, body) = call(&app, req("DELETE", &delete_uri, &t.key(), None)).await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(
         body["error"],
         "Rate priced locked entries (1 before the lock date 2026-06-02)"
     );
-    let (_, _, locked) = call(&app, req("GET", &uri, &owner(&t), None)).await;
+    let (_, _, locked) = call(&app, req("GET", &uri, &t.key(), None)).await;
     assert_eq!(locked["pricing"]["locked"], true);
     // Unlocked, it goes, and the entry falls back to the older row.
     call(
@@ -342,22 +314,18 @@ async fn deleting_a_rate_prices_its_entries_again_unless_one_is_locked() {
         req(
             "PATCH",
             "/api/workspace",
-            &owner(&t),
+            &t.key(),
             Some(json!({"settings": {"lock_before": null}})),
         ),
     )
     .await;
-    let (status, _, _) = call(&app, req("DELETE", &delete_uri, &owner(&t), None)).await;
+    let (status, _, _) = call(&app, req("DELETE", &delete_uri, &t.key(), None)).await;
     assert_eq!(status, 200);
-    let (_, _, again) = call(&app, req("GET", &uri, &owner(&t), None)).await;
+    let (_, _, again) = call(&app, req("GET", &uri, &t.key(), None)).await;
     assert_eq!(again["pricing"]["billable_amount_minor"], 10000);
-    let (status, _, body) = call(&app, req("DELETE", &delete_uri, &owner(&t), None)).await;
+    let (status, _, body) = call(&app, req("DELETE", &delete_uri, &t.key(), None)).await;
     assert_eq!((status, body), (404, json!({"error": "Rate not found"})));
-    let (status, _, _) = call(
-        &app,
-        req("DELETE", "/api/rates/not-a-uuid", &owner(&t), None),
-    )
-    .await;
+    let (status, _, _) = call(&app, req("DELETE", "/api/rates/not-a-uuid", &t.key(), None)).await;
     assert_eq!(status, 404);
 }
 
@@ -439,7 +407,7 @@ async fn hostile_rates_are_refused_with_a_clear_400_and_change_nothing() {
     ] {
         let (status, _, answer) = call(
             &app,
-            req("POST", "/api/rates", &owner(&t), Some(body.clone())),
+            req("POST", "/api/rates", &t.key(), Some(body.clone())),
         )
         .await;
         assert_eq!(
@@ -453,7 +421,7 @@ async fn hostile_rates_are_refused_with_a_clear_400_and_change_nothing() {
         req(
             "POST",
             "/api/rates",
-            &owner(&t),
+            &t.key(),
             Some(with(json!({"hourly_minor": 1.5}))),
         ),
     )
@@ -476,34 +444,26 @@ async fn an_entry_changed_while_a_rate_is_added_ends_with_a_consistent_price() {
         req(
             "POST",
             "/api/projects",
-            &owner(&t),
+            &t.key(),
             Some(json!({"name": "Second"})),
         ),
     )
     .await;
     let second = second["id"].as_str().unwrap().to_owned();
     let base = json!({"kind": "billable", "scope": "workspace", "currency": "EUR", "hourly_minor": 1000, "effective_from": "2026-01-01"});
-    call(&app, req("POST", "/api/rates", &owner(&t), Some(base))).await;
+    call(&app, req("POST", "/api/rates", &t.key(), Some(base))).await;
     for round in 0..12 {
         let body = json!({"start": "2026-07-01T08:00:00Z", "end": "2026-07-01T09:00:00Z", "project_id": first, "billable": true});
-        let (_, _, entry) = call(
-            &app,
-            req("POST", "/api/time-entries", &owner(&t), Some(body)),
-        )
-        .await;
+        let (_, _, entry) =
+            call(&app, req("POST", "/api/time-entries", &t.key(), Some(body))).await;
         let uri = format!("/api/time-entries/{}", entry["id"].as_str().unwrap());
         let rate = json!({"kind": "billable", "scope": "project", "project_id": second, "currency": "EUR",
                           "hourly_minor": 2000 + round, "effective_from": format!("2026-06-{:02}", round + 1)});
-        let move_it = req(
-            "PATCH",
-            &uri,
-            &owner(&t),
-            Some(json!({"project_id": second})),
-        );
-        let add_rate = req("POST", "/api/rates", &owner(&t), Some(rate));
+        let move_it = req("PATCH", &uri, &t.key(), Some(json!({"project_id": second})));
+        let add_rate = req("POST", "/api/rates", &t.key(), Some(rate));
         let (moved, added) = futures_util::join!(call(&app, move_it), call(&app, add_rate));
         assert_eq!((moved.0, added.0), (200, 201));
-        let (_, _, after) = call(&app, req("GET", &uri, &owner(&t), None)).await;
+        let (_, _, after) = call(&app, req("GET", &uri, &t.key(), None)).await;
         assert_eq!(
             after["pricing"]["rate_id"], added.2["id"],
             "round {round}: {after}"

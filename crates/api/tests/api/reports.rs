@@ -8,26 +8,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use timetrack_domain::model::Role;
 
-use crate::support::{TestApp, call};
-
-fn req(method: &str, uri: &str, bearer: &str, body: Option<Value>) -> actix_http::Request {
-    let builder = match method {
-        "GET" => test::TestRequest::get(),
-        "POST" => test::TestRequest::post(),
-        "PATCH" => test::TestRequest::patch(),
-        other => panic!("{other}"),
-    }
-    .uri(uri)
-    .insert_header(("Authorization", bearer.to_owned()));
-    match body {
-        Some(body) => builder.set_json(body).to_request(),
-        None => builder.to_request(),
-    }
-}
-
-fn owner(t: &TestApp) -> String {
-    format!("Bearer {}", t.secret)
-}
+use crate::support::{TestApp, call, keyed as req};
 
 /// Sends `req` and returns the status, the content type and the body as text.
 async fn call_text<S, B>(app: &S, req: actix_http::Request) -> (u16, String, String)
@@ -58,7 +39,7 @@ where
 async fn a_summary_groups_exactly_keeps_members_to_their_time_and_money_to_who_may_see_it() {
     let t = TestApp::new().await;
     let app = t.service().await;
-    let key = owner(&t);
+    let key = t.key();
     let (linus, linus_key) = t.colleague("Linus", Role::Member).await;
     let (_, _, usd_client) = call(
         &app,
@@ -296,7 +277,7 @@ async fn a_summary_groups_exactly_keeps_members_to_their_time_and_money_to_who_m
 async fn hostile_report_parameters_are_a_clear_400() {
     let t = TestApp::new().await;
     let app = t.service().await;
-    let key = owner(&t);
+    let key = t.key();
     let (_, other_key) = t.other_workspace().await;
     let (_, _, theirs) = call(
         &app,
@@ -417,7 +398,7 @@ async fn hostile_report_parameters_are_a_clear_400() {
 async fn csv_exports_have_a_header_decimal_amounts_and_nothing_hidden_or_executable() {
     let t = TestApp::new().await;
     let app = t.service().await;
-    let key = owner(&t);
+    let key = t.key();
     let (_, linus_key) = t.colleague("Linus", Role::Member).await;
     call(&app, req("POST", "/api/rates", &key, Some(json!({"kind": "billable", "scope": "workspace", "currency": "EUR", "hourly_minor": 16100, "effective_from": "2026-01-01"})))).await;
     for (who, start) in [
@@ -539,7 +520,7 @@ async fn csv_exports_have_a_header_decimal_amounts_and_nothing_hidden_or_executa
 async fn detailed_rows_sum_exactly_to_the_summary_totals_for_random_data() {
     let t = TestApp::new().await;
     let app = t.service().await;
-    let key = owner(&t);
+    let key = t.key();
     let mut rng = StdRng::seed_from_u64(4646);
     let (_, _, usd) = call(
         &app,

@@ -1,31 +1,10 @@
 //! Roles (`docs/billing.md`): who may change what, the members list, the workspace's settings.
 //! Every refusal is 403 `{"error":"Forbidden"}` and changes nothing.
 
-use actix_web::test;
 use serde_json::{Value, json};
 use timetrack_domain::model::Role;
 
-use crate::support::{TestApp, call};
-
-fn req(method: &str, uri: &str, bearer: &str, body: Option<Value>) -> actix_http::Request {
-    let builder = match method {
-        "GET" => test::TestRequest::get(),
-        "POST" => test::TestRequest::post(),
-        "PATCH" => test::TestRequest::patch(),
-        "DELETE" => test::TestRequest::delete(),
-        other => panic!("{other}"),
-    }
-    .uri(uri)
-    .insert_header(("Authorization", bearer.to_owned()));
-    match body {
-        Some(body) => builder.set_json(body).to_request(),
-        None => builder.to_request(),
-    }
-}
-
-fn owner(t: &TestApp) -> String {
-    format!("Bearer {}", t.secret)
-}
+use crate::support::{TestApp, call, keyed as req};
 
 #[actix_web::test]
 async fn me_and_the_members_list_show_every_role_to_every_role() {
@@ -37,13 +16,13 @@ async fn me_and_the_members_list_show_every_role_to_every_role() {
     let (status, _, me) = call(&app, req("GET", "/api/me", &member_key, None)).await;
     assert_eq!(status, 200);
     assert_eq!(me["user"]["role"], "member");
-    let (_, _, me) = call(&app, req("GET", "/api/me", &owner(&t), None)).await;
+    let (_, _, me) = call(&app, req("GET", "/api/me", &t.key(), None)).await;
     assert_eq!(
         me["user"]["role"], "owner",
         "the first member owns the workspace"
     );
 
-    for key in [&owner(&t), &admin_key, &member_key] {
+    for key in [&t.key(), &admin_key, &member_key] {
         let (status, _, list) = call(&app, req("GET", "/api/members", key, None)).await;
         assert_eq!(status, 200);
         assert_eq!(
@@ -121,7 +100,7 @@ async fn roles_change_by_owners_and_admins_but_only_an_owner_touches_an_owner() 
     assert_eq!(status, 200, "now an admin, Linus may change roles");
 
     // The last owner stays one.
-    let (status, _, body) = call(&app, patch(&t.user.id.to_string(), &owner(&t), "member")).await;
+    let (status, _, body) = call(&app, patch(&t.user.id.to_string(), &t.key(), "member")).await;
     assert_eq!(
         (status, body),
         (
@@ -130,9 +109,9 @@ async fn roles_change_by_owners_and_admins_but_only_an_owner_touches_an_owner() 
         )
     );
     // With a second owner, the first may step down.
-    let (status, _, _) = call(&app, patch(&admin.id.to_string(), &owner(&t), "owner")).await;
+    let (status, _, _) = call(&app, patch(&admin.id.to_string(), &t.key(), "owner")).await;
     assert_eq!(status, 200);
-    let (status, _, body) = call(&app, patch(&t.user.id.to_string(), &owner(&t), "admin")).await;
+    let (status, _, body) = call(&app, patch(&t.user.id.to_string(), &t.key(), "admin")).await;
     assert_eq!((status, body["role"].clone()), (200, json!("admin")));
 
     // Bad input: unknown or malformed member, unknown or missing role.
@@ -184,7 +163,7 @@ async fn a_member_changes_only_their_own_entries_and_reads_everyones() {
     let manual = json!({"start": "2026-01-05T09:00:00Z", "end": "2026-01-05T10:00:00Z", "description": "Ada's"});
     let (status, _, ada_entry) = call(
         &app,
-        req("POST", "/api/time-entries", &owner(&t), Some(manual)),
+        req("POST", "/api/time-entries", &t.key(), Some(manual)),
     )
     .await;
     assert_eq!(status, 201);
@@ -206,7 +185,7 @@ async fn a_member_changes_only_their_own_entries_and_reads_everyones() {
     assert_eq!((status, body), (403, json!({"error": "Forbidden"})));
     let (status, _, body) = call(&app, req("DELETE", &uri, &member_key, None)).await;
     assert_eq!((status, body), (403, json!({"error": "Forbidden"})));
-    let (_, _, after) = call(&app, req("GET", &uri, &owner(&t), None)).await;
+    let (_, _, after) = call(&app, req("GET", &uri, &t.key(), None)).await;
     assert_eq!(after, ada_entry, "the entry is as it was");
     assert_eq!(
         t.scalar("SELECT count(*) AS n FROM events").await,
@@ -271,7 +250,7 @@ async fn the_catalog_is_kept_to_admins_when_the_workspace_says_so() {
         req(
             "PATCH",
             "/api/workspace",
-            &owner(&t),
+            &t.key(),
             Some(json!({"settings": {"members_manage_catalog": false}})),
         ),
     )
@@ -347,7 +326,7 @@ async fn the_catalog_is_kept_to_admins_when_the_workspace_says_so() {
         req(
             "POST",
             "/api/clients",
-            &owner(&t),
+            &t.key(),
             Some(json!({"name": "Acme"})),
         ),
     )
@@ -391,7 +370,7 @@ async fn the_workspace_and_its_settings_are_read_by_all_and_changed_by_admins() 
     )
     .await;
     assert_eq!((status, body), (403, json!({"error": "Forbidden"})));
-    let (_, _, unchanged) = call(&app, req("GET", "/api/workspace", &owner(&t), None)).await;
+    let (_, _, unchanged) = call(&app, req("GET", "/api/workspace", &t.key(), None)).await;
     assert_eq!(unchanged, defaults);
 
     let (status, _, changed) = call(
@@ -418,7 +397,7 @@ async fn the_workspace_and_its_settings_are_read_by_all_and_changed_by_admins() 
         req(
             "PATCH",
             "/api/workspace",
-            &owner(&t),
+            &t.key(),
             Some(json!({"settings": {"rounding": {"mode": "down"}, "lock_before": null}})),
         ),
     )
@@ -462,7 +441,7 @@ async fn the_workspace_and_its_settings_are_read_by_all_and_changed_by_admins() 
     ] {
         let (status, _, answer) = call(
             &app,
-            req("PATCH", "/api/workspace", &owner(&t), Some(body.clone())),
+            req("PATCH", "/api/workspace", &t.key(), Some(body.clone())),
         )
         .await;
         assert_eq!(
@@ -471,6 +450,6 @@ async fn the_workspace_and_its_settings_are_read_by_all_and_changed_by_admins() 
             "{body}"
         );
     }
-    let (_, _, last) = call(&app, req("GET", "/api/workspace", &owner(&t), None)).await;
+    let (_, _, last) = call(&app, req("GET", "/api/workspace", &t.key(), None)).await;
     assert_eq!(last, again, "no refused change was written");
 }

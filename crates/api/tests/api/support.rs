@@ -105,7 +105,12 @@ impl TestApp {
     }
 
     pub fn bearer(&self) -> (&'static str, String) {
-        ("Authorization", format!("Bearer {}", self.secret))
+        ("Authorization", self.key())
+    }
+
+    /// The `Authorization` value of the test's own key (its workspace's owner).
+    pub fn key(&self) -> String {
+        format!("Bearer {}", self.secret)
     }
 
     /// A second workspace with its own member and key: (workspace, bearer header value).
@@ -247,6 +252,29 @@ impl TestApp {
             workspace.id
         ))
         .await;
+    }
+}
+
+/// A `method` request to `uri` with `authorization` (a `Bearer ...` value) and, if given, a JSON
+/// body.
+pub fn keyed(
+    method: &str,
+    uri: &str,
+    authorization: &str,
+    body: Option<Value>,
+) -> actix_http::Request {
+    let req = match method {
+        "GET" => test::TestRequest::get(),
+        "PATCH" => test::TestRequest::patch(),
+        "POST" => test::TestRequest::post(),
+        "DELETE" => test::TestRequest::delete(),
+        other => panic!("{other}"),
+    }
+    .uri(uri)
+    .insert_header(("Authorization", authorization.to_owned()));
+    match body {
+        Some(body) => req.set_json(body).to_request(),
+        None => req.to_request(),
     }
 }
 

@@ -1,10 +1,9 @@
 //! Operating a webhook after day one: the webhook object with its health, reading one, changing
 //! one, and the rule that every operation is the owner's alone.
 
-use actix_web::test;
 use serde_json::{Value, json};
 
-use crate::support::{TestApp, call, error_of};
+use crate::support::{TestApp, call, error_of, keyed};
 use timetrack_testkit::fakes::{email, name};
 
 pub(crate) const BASE: &str = "/api/integrations/automation/webhooks";
@@ -15,19 +14,7 @@ pub(crate) fn request(
     path: &str,
     body: Option<Value>,
 ) -> actix_http::Request {
-    let req = match method {
-        "GET" => test::TestRequest::get(),
-        "PATCH" => test::TestRequest::patch(),
-        "POST" => test::TestRequest::post(),
-        "DELETE" => test::TestRequest::delete(),
-        other => panic!("{other}"),
-    }
-    .uri(&format!("{BASE}{path}"))
-    .insert_header(("Authorization", auth));
-    match body {
-        Some(body) => req.set_json(body).to_request(),
-        None => req.to_request(),
-    }
+    keyed(method, &format!("{BASE}{path}"), auth, body)
 }
 
 /// Subscribes as the test's user: the webhook's id.

@@ -35,7 +35,7 @@ pub use housekeeping::{Housekeeping, Purged, Retention};
 pub use idempotency::{IDEMPOTENCY_RETENTION, IdempotencyBegin, IdempotencyStore, STALE_CLAIM};
 pub use queue::DeliveryQueue;
 pub use rate_limits::RateLimitStore;
-pub use rates::{RateEffect, RateFilter, RateRepository};
+pub use rates::{PriceChange, RateEffect, RateFilter, RateRepository};
 pub use reports::ReportRepository;
 pub use resolver::HostResolver;
 pub use sender::WebhookSender;

@@ -33,6 +33,44 @@ pub struct RateEffect {
     pub delta: Vec<(String, i64)>,
 }
 
+/// An entry whose stored price a change moved: its duration so far, and its currency and billable
+/// rate (minor units an hour) before and after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PriceChange {
+    /// Its duration, running entries up to now.
+    pub seconds: i64,
+    /// Its currency before (none if it was never priced).
+    pub old_currency: Option<String>,
+    /// Its billable rate before.
+    pub old_billable_minor: Option<i64>,
+    /// Its currency after.
+    pub new_currency: String,
+    /// Its billable rate after.
+    pub new_billable_minor: Option<i64>,
+}
+
+impl RateEffect {
+    /// What `changes` did to billable amounts, each entry's duration rounded by `rounding`: the
+    /// old amount leaves the old currency's sum, the new one joins the new currency's.
+    pub fn of(changes: &[PriceChange], rounding: Rounding) -> Self {
+        use crate::model::rate::amount_minor;
+        let mut delta: std::collections::BTreeMap<String, i64> = Default::default();
+        for change in changes {
+            let seconds = rounding.apply(change.seconds);
+            let amount = |rate: Option<i64>| rate.map_or(0, |r| amount_minor(r, seconds));
+            if let Some(currency) = &change.old_currency {
+                *delta.entry(currency.clone()).or_default() -= amount(change.old_billable_minor);
+            }
+            *delta.entry(change.new_currency.clone()).or_default() +=
+                amount(change.new_billable_minor);
+        }
+        Self {
+            affected_entries: changes.len() as u64,
+            delta: delta.into_iter().filter(|(_, d)| *d != 0).collect(),
+        }
+    }
+}
+
 /// Storage of rates. Every write of rates re-prices the entries it may move, in its own
 /// transaction, holding the workspace's pricing lock (so that a concurrent write of an entry is
 /// priced either before or after it, never with half of it); locked entries keep their price.

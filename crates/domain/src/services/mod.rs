@@ -35,6 +35,18 @@ pub use workspace::{WorkspacePatch, WorkspaceService};
 /// (each try re-reads it, so the event describes exactly the change written).
 pub(crate) const WRITE_ATTEMPTS: usize = 5;
 
+/// The workspace `id` with its settings; `NotFound("workspace")` if there is none.
+pub(crate) async fn workspace_and_settings(
+    workspaces: &dyn crate::ports::WorkspaceRepository,
+    id: crate::ids::WorkspaceId,
+) -> crate::error::DomainResult<(crate::model::Workspace, crate::model::WorkspaceSettings)> {
+    let workspace = workspaces.get(id).await?;
+    let settings = workspaces.settings(id).await?;
+    workspace
+        .zip(settings)
+        .ok_or(crate::error::DomainError::NotFound("workspace"))
+}
+
 /// `Ok` when `caller` may change the catalog (clients, projects, tasks, tags): an admin always,
 /// a member when the workspace's `members_manage_catalog` allows it; 403 otherwise.
 pub(crate) async fn require_catalog(

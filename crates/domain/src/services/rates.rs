@@ -138,11 +138,7 @@ impl RateService {
     }
 
     async fn workspace(&self, caller: &Principal) -> DomainResult<(Workspace, WorkspaceSettings)> {
-        let workspace = self.workspaces.get(caller.workspace_id).await?;
-        let settings = self.workspaces.settings(caller.workspace_id).await?;
-        workspace
-            .zip(settings)
-            .ok_or(DomainError::NotFound("workspace"))
+        super::workspace_and_settings(self.workspaces.as_ref(), caller.workspace_id).await
     }
 
     /// A page of the workspace's rates, newest first: admins and owners see every rate; a member

@@ -103,16 +103,8 @@ impl ReportService {
         let from = request.from.ok_or_else(|| missing("from"))?;
         let to = request.to.ok_or_else(|| missing("to"))?;
         ReportFilter::check_range(from, to)?;
-        let workspace = self
-            .workspaces
-            .get(caller.workspace_id)
-            .await?
-            .ok_or(DomainError::NotFound("workspace"))?;
-        let settings = self
-            .workspaces
-            .settings(caller.workspace_id)
-            .await?
-            .ok_or(DomainError::NotFound("workspace"))?;
+        let (workspace, settings) =
+            super::workspace_and_settings(self.workspaces.as_ref(), caller.workspace_id).await?;
         let mut filter = ReportFilter {
             from,
             to,

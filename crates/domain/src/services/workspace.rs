@@ -105,11 +105,7 @@ impl WorkspaceService {
 
     /// The caller's workspace with its settings (every role may read them).
     pub async fn get(&self, caller: &Principal) -> DomainResult<(Workspace, WorkspaceSettings)> {
-        let workspace = self.workspaces.get(caller.workspace_id).await?;
-        let settings = self.workspaces.settings(caller.workspace_id).await?;
-        workspace
-            .zip(settings)
-            .ok_or(DomainError::NotFound("workspace"))
+        super::workspace_and_settings(self.workspaces.as_ref(), caller.workspace_id).await
     }
 
     /// Applies `patch` to the caller's workspace (owners and admins; 403 for members, before

@@ -3,18 +3,10 @@
 
 use super::*;
 use timetrack_domain::ids::RateId;
-use timetrack_domain::model::rate::amount_minor;
 use timetrack_domain::model::{
     AppliedRate, PricedEntry, Rate, RateKind, Rounding, StoredPrice, choose_rate,
 };
-use timetrack_domain::ports::{RateEffect, RateFilter, RateRepository};
-
-/// An entry whose price changed: its duration, currency and billable rate before and after.
-pub(super) struct Repriced {
-    seconds: i64,
-    old: (Option<String>, Option<i64>),
-    new: (String, Option<i64>),
-}
+use timetrack_domain::ports::{PriceChange, RateEffect, RateFilter, RateRepository};
 
 impl Tables {
     /// The local day of `at` in the workspace's time zone.
@@ -64,7 +56,7 @@ impl Tables {
         &mut self,
         workspace: WorkspaceId,
         reach: impl Fn(&Tables, &TimeEntry) -> bool,
-    ) -> Vec<Repriced> {
+    ) -> Vec<PriceChange> {
         let rates: Vec<Rate> = self
             .rates
             .iter()
@@ -93,10 +85,12 @@ impl Tables {
                 .insert(entry.id, new.clone())
                 .unwrap_or_default();
             if old != new {
-                changed.push(Repriced {
+                changed.push(PriceChange {
                     seconds: (entry.end.unwrap_or(now) - entry.start).whole_seconds(),
-                    old: (old.currency, old.billable.map(|r| r.hourly_minor)),
-                    new: (priced.currency, new.billable.map(|r| r.hourly_minor)),
+                    old_currency: old.currency,
+                    old_billable_minor: old.billable.map(|r| r.hourly_minor),
+                    new_currency: priced.currency,
+                    new_billable_minor: new.billable.map(|r| r.hourly_minor),
                 });
             }
         }
@@ -106,23 +100,6 @@ impl Tables {
     /// Prices the entry `id` just written.
     pub(super) fn price_written(&mut self, workspace: WorkspaceId, id: TimeEntryId) {
         self.reprice(workspace, |_, e| e.id == id);
-    }
-}
-
-fn effect_of(changed: &[Repriced], rounding: Rounding) -> RateEffect {
-    let mut delta: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
-    for entry in changed {
-        let seconds = rounding.apply(entry.seconds);
-        if let Some(currency) = &entry.old.0 {
-            *delta.entry(currency.clone()).or_default() -=
-                entry.old.1.map_or(0, |r| amount_minor(r, seconds));
-        }
-        *delta.entry(entry.new.0.clone()).or_default() +=
-            entry.new.1.map_or(0, |r| amount_minor(r, seconds));
-    }
-    RateEffect {
-        affected_entries: changed.len() as u64,
-        delta: delta.into_iter().filter(|(_, d)| *d != 0).collect(),
     }
 }
 
@@ -188,7 +165,7 @@ impl RateRepository for InMemoryStore {
         let changed = t.reprice(ws, |t, e| {
             t.priced(e).is_some_and(|priced| target.reaches(&priced))
         });
-        let effect = effect_of(&changed, rounding);
+        let effect = RateEffect::of(&changed, rounding);
         if dry_run {
             (t.rates, t.prices) = saved;
         }
