@@ -4,8 +4,11 @@
 //! start (`time_entries_workspace_start_idx`).
 //!
 //! The statements are put together from fixed fragments: the base (`statements/report_base.sql`,
-//! the filter as bound parameters) and, for a summary, one grouped select per level of its keys.
-//! No text of a request reaches the SQL; the keys choose among the fragments below.
+//! the filter as bound parameters) and, for a summary, one grouped select: the cells of every
+//! key's value and currency, hashed in one pass over the entries, then every level's groups from
+//! the cells with `GROUPING SETS` (a second select from the tag level on, where an entry counts
+//! under each of its tags). No text of a request reaches the SQL; the keys choose among the
+//! fragments below. The figures and the plans are in docs/benchmarks.md.
 
 use std::collections::HashMap;
 
@@ -14,15 +17,15 @@ use diesel::sql_types::{
     Array, BigInt, Bool, Date as SqlDate, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
 };
 use diesel::{OptionalExtension, QueryableByName};
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use time::{Date, OffsetDateTime};
-use timetrack_domain::DomainResult;
 use timetrack_domain::ids::{TimeEntryId, WorkspaceId};
 use timetrack_domain::model::{
     Amounts, Cursor, DetailedRow, Figures, GroupKey, GroupValue, Named, ReportFilter, SummaryRow,
     UninvoicedRow,
 };
 use timetrack_domain::ports::ReportRepository;
+use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
 use super::errors::{map_db_error, map_pool_error};
@@ -53,53 +56,111 @@ macro_rules! bind_base {
     }};
 }
 
-/// The text of a key's value in a grouped select over `priced x` (and `tt`, its tags).
-fn key_sql(key: GroupKey) -> &'static str {
+/// A key's value in the cells of a grouped select over `priced x` (and `tt`, its tags), in its
+/// own type: grouping by a uuid or a date is cheaper than by text.
+fn key_value(key: GroupKey) -> &'static str {
     match key {
-        GroupKey::Client => "x.client_id::text",
-        GroupKey::Project => "x.project_id::text",
-        GroupKey::Task => "x.task_id::text",
-        GroupKey::User => "x.user_id::text",
-        GroupKey::Tag => "tt.tag_id::text",
-        GroupKey::Day => "to_char(x.day, 'YYYY-MM-DD')",
-        GroupKey::Week => "to_char(x.day, 'IYYY-\"W\"IW')",
-        GroupKey::Month => "to_char(x.day, 'YYYY-MM')",
+        GroupKey::Client => "x.client_id",
+        GroupKey::Project => "x.project_id",
+        GroupKey::Task => "x.task_id",
+        GroupKey::User => "x.user_id",
+        GroupKey::Tag => "tt.tag_id",
+        GroupKey::Day => "x.day",
+        GroupKey::Week => "date_trunc('week', x.day)::date",
+        GroupKey::Month => "date_trunc('month', x.day)::date",
     }
 }
 
-/// The sums of a group, in the order [`GroupRow`] reads them.
-const SUMS: &str = "x.currency, sum(x.seconds)::bigint AS seconds, \
-    sum(CASE WHEN x.billable THEN x.seconds ELSE 0 END)::bigint AS billable_seconds, \
-    sum(x.rounded)::bigint AS rounded, count(*)::bigint AS entries, \
-    sum(x.bill)::bigint AS bill, sum(x.cost)::bigint AS cost";
-
-/// The summary's statement: the totals (level 0) and one grouped select per level of
-/// `group_by` (none: the totals alone).
-fn summary_sql(group_by: &[GroupKey]) -> String {
-    let mut sql = format!(
-        "{BASE}\nSELECT 0 AS level, NULL::text AS k1, NULL::text AS k2, NULL::text AS k3, {SUMS} \
-         FROM priced x GROUP BY x.currency"
-    );
-    for depth in 1..=group_by.len() {
-        let keys = &group_by[..depth];
-        let columns: Vec<String> = (0..3)
-            .map(|i| {
-                keys.get(i)
-                    .map_or("NULL::text".to_owned(), |k| key_sql(*k).to_owned())
-            })
-            .collect();
-        let tags = if keys.contains(&GroupKey::Tag) {
-            " LEFT JOIN time_entry_tags tt ON tt.workspace_id = $1 AND tt.time_entry_id = x.id"
-        } else {
-            ""
-        };
-        sql.push_str(&format!(
-            "\nUNION ALL SELECT {depth}, {}, {}, {}, {SUMS} FROM priced x{tags} \
-             GROUP BY 2, 3, 4, x.currency",
-            columns[0], columns[1], columns[2]
-        ));
+/// The text of a key's value `column` of the cells: an id, or a period as the API writes it.
+fn key_text(key: GroupKey, column: &str) -> String {
+    match key {
+        GroupKey::Client | GroupKey::Project | GroupKey::Task | GroupKey::User | GroupKey::Tag => {
+            format!("{column}::text")
+        }
+        GroupKey::Day => format!("to_char({column}, 'YYYY-MM-DD')"),
+        GroupKey::Week => format!("to_char({column}, 'IYYY-\"W\"IW')"),
+        GroupKey::Month => format!("to_char({column}, 'YYYY-MM')"),
     }
-    sql
+}
+
+/// The figures of a cell, summed over its entries.
+const CELL_SUMS: &str = "count(*) AS entries, sum(x.seconds) AS seconds, \
+    coalesce(sum(x.seconds) FILTER (WHERE x.billable), 0) AS billable_seconds, \
+    sum(x.rounded) AS rounded, sum(x.bill) AS bill, sum(x.cost) AS cost";
+
+/// The figures of a group, summed over its cells, as text: a sum of many large entries can pass
+/// the range of bigint, which the reader refuses with a clear error instead of the database
+/// failing the statement.
+const GROUP_SUMS: &str = "sum(c.seconds)::text AS seconds, \
+    sum(c.billable_seconds)::text AS billable_seconds, sum(c.rounded)::text AS rounded, \
+    sum(c.entries)::text AS entries, sum(c.bill)::text AS bill, sum(c.cost)::text AS cost";
+
+/// One select of the groups of `keys` at the depths `depths` (0: the totals), over the entries
+/// joined to their tags when a key is the tag: first the cells (one per value of every key and currency, by
+/// hashing, in one pass over the entries), then the groups of each depth from the cells.
+fn grouped_select(keys: &[GroupKey], depths: std::ops::RangeInclusive<usize>) -> String {
+    let tagged = keys.contains(&GroupKey::Tag);
+    let columns: Vec<String> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, key)| format!("{} AS k{}", key_value(*key), i + 1))
+        .collect();
+    let cell_keys: String = columns.iter().map(|c| format!("{c}, ")).collect();
+    let group_by: String = (1..=keys.len()).map(|i| format!("{i}, ")).collect();
+    let tags = if tagged {
+        " LEFT JOIN time_entry_tags tt ON tt.workspace_id = $1 AND tt.time_entry_id = x.id"
+    } else {
+        ""
+    };
+    let sets: Vec<String> = depths
+        .map(|depth| {
+            let mut set: Vec<String> = (1..=depth).map(|i| format!("c.k{i}")).collect();
+            set.push("c.currency".to_owned());
+            format!("({})", set.join(", "))
+        })
+        .collect();
+    let level = if keys.is_empty() {
+        "0".to_owned()
+    } else {
+        let ungrouped: String = (1..=keys.len())
+            .map(|i| format!(" - grouping(c.k{i})"))
+            .collect();
+        format!("{}{ungrouped}", keys.len())
+    };
+    let texts: Vec<String> = (0..3)
+        .map(|i| {
+            keys.get(i).map_or("NULL::text".to_owned(), |key| {
+                key_text(*key, &format!("c.k{}", i + 1))
+            })
+        })
+        .collect();
+    format!(
+        "SELECT {level} AS level, {} AS k1, {} AS k2, {} AS k3, c.currency, {GROUP_SUMS} \
+         FROM (SELECT {cell_keys}x.currency, {CELL_SUMS} FROM priced x{tags} \
+               GROUP BY {group_by}{}) c \
+         GROUP BY GROUPING SETS ({})",
+        texts[0],
+        texts[1],
+        texts[2],
+        keys.len() + 1,
+        sets.join(", ")
+    )
+}
+
+/// The summary's statement: the totals (level 0) and the groups of every level of `group_by`.
+/// Keys before a tag key count each entry once; from the tag key on, an entry counts under each
+/// of its tags (and "no tag" when it has none), so those levels are summed over the entries
+/// joined to their tags, in a second select.
+fn summary_sql(group_by: &[GroupKey]) -> String {
+    let select = match group_by.iter().position(|k| *k == GroupKey::Tag) {
+        None => grouped_select(group_by, 0..=group_by.len()),
+        Some(tag) => format!(
+            "{}\nUNION ALL {}",
+            grouped_select(&group_by[..tag], 0..=tag),
+            grouped_select(group_by, tag + 1..=group_by.len())
+        ),
+    };
+    format!("{BASE}\n{select}")
 }
 
 #[derive(QueryableByName)]
@@ -114,34 +175,50 @@ struct GroupRow {
     k3: Option<String>,
     #[diesel(sql_type = Text)]
     currency: String,
-    #[diesel(sql_type = BigInt)]
-    seconds: i64,
-    #[diesel(sql_type = BigInt)]
-    billable_seconds: i64,
-    #[diesel(sql_type = BigInt)]
-    rounded: i64,
-    #[diesel(sql_type = BigInt)]
-    entries: i64,
-    #[diesel(sql_type = BigInt)]
-    bill: i64,
-    #[diesel(sql_type = BigInt)]
-    cost: i64,
+    #[diesel(sql_type = Text)]
+    seconds: String,
+    #[diesel(sql_type = Text)]
+    billable_seconds: String,
+    #[diesel(sql_type = Text)]
+    rounded: String,
+    #[diesel(sql_type = Text)]
+    entries: String,
+    #[diesel(sql_type = Text)]
+    bill: String,
+    #[diesel(sql_type = Text)]
+    cost: String,
+}
+
+/// The refusal of a report whose sums pass what a figure can hold.
+fn too_large() -> DomainError {
+    DomainError::Validation(
+        "The report's figures are too large to sum; narrow the period or the filter".to_owned(),
+    )
 }
 
 impl GroupRow {
-    fn figures(&self) -> Figures {
-        Figures {
-            seconds: self.seconds,
-            billable_seconds: self.billable_seconds,
-            rounded_seconds: self.rounded,
-            entries: self.entries,
+    fn figures(&self) -> DomainResult<Figures> {
+        let number = |text: &str| text.parse::<i64>().map_err(|_| too_large());
+        Ok(Figures {
+            seconds: number(&self.seconds)?,
+            billable_seconds: number(&self.billable_seconds)?,
+            rounded_seconds: number(&self.rounded)?,
+            entries: number(&self.entries)?,
             amounts: vec![Amounts {
                 currency: self.currency.clone(),
-                billable_minor: self.bill,
-                cost_minor: self.cost,
+                billable_minor: number(&self.bill)?,
+                cost_minor: number(&self.cost)?,
             }],
-        }
+        })
     }
+}
+
+/// Settings for one large aggregate, for the transaction a report's statement runs in: no JIT
+/// compilation (its start-up costs more than it saves on a report) and room to hash the cells in
+/// memory.
+async fn for_one_aggregate(conn: &mut AsyncPgConnection) -> QueryResult<()> {
+    conn.batch_execute("SET LOCAL jit = off; SET LOCAL work_mem = '64MB'")
+        .await
 }
 
 /// The names of the things of `key` among `ids`, by id text.
@@ -347,14 +424,17 @@ impl ReportRepository for PgReportRepository {
     async fn totals(&self, workspace: WorkspaceId, filter: &ReportFilter) -> DomainResult<Figures> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         // The summary's statement without groups: its totals alone.
-        let rows: Vec<GroupRow> =
-            bind_base!(diesel::sql_query(summary_sql(&[])), workspace, filter)
-                .load(&mut conn)
-                .await
-                .map_err(|e| map_db_error(e, "summing a report"))?;
+        let query = bind_base!(diesel::sql_query(summary_sql(&[])), workspace, filter);
+        let rows: Vec<GroupRow> = conn
+            .transaction(async |conn| {
+                for_one_aggregate(conn).await?;
+                query.load(conn).await
+            })
+            .await
+            .map_err(|e| map_db_error(e, "summing a report"))?;
         let mut totals = Figures::default();
         for row in &rows {
-            totals.add(&row.figures());
+            totals.add(&row.figures()?)?;
         }
         Ok(totals)
     }
@@ -366,11 +446,14 @@ impl ReportRepository for PgReportRepository {
         group_by: &[GroupKey],
     ) -> DomainResult<Vec<SummaryRow>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let rows: Vec<GroupRow> =
-            bind_base!(diesel::sql_query(summary_sql(group_by)), workspace, filter)
-                .load(&mut conn)
-                .await
-                .map_err(|e| map_db_error(e, "summing a report"))?;
+        let query = bind_base!(diesel::sql_query(summary_sql(group_by)), workspace, filter);
+        let rows: Vec<GroupRow> = conn
+            .transaction(async |conn| {
+                for_one_aggregate(conn).await?;
+                query.load(conn).await
+            })
+            .await
+            .map_err(|e| map_db_error(e, "summing a report"))?;
         // The names of every thing that appears, one look-up per key.
         let mut labels: Vec<HashMap<String, String>> = Vec::new();
         for (i, key) in group_by.iter().enumerate() {
@@ -385,8 +468,7 @@ impl ReportRepository for PgReportRepository {
                     .map_err(|e| map_db_error(e, "naming a report's groups"))?,
             );
         }
-        Ok(rows
-            .iter()
+        rows.iter()
             .map(|row| {
                 let depth = usize::try_from(row.level).unwrap_or(0);
                 let values = [&row.k1, &row.k2, &row.k3]
@@ -407,12 +489,12 @@ impl ReportRepository for PgReportRepository {
                         }
                     })
                     .collect();
-                SummaryRow {
+                Ok(SummaryRow {
                     values,
-                    figures: row.figures(),
-                }
+                    figures: row.figures()?,
+                })
             })
-            .collect())
+            .collect()
     }
 
     async fn detailed(
@@ -440,13 +522,21 @@ impl ReportRepository for PgReportRepository {
         filter: &ReportFilter,
     ) -> DomainResult<Vec<UninvoicedRow>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        // Billable time only, whatever the filter says.
+        let filter = &ReportFilter {
+            billable: Some(true),
+            ..filter.clone()
+        };
         let sql = format!(
-            "{BASE}\nSELECT 2 AS level, x.client_id::text AS k1, x.project_id::text AS k2, \
-             NULL::text AS k3, {SUMS} FROM priced x WHERE x.billable \
-             GROUP BY 2, 3, x.currency"
+            "{BASE}\n{}",
+            grouped_select(&[GroupKey::Client, GroupKey::Project], 2..=2)
         );
-        let rows: Vec<GroupRow> = bind_base!(diesel::sql_query(sql), workspace, filter)
-            .load(&mut conn)
+        let query = bind_base!(diesel::sql_query(sql), workspace, filter);
+        let rows: Vec<GroupRow> = conn
+            .transaction(async |conn| {
+                for_one_aggregate(conn).await?;
+                query.load(conn).await
+            })
             .await
             .map_err(|e| map_db_error(e, "reading the uninvoiced report"))?;
         let ids = |i: usize| -> Vec<Uuid> {
@@ -469,12 +559,14 @@ impl ReportRepository for PgReportRepository {
         };
         let mut out: Vec<UninvoicedRow> = rows
             .iter()
-            .map(|r| UninvoicedRow {
-                client: thing(&r.k1, &clients),
-                project: thing(&r.k2, &projects),
-                figures: r.figures(),
+            .map(|r| {
+                Ok(UninvoicedRow {
+                    client: thing(&r.k1, &clients),
+                    project: thing(&r.k2, &projects),
+                    figures: r.figures()?,
+                })
             })
-            .collect();
+            .collect::<DomainResult<_>>()?;
         out.sort_by(|a, b| {
             let key = |r: &UninvoicedRow| {
                 (

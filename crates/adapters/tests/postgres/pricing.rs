@@ -18,10 +18,14 @@ async fn rounding_and_amounts_in_sql_are_the_domains() {
     let modes = [RoundingMode::Up, RoundingMode::Down, RoundingMode::Nearest];
     let mut cases: Vec<(i64, u8, RoundingMode, i64)> = Vec::new();
     for _ in 0..2000 {
-        let seconds = match rng.random_range(0..4) {
+        // Up to entries of nearly 10,000 years, on both sides of where the SQL amount leaves
+        // bigint for numeric (9 × 10^9 seconds).
+        let seconds = match rng.random_range(0..6) {
             0 => rng.random_range(0..200),
             1 => rng.random_range(0..100_000),
             2 => rng.random_range(0..400_000_000),
+            3 => 9_000_000_000 + rng.random_range(-5_000..5_000),
+            4 => rng.random_range(0..315_537_000_000),
             _ => i64::from(rng.random_range(0..300u32)) * 450,
         };
         let minutes = [0, 1, 5, 6, 15, 30, 60][rng.random_range(0..7)];

@@ -799,7 +799,7 @@ pub async fn uninvoiced(
     let rows = state.reports.uninvoiced(&caller.0, &scope).await?;
     let mut totals = Figures::default();
     for row in &rows {
-        totals.add(&row.figures);
+        totals.add(&row.figures)?;
     }
     if csv {
         let mut header: Vec<String> = [

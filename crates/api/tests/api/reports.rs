@@ -394,6 +394,47 @@ async fn hostile_report_parameters_are_a_clear_400() {
     );
 }
 
+/// Entries of thousands of years at the highest rate make sums no 64-bit figure holds: the report
+/// refuses them with a 400 saying so, never a 500 or a wrapped number.
+#[actix_web::test]
+async fn figures_too_large_to_sum_are_refused_clearly() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let key = t.key();
+    let rate = json!({"kind": "billable", "scope": "workspace", "currency": "EUR", "hourly_minor": 1_000_000_000, "effective_from": "2000-01-01"});
+    assert_eq!(
+        call(&app, req("POST", "/api/rates", &key, Some(rate)))
+            .await
+            .0,
+        201
+    );
+    // Each entry is 7,972 years, about 7 × 10^16 minor units: 140 of them pass 9.2 × 10^18.
+    for _ in 0..140 {
+        let body = json!({"start": "2026-01-01T00:00:00Z", "end": "9998-01-01T00:00:00Z", "billable": true});
+        let (status, _, entry) =
+            call(&app, req("POST", "/api/time-entries", &key, Some(body))).await;
+        assert_eq!(status, 201, "{entry}");
+    }
+    let message = "The report's figures are too large to sum; narrow the period or the filter";
+    for uri in [
+        "/api/reports/summary?from=2026-01-01&to=2026-01-01&group_by=project",
+        "/api/reports/detailed?from=2026-01-01&to=2026-01-01",
+        "/api/reports/uninvoiced?from=2026-01-01&to=2026-01-01",
+        "/api/reports/summary?from=2026-01-01&to=2026-01-01&group_by=day&format=csv",
+    ] {
+        let (status, _, body) = call(&app, req("GET", uri, &key, None)).await;
+        assert_eq!((status, body), (400, json!({"error": message})), "{uri}");
+    }
+    // Another day, without them, sums as ever.
+    let uri = "/api/reports/summary?from=2026-01-02&to=2026-01-02&group_by=day";
+    let (status, _, body) = call(&app, req("GET", uri, &key, None)).await;
+    assert_eq!(
+        (status, &body["totals"]["entries"]),
+        (200, &json!(0)),
+        "{body}"
+    );
+}
+
 #[actix_web::test]
 async fn csv_exports_have_a_header_decimal_amounts_and_nothing_hidden_or_executable() {
     let t = TestApp::new().await;

@@ -173,12 +173,22 @@ pub struct Figures {
 }
 
 impl Figures {
-    /// Adds `other` into these figures (amounts merged per currency).
-    pub fn add(&mut self, other: &Figures) {
-        self.seconds += other.seconds;
-        self.billable_seconds += other.billable_seconds;
-        self.rounded_seconds += other.rounded_seconds;
-        self.entries += other.entries;
+    /// Adds `other` into these figures (amounts merged per currency); a sum past what a figure
+    /// holds is refused (`Validation`), never wrapped.
+    pub fn add(&mut self, other: &Figures) -> DomainResult<()> {
+        fn sum(a: &mut i64, b: i64) -> DomainResult<()> {
+            *a = a.checked_add(b).ok_or_else(|| {
+                DomainError::Validation(
+                    "The report's figures are too large to sum; narrow the period or the filter"
+                        .to_owned(),
+                )
+            })?;
+            Ok(())
+        }
+        sum(&mut self.seconds, other.seconds)?;
+        sum(&mut self.billable_seconds, other.billable_seconds)?;
+        sum(&mut self.rounded_seconds, other.rounded_seconds)?;
+        sum(&mut self.entries, other.entries)?;
         for amount in &other.amounts {
             match self
                 .amounts
@@ -186,8 +196,8 @@ impl Figures {
                 .find(|a| a.currency == amount.currency)
             {
                 Some(mine) => {
-                    mine.billable_minor += amount.billable_minor;
-                    mine.cost_minor += amount.cost_minor;
+                    sum(&mut mine.billable_minor, amount.billable_minor)?;
+                    sum(&mut mine.cost_minor, amount.cost_minor)?;
                 }
                 None => {
                     self.amounts.push(amount.clone());
@@ -195,12 +205,13 @@ impl Figures {
                 }
             }
         }
+        Ok(())
     }
 }
 
 /// One value of a group key: its id (or period) and its label; `key` null for entries without
 /// that thing (no client, project, task or tag).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GroupValue {
     /// The id or the period (`2026-04-02`, `2026-W14`, `2026-04`); `None` for "none".
     pub key: Option<String>,
@@ -304,55 +315,62 @@ pub struct UninvoicedRow {
 
 /// Builds the summary from its rows: the totals (the rows without values, one per currency) and
 /// every level's groups (each level computed by itself, so an entry with several tags never counts
-/// twice above the tag level).
-pub fn summary_tree(depth: usize, rows: &[SummaryRow], tag_overlap: bool) -> Summary {
-    fn level(rows: &[SummaryRow], prefix: &[GroupValue], depth: usize) -> Vec<SummaryGroup> {
-        let at = prefix.len();
+/// twice above the tag level). Each row is looked at once per level above it, whatever the
+/// number of groups: a year by project and day is tens of thousands of rows.
+pub fn summary_tree(depth: usize, rows: &[SummaryRow], tag_overlap: bool) -> DomainResult<Summary> {
+    /// The groups at `at` of `rows` (all sharing the values above `at`, all at least that deep).
+    fn level(rows: Vec<&SummaryRow>, at: usize, depth: usize) -> DomainResult<Vec<SummaryGroup>> {
         if at == depth {
-            return Vec::new();
+            return Ok(Vec::new());
         }
-        let mut groups: Vec<SummaryGroup> = Vec::new();
-        for row in rows
-            .iter()
-            .filter(|r| r.values.len() == at + 1 && r.values[..at] == *prefix)
-        {
-            match groups.iter_mut().find(|g| g.value == row.values[at]) {
-                Some(group) => group.figures.add(&row.figures),
-                None => groups.push(SummaryGroup {
-                    value: row.values[at].clone(),
-                    figures: {
-                        let mut f = Figures::default();
-                        f.add(&row.figures);
-                        f
+        let mut index: std::collections::HashMap<&GroupValue, usize> =
+            std::collections::HashMap::new();
+        let mut groups: Vec<(SummaryGroup, Vec<&SummaryRow>)> = Vec::new();
+        for row in rows {
+            let value = &row.values[at];
+            let i = *index.entry(value).or_insert_with(|| {
+                groups.push((
+                    SummaryGroup {
+                        value: value.clone(),
+                        figures: Figures::default(),
+                        groups: Vec::new(),
                     },
-                    groups: Vec::new(),
-                }),
+                    Vec::new(),
+                ));
+                groups.len() - 1
+            });
+            if row.values.len() == at + 1 {
+                groups[i].0.figures.add(&row.figures)?;
+            } else {
+                groups[i].1.push(row);
             }
         }
         // Named groups by label, the "none" group last; periods in order.
-        groups.sort_by(|a, b| {
+        groups.sort_by(|(a, _), (b, _)| {
             (a.value.key.is_none(), &a.value.label, &a.value.key).cmp(&(
                 b.value.key.is_none(),
                 &b.value.label,
                 &b.value.key,
             ))
         });
-        for group in &mut groups {
-            let mut below = prefix.to_vec();
-            below.push(group.value.clone());
-            group.groups = level(rows, &below, depth);
-        }
         groups
+            .into_iter()
+            .map(|(mut group, below)| {
+                group.groups = level(below, at + 1, depth)?;
+                Ok(group)
+            })
+            .collect()
     }
     let mut totals = Figures::default();
     for row in rows.iter().filter(|r| r.values.is_empty()) {
-        totals.add(&row.figures);
+        totals.add(&row.figures)?;
     }
-    Summary {
-        groups: level(rows, &[], depth),
+    let grouped = rows.iter().filter(|r| !r.values.is_empty()).collect();
+    Ok(Summary {
+        groups: level(grouped, 0, depth)?,
         totals,
         tag_overlap,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -417,7 +435,7 @@ mod tests {
                 figures: figures(90, "EUR", 100),
             },
         ];
-        let tree = summary_tree(2, &rows, false);
+        let tree = summary_tree(2, &rows, false).unwrap();
         assert_eq!(tree.groups.len(), 1);
         let p1 = &tree.groups[0];
         assert_eq!(p1.figures.seconds, 90);

@@ -168,11 +168,7 @@ impl ReportService {
             .reports
             .summary(caller.workspace_id, &scope.filter, group_by)
             .await?;
-        Ok(summary_tree(
-            group_by.len(),
-            &rows,
-            group_by.contains(&GroupKey::Tag),
-        ))
+        summary_tree(group_by.len(), &rows, group_by.contains(&GroupKey::Tag))
     }
 
     /// The totals of `scope`, each entry once.

@@ -1,0 +1,56 @@
+-- The reports dataset: one workspace ($1, zone Europe/Berlin, EUR) of 50 members, 10 clients
+-- (two billing in USD), 40 projects of 4 tasks each, 12 tags, and $2 stopped entries spread
+-- evenly over the two years 2025 and 2026 (in every member's working hours), a third of them
+-- tagged, four in five billable. Priced afterwards by the workload through the API's rate rules.
+-- Deterministic: the same ids and figures every run.
+INSERT INTO workspaces (id, name, created_at, timezone, currency)
+VALUES ($1, 'Reports bench', now(), 'Europe/Berlin', 'EUR');
+
+INSERT INTO users (id, name, email, created_at)
+SELECT md5($1::text || 'user' || i)::uuid, 'Member ' || i, 'member' || i || '@' || $1::text || '.bench',
+       now()
+FROM generate_series(1, 50) i;
+
+INSERT INTO memberships (workspace_id, user_id, created_at, role)
+SELECT $1, md5($1::text || 'user' || i)::uuid, now() + i * interval '1 ms',
+       CASE WHEN i = 1 THEN 'owner' WHEN i <= 3 THEN 'admin' ELSE 'member' END
+FROM generate_series(1, 50) i;
+
+INSERT INTO clients (id, workspace_id, name, name_lower, type, status, currency, created_at, updated_at)
+SELECT md5($1::text || 'client' || i)::uuid, $1, 'Client ' || i, 'client ' || i, 'company', 'active',
+       CASE WHEN i <= 2 THEN 'USD' ELSE 'EUR' END, now(), now()
+FROM generate_series(1, 10) i;
+
+INSERT INTO projects (id, workspace_id, client_id, name, created_at, updated_at)
+SELECT md5($1::text || 'project' || i)::uuid, $1, md5($1::text || 'client' || (1 + i % 10))::uuid,
+       'Project ' || i, now(), now()
+FROM generate_series(1, 40) i;
+
+INSERT INTO tasks (id, workspace_id, project_id, name, created_at, updated_at)
+SELECT md5($1::text || 'task' || p || '-' || t)::uuid, $1, md5($1::text || 'project' || p)::uuid,
+       'Task ' || t, now(), now()
+FROM generate_series(1, 40) p, generate_series(1, 4) t;
+
+INSERT INTO tags (id, workspace_id, name, name_lower, created_at)
+SELECT md5($1::text || 'tag' || i)::uuid, $1, 'Tag ' || i, 'tag ' || i, now()
+FROM generate_series(1, 12) i;
+
+-- Entry n: member 1 + n % 50, project 1 + (n / 50) % 40, task 1 + n % 4; starts advance evenly
+-- over the two years, from 08:00 Berlin time plus up to ten hours, and last 5 to 125 minutes.
+INSERT INTO time_entries (id, workspace_id, user_id, source, description, project_id, task_id,
+                          billable, start_at, end_at, created_at, updated_at)
+SELECT md5($1::text || 'entry' || n)::uuid, $1, md5($1::text || 'user' || (1 + n % 50))::uuid,
+       'manual', 'Work item ' || (n % 997),
+       md5($1::text || 'project' || (1 + (n / 50) % 40))::uuid,
+       md5($1::text || 'task' || (1 + (n / 50) % 40) || '-' || (1 + n % 4))::uuid,
+       n % 5 <> 0, s, s + (300 + (n * 7919) % 7200) * interval '1 second', s, s
+FROM (
+    SELECT n, (timestamp '2025-01-01 08:00' + (n::bigint * 730 / $2) * interval '1 day'
+               + ((n * 104729) % 36000) * interval '1 second') AT TIME ZONE 'Europe/Berlin' AS s
+    FROM generate_series(0::bigint, $2 - 1) n
+) e;
+
+INSERT INTO time_entry_tags (workspace_id, time_entry_id, tag_id)
+SELECT $1, md5($1::text || 'entry' || n)::uuid, md5($1::text || 'tag' || (1 + n % 12))::uuid
+FROM generate_series(0::bigint, $2 - 1) n
+WHERE n % 3 = 0;
