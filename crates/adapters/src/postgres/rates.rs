@@ -1,5 +1,5 @@
 //! Rates and entry prices in PostgreSQL. The rule that picks an entry's rate is the SQL function
-//! `timetrack_code.price_entries` (functions/price_entries.sql); every change that can move a
+//! `timetrack_code.entry_prices` (functions/entry_prices.sql), which `price_entries` writes; every change that can move a
 //! price calls it in its own transaction, after taking the workspace's pricing lock
 //! (`timetrack_code.pricing_lock`) first.
 
@@ -89,29 +89,50 @@ impl From<Repriced> for PriceChange {
     }
 }
 
-/// Re-prices the workspace's entries in `reach` (see `price_entries.sql`); the caller holds the
-/// pricing lock. Returns what changed.
+/// What re-pricing the workspace's entries in `reach` changes (see `entry_prices.sql`), written
+/// when `write` (`price_entries`), or only read for a dry run; the caller holds the pricing lock.
+async fn changes(
+    conn: &mut AsyncPgConnection,
+    workspace: WorkspaceId,
+    reach: &Reach,
+    write: bool,
+) -> QueryResult<Vec<PriceChange>> {
+    const ARGUMENTS: &str = "(p_workspace => $1, p_entries => $2, p_user => $3, p_client => $4, \
+         p_project => $5, p_task => $6, p_since => $7, p_rate => $8)";
+    let sql = if write {
+        format!(
+            "SELECT seconds, old_currency, old_billable_minor, new_currency, new_billable_minor \
+             FROM timetrack_code.price_entries{ARGUMENTS}"
+        )
+    } else {
+        format!(
+            "SELECT seconds, old_currency, old_billable_minor, new_currency, \
+                    billable_rate_minor AS new_billable_minor \
+             FROM timetrack_code.entry_prices{ARGUMENTS}"
+        )
+    };
+    let changed: Vec<Repriced> = diesel::sql_query(sql)
+        .bind::<SqlUuid, _>(workspace.0)
+        .bind::<Nullable<diesel::sql_types::Array<SqlUuid>>, _>(reach.entries.clone())
+        .bind::<Nullable<SqlUuid>, _>(reach.user)
+        .bind::<Nullable<SqlUuid>, _>(reach.client)
+        .bind::<Nullable<SqlUuid>, _>(reach.project)
+        .bind::<Nullable<SqlUuid>, _>(reach.task)
+        .bind::<Nullable<Timestamptz>, _>(reach.since)
+        .bind::<Nullable<SqlUuid>, _>(reach.rate)
+        .load(conn)
+        .await?;
+    Ok(changed.into_iter().map(PriceChange::from).collect())
+}
+
+/// Re-prices the workspace's entries in `reach`; the caller holds the pricing lock. Returns what
+/// changed.
 async fn reprice(
     conn: &mut AsyncPgConnection,
     workspace: WorkspaceId,
     reach: &Reach,
 ) -> QueryResult<Vec<PriceChange>> {
-    let changed: Vec<Repriced> = diesel::sql_query(
-        "SELECT seconds, old_currency, old_billable_minor, new_currency, new_billable_minor \
-         FROM timetrack_code.price_entries(p_workspace => $1, p_entries => $2, p_user => $3, \
-              p_client => $4, p_project => $5, p_task => $6, p_since => $7, p_rate => $8)",
-    )
-    .bind::<SqlUuid, _>(workspace.0)
-    .bind::<Nullable<diesel::sql_types::Array<SqlUuid>>, _>(reach.entries.clone())
-    .bind::<Nullable<SqlUuid>, _>(reach.user)
-    .bind::<Nullable<SqlUuid>, _>(reach.client)
-    .bind::<Nullable<SqlUuid>, _>(reach.project)
-    .bind::<Nullable<SqlUuid>, _>(reach.task)
-    .bind::<Nullable<Timestamptz>, _>(reach.since)
-    .bind::<Nullable<SqlUuid>, _>(reach.rate)
-    .load(conn)
-    .await?;
-    Ok(changed.into_iter().map(PriceChange::from).collect())
+    changes(conn, workspace, reach, true).await
 }
 
 /// Re-prices the workspace's entries in `reach` in a transaction of the caller's, taking the
@@ -278,7 +299,8 @@ impl RateRepository for PgRateRepository {
                     since: Some(since),
                     ..Reach::default()
                 };
-                let changed = reprice(conn, rate.workspace_id, &reach).await?;
+                // A dry run reads what would change, writes nothing, and undoes the rate.
+                let changed = changes(conn, rate.workspace_id, &reach, !dry_run).await?;
                 let effect = RateEffect::of(&changed, rounding);
                 if dry_run {
                     return Err(Undo::DryRun(effect));

@@ -263,12 +263,13 @@ async fn installed_functions(client: &tokio_postgres::Client) -> Vec<String> {
         .collect()
 }
 
-const FUNCTIONS: [&str; 14] = [
+const FUNCTIONS: [&str; 15] = [
     "timetrack_code.amount_minor",
     "timetrack_code.apply_and_claim",
     "timetrack_code.apply_streaks",
     "timetrack_code.claim_after",
     "timetrack_code.claim_deliveries",
+    "timetrack_code.entry_prices",
     "timetrack_code.lock_streaks",
     "timetrack_code.price_entries",
     "timetrack_code.pricing_lock",

@@ -1,19 +1,8 @@
--- Sets the stored price of the workspace's entries that a change may have moved, and returns the
--- entries whose price changed: their duration so far (running ones up to now) and their currency
--- and billable rate before and after, from which a caller sums what the change did. The entries are those named in p_entries, or else every entry of the workspace
--- that matches the other filters given (a user, a client through its projects, a project, a task,
--- a start from p_since, or a rate that priced it). Locked entries keep their price: those that
--- start before the workspace's lock date (in its time zone).
---
--- The rule, also written in Rust (`pricing::choose_rate` in the domain, which the in-memory fake
--- uses; the contract tests hold both to the same answers):
---   - an entry's currency is its project's client's, or else the workspace's;
---   - its date is its start's date in the workspace's time zone;
---   - per kind, the rate is the one of the most specific level (rate_level) that has a row in
---     that currency in force on that date: the latest effective_from not after it;
---   - a non-billable entry has no billable rate; every entry gets a cost rate.
--- The caller holds the workspace's pricing lock (pricing_lock); this runs its statements after
--- taking it, each with a fresh snapshot.
+-- Sets the stored price of the workspace's entries in reach whose price the rates now make
+-- different (`entry_prices`, which says which entries and the rule), and returns them: their
+-- duration so far and their currency and billable rate before and after, from which a caller sums
+-- what the change did. The caller holds the workspace's pricing lock (pricing_lock). The update
+-- joins the rows `entry_prices` returns to the table by key, one index look-up each.
 CREATE FUNCTION timetrack_code.price_entries(
     p_workspace uuid,
     p_entries   uuid[]      DEFAULT NULL,
@@ -25,79 +14,18 @@ CREATE FUNCTION timetrack_code.price_entries(
     p_rate      uuid        DEFAULT NULL)
 RETURNS TABLE (entry_id uuid, seconds bigint, old_currency text, old_billable_minor bigint,
                new_currency text, new_billable_minor bigint)
-LANGUAGE plpgsql
+LANGUAGE sql
+SET jit = off
 AS $fn$
-#variable_conflict use_column
-BEGIN
-    RETURN QUERY
-    WITH ws AS (
-        SELECT w.id, w.timezone, w.currency, w.lock_before FROM workspaces w WHERE w.id = p_workspace
-    ), target AS (
-        SELECT e.id, e.user_id, e.project_id, e.task_id, e.billable, p.client_id,
-               e.price_currency AS old_currency, e.billable_rate_minor AS old_billable_minor,
-               extract(epoch FROM coalesce(e.end_at, now()) - e.start_at)::bigint AS seconds,
-               coalesce(c.currency, ws.currency) AS currency,
-               (e.start_at AT TIME ZONE ws.timezone)::date AS day
-        FROM time_entries e
-        CROSS JOIN ws
-        LEFT JOIN projects p ON p.workspace_id = e.workspace_id AND p.id = e.project_id
-        LEFT JOIN clients c ON c.workspace_id = p.workspace_id AND c.id = p.client_id
-        WHERE e.workspace_id = p_workspace
-          AND (p_entries IS NULL OR e.id = ANY (p_entries))
-          AND (p_user IS NULL OR e.user_id = p_user)
-          AND (p_client IS NULL OR p.client_id = p_client)
-          AND (p_project IS NULL OR e.project_id = p_project)
-          AND (p_task IS NULL OR e.task_id = p_task)
-          AND (p_since IS NULL OR e.start_at >= p_since)
-          AND (p_rate IS NULL OR e.billable_rate_id = p_rate OR e.cost_rate_id = p_rate)
-          AND (ws.lock_before IS NULL OR (e.start_at AT TIME ZONE ws.timezone)::date >= ws.lock_before)
-        FOR NO KEY UPDATE OF e
-    ), priced AS (
-        SELECT t.id, t.currency, t.seconds, t.old_currency, t.old_billable_minor,
-               b.id AS b_id, b.scope AS b_scope, b.hourly_minor AS b_minor,
-               k.id AS k_id, k.scope AS k_scope, k.hourly_minor AS k_minor
-        FROM target t
-        LEFT JOIN LATERAL (
-            SELECT r.id, r.scope, r.hourly_minor FROM rates r
-            WHERE t.billable AND r.workspace_id = p_workspace AND r.kind = 'billable'
-              AND r.currency = t.currency AND r.effective_from <= t.day
-              AND CASE r.scope
-                    WHEN 'project_member' THEN r.project_id = t.project_id AND r.user_id = t.user_id
-                    WHEN 'task' THEN r.task_id = t.task_id
-                    WHEN 'project' THEN r.project_id = t.project_id
-                    WHEN 'client' THEN r.client_id = t.client_id
-                    WHEN 'member' THEN r.user_id = t.user_id
-                    ELSE true END
-            ORDER BY timetrack_code.rate_level(r.scope), r.effective_from DESC
-            LIMIT 1
-        ) b ON true
-        LEFT JOIN LATERAL (
-            SELECT r.id, r.scope, r.hourly_minor FROM rates r
-            WHERE r.workspace_id = p_workspace AND r.kind = 'cost'
-              AND r.currency = t.currency AND r.effective_from <= t.day
-              AND CASE r.scope
-                    WHEN 'project_member' THEN r.project_id = t.project_id AND r.user_id = t.user_id
-                    WHEN 'task' THEN r.task_id = t.task_id
-                    WHEN 'project' THEN r.project_id = t.project_id
-                    WHEN 'client' THEN r.client_id = t.client_id
-                    WHEN 'member' THEN r.user_id = t.user_id
-                    ELSE true END
-            ORDER BY timetrack_code.rate_level(r.scope), r.effective_from DESC
-            LIMIT 1
-        ) k ON true
-    )
     UPDATE time_entries e
-    SET price_currency = priced.currency,
-        billable_rate_id = priced.b_id, billable_rate_scope = priced.b_scope,
-        billable_rate_minor = priced.b_minor,
-        cost_rate_id = priced.k_id, cost_rate_scope = priced.k_scope,
-        cost_rate_minor = priced.k_minor
-    FROM priced
-    WHERE e.workspace_id = p_workspace AND e.id = priced.id
-      AND (e.price_currency, e.billable_rate_id, e.billable_rate_minor, e.cost_rate_id, e.cost_rate_minor)
-          IS DISTINCT FROM
-          (priced.currency, priced.b_id, priced.b_minor, priced.k_id, priced.k_minor)
-    RETURNING e.id, priced.seconds, priced.old_currency, priced.old_billable_minor,
-              priced.currency, priced.b_minor;
-END
+    SET price_currency = n.new_currency,
+        billable_rate_id = n.billable_rate_id, billable_rate_scope = n.billable_rate_scope,
+        billable_rate_minor = n.billable_rate_minor,
+        cost_rate_id = n.cost_rate_id, cost_rate_scope = n.cost_rate_scope,
+        cost_rate_minor = n.cost_rate_minor
+    FROM timetrack_code.entry_prices(p_workspace, p_entries, p_user, p_client, p_project, p_task,
+                                     p_since, p_rate) n
+    WHERE e.workspace_id = p_workspace AND e.id = n.entry_id
+    RETURNING e.id, n.seconds, n.old_currency, n.old_billable_minor, n.new_currency,
+              n.billable_rate_minor
 $fn$;
