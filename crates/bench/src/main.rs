@@ -7,7 +7,8 @@
 //! search on a large dataset beside the same query run directly through a pool, the machine's
 //! HTTPS and commit rates, the server's peak memory, a replay of a large history beside live
 //! traffic and the feed read whole, two server processes on one database against one, an
-//! outage of one subscriber and its recovery, and what ordering and filters cost. See
+//! outage of one subscriber and its recovery, what ordering and filters cost, and reports and a
+//! rate change on a workspace of a million entries. See
 //! `docs/benchmarks.md`.
 
 mod cpu;
@@ -20,6 +21,7 @@ mod limits;
 mod outage;
 mod replay;
 mod report;
+mod reports;
 mod scaleout;
 mod search;
 mod setup;
@@ -85,6 +87,8 @@ pub enum Workload {
     Fanout,
     /// A healthy tenant's latency while 100 webhooks of another tenant hang.
     Hang,
+    /// Summary and detailed reports and a rate change on a workspace of 1,000,000 entries.
+    Reports,
 }
 
 impl Options {
@@ -124,6 +128,9 @@ pub struct Sizes {
     /// Entities of the ordering workload (two events each), and events of the filter fan-out.
     pub ordering_entities: usize,
     pub fanout_events: usize,
+    /// Entries of the reports workspace, and the month summaries asked for one after another.
+    pub report_entries: usize,
+    pub report_month_requests: usize,
 }
 
 impl Sizes {
@@ -144,6 +151,8 @@ impl Sizes {
             recovery_seconds: 20,
             ordering_entities: 1_000,
             fanout_events: 2_000,
+            report_entries: 1_000_000,
+            report_month_requests: 200,
         }
     }
 
@@ -164,6 +173,8 @@ impl Sizes {
             recovery_seconds: 2,
             ordering_entities: 40,
             fanout_events: 40,
+            report_entries: 20_000,
+            report_month_requests: 10,
         }
     }
 }
@@ -249,6 +260,12 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
     } else {
         None
     };
+    let reports = if options.runs(Workload::Reports) {
+        env.settle().await?;
+        Some(reports::measure(&env, &server, sizes).await?)
+    } else {
+        None
+    };
     drop(server);
     let outage = if options.runs(Workload::Outage) {
         env.settle().await?;
@@ -287,6 +304,7 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
         outage,
         fanout,
         hang,
+        reports,
     };
     report.write(&options.report)?;
     progress(&format!("report written to {}", options.report.display()));

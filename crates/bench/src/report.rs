@@ -15,6 +15,7 @@ use crate::hang::{self, Hang};
 use crate::limits::{COMMIT_CONNECTIONS, HTTPS_CONCURRENCY, HTTPS_WIDE_CONCURRENCY, Limits};
 use crate::outage::{self, Outage};
 use crate::replay::Replay;
+use crate::reports::Reports;
 use crate::scaleout::{self, ScaleOut};
 use crate::search::Search;
 use crate::setup::Memory;
@@ -41,6 +42,7 @@ pub struct Report {
     pub outage: Option<Outage>,
     pub fanout: Option<Fanout>,
     pub hang: Option<Hang>,
+    pub reports: Option<Reports>,
 }
 
 /// A target and whether it was met.
@@ -97,6 +99,9 @@ impl Report {
                     x.killed_duplicates, x.leased_at_kill
                 ));
             }
+        }
+        if let Some(r) = &self.reports {
+            failures.extend(r.failures.iter().cloned());
         }
         if let Some(h) = self.hang.as_ref().filter(|h| h.lost > 0) {
             failures.push(format!("hang: {} deliveries lost", h.lost));
@@ -297,6 +302,50 @@ impl Report {
                     goal: "≥ 0.90".into(),
                     measured: format!("{:.2}", f.filter_ratio()),
                     met: f.filter_ratio() >= 0.9,
+                },
+            ]);
+        }
+        if let Some(r) = &self.reports {
+            targets.extend([
+                Target {
+                    what: format!(
+                        "reports: a month's summary by project and day ({} entries of {})",
+                        r.month_entries, r.entries
+                    ),
+                    goal: "p99 ≤ 50 ms".into(),
+                    measured: format!("p99 {:.1} ms", r.month.percentile(99.0)),
+                    met: r.month.percentile(99.0) <= 50.0,
+                },
+                Target {
+                    what: format!("reports: a year's summary ({} entries)", r.year_entries),
+                    goal: "≤ 300 ms".into(),
+                    measured: format!("{:.0} ms", r.year.median()),
+                    met: r.year.median() <= 300.0,
+                },
+                Target {
+                    what: format!("reports: a year's detailed CSV ({} rows)", r.csv_rows),
+                    goal: "≥ 100,000 rows/s".into(),
+                    measured: format!("{:.0} rows/s", r.csv_rows_per_second.median()),
+                    met: r.csv_rows_per_second.median() >= 100_000.0,
+                },
+                Target {
+                    what: "reports: the server's RSS growth while the CSV streams".into(),
+                    goal: "< 50 MB".into(),
+                    measured: format!("{:.1} MB", r.csv_rss_growth_mb.median()),
+                    met: r.csv_rss_growth_mb.median() < 50.0,
+                },
+                Target {
+                    what: format!(
+                        "rates: a rate reaching {} entries, dry run and change",
+                        r.rate_reach
+                    ),
+                    goal: "≤ 2 s each".into(),
+                    measured: format!(
+                        "{:.2} s and {:.2} s",
+                        r.dry_run.median() / 1_000.0,
+                        r.change.median() / 1_000.0
+                    ),
+                    met: r.dry_run.median() <= 2_000.0 && r.change.median() <= 2_000.0,
                 },
             ]);
         }
@@ -765,6 +814,62 @@ impl Report {
                 h.hung.show(0),
                 h.lost
             );
+        }
+        if let Some(r) = &self.reports {
+            let ms = |v: &Repeated| v.show(0);
+            let _ = writeln!(
+                md,
+                "## 11. Reports and rates\n\n\
+                 A workspace of 50 members in Europe/Berlin, 10 clients (two billing in USD), 40 \
+                 projects, {} stopped entries evenly over 2025 and 2026, a third tagged, priced \
+                 by workspace rates (the tool checks the seed's prices are the ones the service \
+                 would store). Through the API with the owner's key, one request at a time: a \
+                 month's summary by project and day ({} entries; {} requests after 3 to warm up), \
+                 a year's ({} entries; the longest range a report takes), and the year's detailed \
+                 CSV read whole while the server's resident memory is sampled every 50 ms. The \
+                 machine's own limits, on a connection of the tool's: the summary's statement \
+                 itself (prepared, as the service runs it), and the bare scan of the period's \
+                 entries (a count and a sum of durations, nothing grouped).\n\n\
+                 | | through the API | the statement directly | bare scan |\n|---|---|---|---|\n\
+                 | month summary, p50 / p99 | {:.1} / {:.1} ms | {} ms | {} ms |\n\
+                 | year summary | {} ms | {} ms | {} ms |\n\n\
+                 | year detailed CSV | rows | rows/s | server RSS growth |\n|---|---|---|---|\n\
+                 | | {} | {} | {} MB |\n\n\
+                 A billable rate for one client, in force from before the first entry, reaches \
+                 {} entries and re-prices {} (the billable ones): `dry_run` first, then the \
+                 change, then its removal (which re-prices them back). Beside them, the \
+                 machine's cost of writing those rows: a plain `UPDATE` of one column of the \
+                 same rows, rolled back.\n\n\
+                 | dry run | change | removal | plain UPDATE of the rows |\n|---|---|---|---|\n\
+                 | {} ms | {} ms | {} ms | {} ms |\n",
+                r.entries,
+                r.month_entries,
+                self.sizes.report_month_requests,
+                r.year_entries,
+                r.month.percentile(50.0),
+                r.month.percentile(99.0),
+                r.month_direct.show(1),
+                r.month_scan.show(1),
+                ms(&r.year),
+                ms(&r.year_direct),
+                ms(&r.year_scan),
+                r.csv_rows,
+                r.csv_rows_per_second.show(0),
+                r.csv_rss_growth_mb.show(1),
+                r.rate_reach,
+                r.rate_affected,
+                ms(&r.dry_run),
+                ms(&r.change),
+                ms(&r.removal),
+                ms(&r.plain_update),
+            );
+            for (name, plan) in &r.plans {
+                let _ = writeln!(
+                    md,
+                    "The {name}'s summary statement, `EXPLAIN (ANALYZE, BUFFERS)`:\n\n```\n{}```\n",
+                    plan
+                );
+            }
         }
         md
     }

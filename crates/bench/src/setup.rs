@@ -121,6 +121,17 @@ impl Environment {
         tokio::task::spawn_blocking(move || admin.account(&name)).await?
     }
 
+    /// A new key of an existing user of an existing workspace.
+    pub async fn key_for(&self, workspace_id: &str, user_id: &str) -> Result<String> {
+        let admin = Admin::new(&self.server_bin, &self.database_url);
+        let (workspace, user) = (workspace_id.to_owned(), user_id.to_owned());
+        tokio::task::spawn_blocking(move || {
+            let key = admin.run(&["create-api-key", "--user", &user, "--workspace", &workspace])?;
+            timetrack_testkit::field(&key, "key")
+        })
+        .await?
+    }
+
     /// A user and key in an existing workspace.
     pub async fn account_in(&self, workspace_id: &str) -> Result<Account> {
         let admin = Admin::new(&self.server_bin, &self.database_url);

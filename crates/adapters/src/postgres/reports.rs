@@ -147,6 +147,12 @@ fn grouped_select(keys: &[GroupKey], depths: std::ops::RangeInclusive<usize>) ->
     )
 }
 
+/// The summary's statement as the repository runs it (parameters as in
+/// `statements/report_base.sql`), for the benchmark to plan and time it directly.
+pub fn summary_statement(group_by: &[GroupKey]) -> String {
+    summary_sql(group_by)
+}
+
 /// The summary's statement: the totals (level 0) and the groups of every level of `group_by`.
 /// Keys before a tag key count each entry once; from the tag key on, an entry counts under each
 /// of its tags (and "no tag" when it has none), so those levels are summed over the entries

@@ -1,0 +1,375 @@
+//! The reports workload: a workspace of 50 members and (full size) 1,000,000 priced entries over
+//! two years, and through the API: a month's summary by project and day, answered many times
+//! one after another (p50, p99); a year's summary; a year's detailed CSV streamed whole (rows a
+//! second, and how much the server's resident memory grows meanwhile); a client rate that
+//! reaches a tenth of the entries, tried with `dry_run` and then added (and removed again).
+//!
+//! Beside each, the machine's own limit: the same summary statement executed directly on a
+//! connection of the tool's, the bare scan of the period's entries (a count and a sum, nothing
+//! else), and a plain `UPDATE` of the rows the rate change writes, rolled back; and the plans.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+use timetrack_adapters::postgres::summary_statement;
+use timetrack_domain::model::GroupKey;
+use uuid::Uuid;
+
+use crate::setup::{Environment, Server, connect};
+use crate::stats::{Latencies, Repeated};
+use crate::{Sizes, progress};
+
+/// The dataset, with `$1` (the workspace) and `$2` (the number of entries) written in.
+const SEED: &str = include_str!("sql/report_seed.sql");
+
+/// The month and the year measured (the year is the longest range a report takes).
+const MONTH: (&str, &str) = ("2026-03-01", "2026-03-31");
+const YEAR: (&str, &str) = ("2025-07-01", "2026-06-30");
+/// The workspace's zone, as seeded.
+const ZONE: &str = "Europe/Berlin";
+
+/// What the workload measured.
+#[derive(Debug, Clone, Default)]
+pub struct Reports {
+    pub entries: usize,
+    pub month_entries: i64,
+    pub year_entries: i64,
+    /// The month's summary through the API, one request after another (ms).
+    pub month: Latencies,
+    /// The same statement executed directly, and the bare scan of the month (ms, medians).
+    pub month_direct: Repeated,
+    pub month_scan: Repeated,
+    /// The year's summary through the API, directly, and the bare scan (ms).
+    pub year: Repeated,
+    pub year_direct: Repeated,
+    pub year_scan: Repeated,
+    /// The year's detailed CSV: its rows, rows a second, and the server's RSS growth (MB).
+    pub csv_rows: usize,
+    pub csv_rows_per_second: Repeated,
+    pub csv_rss_growth_mb: Repeated,
+    /// The client rate: entries it reaches and re-prices, the dry run, the change and its
+    /// removal (ms), and a plain UPDATE of the rows the change writes (ms).
+    pub rate_reach: i64,
+    pub rate_affected: u64,
+    pub dry_run: Repeated,
+    pub change: Repeated,
+    pub removal: Repeated,
+    pub plain_update: Repeated,
+    /// Plans: the month's and the year's summary statements.
+    pub plans: Vec<(&'static str, String)>,
+    /// Checks that failed (the seed's prices differ from the service's rule, a wrong answer).
+    pub failures: Vec<String>,
+}
+
+/// The workspace of a dataset of `entries` (sizes are in the id, so datasets never mix).
+fn workspace_id(entries: usize) -> Uuid {
+    Uuid::from_u128(0x7e50_0000_0000_4000_8000_0000_0000_0000 | entries as u128)
+}
+
+/// Runs the workload.
+pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result<Reports> {
+    let entries = sizes.report_entries;
+    let workspace = workspace_id(entries);
+    seed(env, workspace, entries).await?;
+    let mut out = Reports {
+        entries,
+        ..Reports::default()
+    };
+    let (client, driver) = connect(&env.database_url).await?;
+    let id_of = |sql: &'static str| {
+        let client = client.clone();
+        async move {
+            let row = client.query_one(sql, &[&workspace.to_string()]).await?;
+            anyhow::Ok(row.get::<_, String>(0))
+        }
+    };
+    let owner_id = id_of(
+        "SELECT user_id::text FROM memberships WHERE workspace_id = $1::text::uuid \
+         AND role = 'owner'",
+    )
+    .await?;
+    let client_3 = id_of(
+        "SELECT id::text FROM clients WHERE workspace_id = $1::text::uuid AND name = 'Client 3'",
+    )
+    .await?;
+    let owner = env.key_for(&workspace.to_string(), &owner_id).await?;
+
+    // The seed's prices are the ones the service's rule gives (so the rate change below moves
+    // what it would in use).
+    let mispriced: i64 = client
+        .query_one(
+            "SELECT count(*) FROM timetrack_code.entry_prices($1::text::uuid)",
+            &[&workspace.to_string()],
+        )
+        .await?
+        .get(0);
+    if mispriced != 0 {
+        out.failures.push(format!(
+            "reports: {mispriced} seeded entries are priced otherwise than the service would"
+        ));
+    }
+
+    let http = reqwest::Client::new();
+    let get = |path: String| {
+        let http = http.clone();
+        let url = format!("{}{path}", server.base);
+        let key = owner.clone();
+        async move {
+            let started = Instant::now();
+            let res = http.get(url).bearer_auth(key).send().await?;
+            let status = res.status().as_u16();
+            let body: serde_json::Value = res.json().await.unwrap_or_default();
+            anyhow::Ok((status, body, started.elapsed()))
+        }
+    };
+    let summary = |(from, to): (&str, &str)| {
+        format!("/api/reports/summary?from={from}&to={to}&group_by=project,day")
+    };
+
+    // The month: many requests, one after another, after a few to warm up.
+    for _ in 0..3 {
+        get(summary(MONTH)).await?;
+    }
+    for _ in 0..sizes.report_month_requests {
+        let (status, body, took) = get(summary(MONTH)).await?;
+        if status != 200 {
+            bail!("the month's summary answered {status}: {body}");
+        }
+        out.month_entries = body["totals"]["entries"].as_i64().unwrap_or_default();
+        out.month.push(took);
+    }
+    for _ in 0..sizes.runs.max(3) {
+        let (status, body, took) = get(summary(YEAR)).await?;
+        if status != 200 {
+            bail!("the year's summary answered {status}: {body}");
+        }
+        out.year_entries = body["totals"]["entries"].as_i64().unwrap_or_default();
+        out.year.push(took.as_secs_f64() * 1_000.0);
+    }
+    progress(&format!(
+        "reports: month summary p50 {:.1} ms p99 {:.1} ms ({} entries); year {:.0} ms ({} entries)",
+        out.month.percentile(50.0),
+        out.month.percentile(99.0),
+        out.month_entries,
+        out.year.median(),
+        out.year_entries
+    ));
+
+    // The same statement, directly.
+    let statement = summary_statement(&[GroupKey::Project, GroupKey::Day]);
+    client
+        .batch_execute(&format!(
+            "PREPARE report_summary(uuid, text, date, date, uuid[], uuid[], uuid[], uuid[], \
+             uuid[], boolean, boolean, integer, text) AS {statement}"
+        ))
+        .await?;
+    let execute = |(from, to): (&str, &str)| {
+        format!(
+            "BEGIN; SET LOCAL jit = off; SET LOCAL work_mem = '64MB'; \
+             EXECUTE report_summary('{workspace}', '{ZONE}', '{from}', '{to}', '{{}}', '{{}}', \
+             '{{}}', '{{}}', '{{}}', NULL, NULL, 0, 'nearest'); COMMIT"
+        )
+    };
+    let scan = |(from, to): (&str, &str)| {
+        format!(
+            "SELECT count(*), sum(date_part('epoch', end_at - start_at)::bigint) \
+             FROM time_entries WHERE workspace_id = '{workspace}' \
+             AND start_at >= ('{from}'::date::timestamp AT TIME ZONE '{ZONE}') \
+             AND start_at < (('{to}'::date + 1)::timestamp AT TIME ZONE '{ZONE}') \
+             AND end_at IS NOT NULL"
+        )
+    };
+    let timed = |sql: String| {
+        let client = client.clone();
+        async move {
+            let started = Instant::now();
+            client.batch_execute(&sql).await?;
+            anyhow::Ok(started.elapsed().as_secs_f64() * 1_000.0)
+        }
+    };
+    for _ in 0..sizes.runs.max(3) {
+        out.month_direct.push(timed(execute(MONTH)).await?);
+        out.month_scan.push(timed(scan(MONTH)).await?);
+        out.year_direct.push(timed(execute(YEAR)).await?);
+        out.year_scan.push(timed(scan(YEAR)).await?);
+    }
+    for (name, period) in [("month", MONTH), ("year", YEAR)] {
+        let explain = execute(period).replace(
+            "EXECUTE report_summary",
+            "EXPLAIN (ANALYZE, BUFFERS) EXECUTE report_summary",
+        );
+        let mut plan = String::new();
+        for message in client.simple_query(&explain).await? {
+            if let tokio_postgres::SimpleQueryMessage::Row(row) = message {
+                plan.push_str(row.get(0).unwrap_or_default());
+                plan.push('\n');
+            }
+        }
+        out.plans.push((name, plan));
+    }
+
+    // The year's detailed CSV, streamed whole, the server's memory sampled meanwhile.
+    for _ in 0..sizes.runs {
+        let before = server.memory()?.rss_kb;
+        let started = Instant::now();
+        let mut res = http
+            .get(format!(
+                "{}/api/reports/detailed?from={}&to={}&format=csv",
+                server.base, YEAR.0, YEAR.1
+            ))
+            .bearer_auth(&owner)
+            .send()
+            .await?;
+        if res.status().as_u16() != 200 {
+            bail!("the year's CSV answered {}", res.status());
+        }
+        let mut lines = 0usize;
+        let mut highest = before;
+        let mut sampled = Instant::now();
+        while let Some(chunk) = res.chunk().await? {
+            lines += chunk.iter().filter(|b| **b == b'\n').count();
+            if sampled.elapsed() >= Duration::from_millis(50) {
+                highest = highest.max(server.memory()?.rss_kb);
+                sampled = Instant::now();
+            }
+        }
+        let took = started.elapsed().as_secs_f64();
+        highest = highest.max(server.memory()?.rss_kb);
+        out.csv_rows = lines.saturating_sub(1);
+        if i64::try_from(out.csv_rows).ok() != Some(out.year_entries) {
+            out.failures.push(format!(
+                "reports: the year's CSV has {} rows, its summary {} entries",
+                out.csv_rows, out.year_entries
+            ));
+        }
+        out.csv_rows_per_second.push(out.csv_rows as f64 / took);
+        out.csv_rss_growth_mb
+            .push(highest.saturating_sub(before) as f64 / 1_024.0);
+    }
+    progress(&format!(
+        "reports: year CSV {} rows at {:.0} rows/s, RSS +{:.1} MB",
+        out.csv_rows,
+        out.csv_rows_per_second.median(),
+        out.csv_rss_growth_mb.median()
+    ));
+
+    // A client rate reaching a tenth of the entries (client 3: projects 2, 12, 22 and 32).
+    out.rate_reach = client
+        .query_one(
+            "SELECT count(*) FROM time_entries e JOIN projects p ON p.id = e.project_id \
+             WHERE e.workspace_id = $1::text::uuid AND p.client_id = $2::text::uuid",
+            &[&workspace.to_string(), &client_3],
+        )
+        .await?
+        .get(0);
+    let post = |dry_run: bool| {
+        let http = http.clone();
+        let url = format!("{}/api/rates", server.base);
+        let key = owner.clone();
+        let body = json!({"kind": "billable", "scope": "client", "client_id": client_3,
+            "currency": "EUR", "hourly_minor": 15_000, "effective_from": "2024-12-31",
+            "dry_run": dry_run});
+        async move {
+            let started = Instant::now();
+            let res = http.post(url).bearer_auth(key).json(&body).send().await?;
+            let status = res.status().as_u16();
+            let body: serde_json::Value = res.json().await.unwrap_or_default();
+            anyhow::Ok((status, body, started.elapsed().as_secs_f64() * 1_000.0))
+        }
+    };
+    for _ in 0..sizes.runs {
+        let (status, tried, took) = post(true).await?;
+        if status != 200 {
+            bail!("the dry run answered {status}: {tried}");
+        }
+        out.dry_run.push(took);
+        let (status, rate, took) = post(false).await?;
+        if status != 201 {
+            bail!("the rate answered {status}: {rate}");
+        }
+        out.change.push(took);
+        let id = rate["id"].as_str().context("no rate id")?.to_owned();
+        let affected = tried["affected_entries"].as_u64().unwrap_or_default();
+        out.rate_affected = affected;
+        let started = Instant::now();
+        let res = http
+            .delete(format!("{}/api/rates/{id}", server.base))
+            .bearer_auth(&owner)
+            .send()
+            .await?;
+        if !res.status().is_success() {
+            bail!("removing the rate answered {}", res.status());
+        }
+        out.removal.push(started.elapsed().as_secs_f64() * 1_000.0);
+        // The machine's own cost of writing those rows: the same rows, one column, rolled back.
+        out.plain_update.push(
+            timed(format!(
+                "BEGIN; UPDATE time_entries e SET billable_rate_minor = 15000 \
+                 FROM projects p WHERE p.id = e.project_id AND e.workspace_id = '{workspace}' \
+                 AND p.client_id = '{client_3}' AND e.billable; ROLLBACK"
+            ))
+            .await?,
+        );
+    }
+    if out.rate_affected == 0 {
+        out.failures
+            .push("reports: the client rate's dry run changed no entry".to_owned());
+    }
+    progress(&format!(
+        "reports: rate over {} entries ({} re-priced): dry run {:.0} ms, change {:.0} ms, \
+         removal {:.0} ms; plain UPDATE {:.0} ms",
+        out.rate_reach,
+        out.rate_affected,
+        out.dry_run.median(),
+        out.change.median(),
+        out.removal.median(),
+        out.plain_update.median()
+    ));
+    drop(client);
+    driver.abort();
+    Ok(out)
+}
+
+/// Creates the dataset unless it is already there.
+async fn seed(env: &Environment, workspace: Uuid, entries: usize) -> Result<()> {
+    let (client, driver) = connect(&env.database_url).await?;
+    let present: i64 = client
+        .query_one(
+            "SELECT count(*) FROM time_entries WHERE workspace_id = $1::text::uuid",
+            &[&workspace.to_string()],
+        )
+        .await?
+        .get(0);
+    if usize::try_from(present).ok() == Some(entries) {
+        progress("reports dataset already present");
+    } else {
+        progress(&format!(
+            "seeding the reports dataset: {entries} entries (once; kept for later runs)"
+        ));
+        let started = Instant::now();
+        let id = format!("'{workspace}'::uuid");
+        client
+            .batch_execute(&format!(
+                "DELETE FROM time_entries WHERE workspace_id = {id}; \
+                 DELETE FROM rates WHERE workspace_id = {id}; \
+                 DELETE FROM tasks WHERE workspace_id = {id}; \
+                 DELETE FROM projects WHERE workspace_id = {id}; \
+                 DELETE FROM workspaces WHERE id = {id};"
+            ))
+            .await
+            .context("clearing a partial dataset")?;
+        let sql = SEED.replace("$1", &id).replace("$2", &entries.to_string());
+        client.batch_execute(&sql).await.context("seeding")?;
+        client
+            .batch_execute("VACUUM ANALYZE time_entries, time_entry_tags")
+            .await?;
+        progress(&format!(
+            "reports dataset seeded in {:.0} s",
+            started.elapsed().as_secs_f64()
+        ));
+    }
+    drop(client);
+    driver.abort();
+    Ok(())
+}
