@@ -14,11 +14,13 @@ export const session = {
   },
 };
 
-/** A failed call: `message` is the API's own error message, ready to show. */
+/** A failed call: `message` is the API's own error message, ready to show; `detail` what the API
+ * said about it, when it did. */
 export class ApiError extends Error {
-  constructor(status, message) {
+  constructor(status, message, detail) {
     super(message);
     this.status = status;
+    this.detail = typeof detail === "string" ? detail : undefined;
   }
 }
 
@@ -76,8 +78,43 @@ export async function api(method, path, body, key = session.key) {
       message = wait ? `${message}: try again in ${wait} s` : `${message}: try again shortly`;
     }
     if (response.status === 401 && path !== "/api/me") onUnauthorized();
-    throw new ApiError(response.status, message);
+    throw new ApiError(response.status, message, data?.detail);
   }
+}
+
+/**
+ * Downloads `path` (a CSV export) as the file `name`: the key goes in a header, so the file is
+ * fetched here and handed to the browser as a blob, never as a link carrying the key.
+ */
+export async function download(path, name) {
+  let response;
+  try {
+    response = await fetch(path, {
+      headers: { Accept: "text/csv", Authorization: `Bearer ${session.key}` },
+      cache: "no-store",
+      credentials: "omit",
+    });
+  } catch {
+    throw new ApiError(0, "Connection lost: the server did not answer. Check it and try again.");
+  }
+  if (!response.ok) {
+    let data = null;
+    try {
+      data = await response.json();
+    } catch {
+      data = null;
+    }
+    const message = data && typeof data.error === "string" ? data.error : `HTTP ${response.status}`;
+    throw new ApiError(response.status, data?.detail ? `${message}: ${data.detail}` : message, data?.detail);
+  }
+  const url = URL.createObjectURL(await response.blob());
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
 export const HOOKS = "/api/integrations/automation/webhooks";

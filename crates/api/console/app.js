@@ -2,6 +2,7 @@
 
 import { api, ApiError, HOOKS, hook, query, session, whenUnauthorized } from "./api.js";
 import { statsCharts } from "./chart.js";
+import { reportParams, reportsView } from "./reports.js";
 import {
   append, clear, copyButton, field, h, localToRfc3339, replace, say, status, when,
 } from "./dom.js";
@@ -691,10 +692,15 @@ async function route() {
     }
   }
   signedIn();
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const parts = location.hash.replace(/^#\/?/, "").split("?")[0].split("/").map(decodeURIComponent);
   const [section, id, sub] = parts;
-  highlight(section === "events" || section === "setup" ? section : "webhooks");
+  highlight(["events", "reports", "setup"].includes(section) ? section : "webhooks");
   if (section === "events") await eventsView();
+  else if (section === "reports") {
+    const v = view();
+    v.loading("the report");
+    await reportsView(v, reportParams(location.hash));
+  }
   else if (section === "setup") await setupView();
   else if (section === "new") await newWebhookView();
   else if (section === "webhooks" && id && sub === "deliveries") await deliveriesView(id);

@@ -6,7 +6,7 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{UserId, WorkspaceId};
 use timetrack_domain::model::{Cursor, Member, Page, PageRequest, Role, User};
-use timetrack_domain::ports::{LAST_OWNER, UserRepository};
+use timetrack_domain::ports::{LAST_OWNER, ROLE_CHANGED, UserRepository};
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
@@ -249,6 +249,7 @@ impl UserRepository for PgUserRepository {
         &self,
         workspace: WorkspaceId,
         user: UserId,
+        expected: Option<Role>,
         role: Role,
     ) -> DomainResult<Member> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
@@ -268,6 +269,9 @@ impl UserRepository for PgUserRepository {
             let Some(member) = read_member(conn, workspace, user).await? else {
                 return Ok(Err(DomainError::NotFound("member")));
             };
+            if expected.is_some_and(|e| e != member.role) {
+                return Ok(Err(DomainError::Conflict(ROLE_CHANGED.into())));
+            }
             if member.role == Role::Owner && role != Role::Owner {
                 let owners: i64 = memberships::table
                     .filter(memberships::workspace_id.eq(workspace.0))

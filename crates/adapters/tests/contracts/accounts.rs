@@ -50,7 +50,7 @@ async fn the_first_member_owns_the_workspace_and_it_keeps_an_owner(s: Subject) {
 
     // The only owner cannot stop being one; with a second owner, either may.
     assert!(matches!(
-        s.users.set_role(ws.id, first.id, Role::Admin).await,
+        s.users.set_role(ws.id, first.id, None, Role::Admin).await,
         Err(DomainError::Conflict(m)) if m == LAST_OWNER
     ));
     assert_eq!(
@@ -60,18 +60,30 @@ async fn the_first_member_owns_the_workspace_and_it_keeps_an_owner(s: Subject) {
     );
     let promoted = s
         .users
-        .set_role(ws.id, second.id, Role::Owner)
+        .set_role(ws.id, second.id, None, Role::Owner)
         .await
         .unwrap();
     assert_eq!(promoted.role, Role::Owner);
     let demoted = s
         .users
-        .set_role(ws.id, first.id, Role::Member)
+        .set_role(ws.id, first.id, None, Role::Member)
         .await
         .unwrap();
     assert_eq!((demoted.id, demoted.role), (first.id, Role::Member));
+    // A change decided on a role that changed meanwhile is refused and changes nothing.
     assert!(matches!(
-        s.users.set_role(ws.id, UserId(id(4242)), Role::Admin).await,
+        s.users.set_role(ws.id, first.id, Some(Role::Owner), Role::Admin).await,
+        Err(DomainError::Conflict(m)) if m == ROLE_CHANGED
+    ));
+    assert_eq!(
+        s.users.member(ws.id, first.id).await.unwrap().unwrap().role,
+        Role::Member,
+        "nothing changed"
+    );
+    assert!(matches!(
+        s.users
+            .set_role(ws.id, UserId(id(4242)), None, Role::Admin)
+            .await,
         Err(DomainError::NotFound("member"))
     ));
 

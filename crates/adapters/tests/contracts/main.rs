@@ -28,7 +28,7 @@ use timetrack_domain::model::{
 use timetrack_domain::model::{Role, RoundingMode, WorkspaceSettings};
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, DeliveryLog, DeliveryQueue, EntryFilter,
-    EventFeed, IdempotencyStore, LAST_OWNER, RateRepository, SubscriptionRepository,
+    EventFeed, IdempotencyStore, LAST_OWNER, ROLE_CHANGED, RateRepository, SubscriptionRepository,
     TimeEntryRepository, TimerStop, UserRepository, WorkspaceRepository, WriteOutcome,
 };
 use timetrack_testkit::TestDatabase;

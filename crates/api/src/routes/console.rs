@@ -45,6 +45,7 @@ static ASSETS: &[Asset] = &[
     asset!("api.js", JS),
     asset!("dom.js", JS),
     asset!("chart.js", JS),
+    asset!("reports.js", JS),
     asset!("style.css", CSS),
     asset!("snippets/verify.js", TEXT),
     asset!("snippets/verify.py", TEXT),

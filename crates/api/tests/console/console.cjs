@@ -284,6 +284,63 @@ let page = null;
     "... and a curl to subscribe on this server");
   await screenshot("setup");
 
+  // 8b. Reports: a month with a rate, two projects (one named with the XSS string) and three
+  // entries; the chart, the table with its amounts, the CSV download, and a bad range's detail.
+  const currency = (await api("GET", "/api/workspace")).body.currency;
+  check((await api("POST", "/api/rates", { kind: "billable", scope: "workspace", currency, hourly_minor: 12000, effective_from: "2026-01-01" })).status === 201,
+    `a billable rate of 120.00 ${currency} an hour is added`);
+  const alpha = (await api("POST", "/api/projects", { name: "Alpha" })).body;
+  const evil = (await api("POST", "/api/projects", { name: XSS })).body;
+  for (const [project, start, end] of [
+    [alpha, "2026-03-02T09:00:00Z", "2026-03-02T11:30:00Z"],
+    [evil, "2026-03-02T13:00:00Z", "2026-03-02T14:00:00Z"],
+    [alpha, "2026-03-04T08:00:00Z", "2026-03-04T08:30:00Z"],
+  ]) {
+    const made = await api("POST", "/api/time-entries", { start, end, project_id: project.id, billable: true });
+    check(made.status === 201, `an entry of ${start.slice(0, 10)} is made`);
+  }
+  await page.locator("#nav").getByRole("link", { name: "Reports" }).click();
+  await page.locator("form[aria-label='Report']").waitFor();
+  await page.getByLabel("Period").selectOption("custom");
+  await page.getByLabel("From", { exact: true }).fill("2026-03-01");
+  await page.getByLabel("To", { exact: true }).fill("2026-03-31");
+  await page.getByRole("button", { name: "Show" }).click();
+  await page.waitForURL(/#\/reports\?from=2026-03-01&to=2026-03-31/);
+  const total = page.locator("table.report tfoot tr");
+  await total.waitFor();
+  check((await total.textContent()).includes("4:00") && (await total.textContent()).includes("480.00"),
+    `the total row shows 4:00 hours and 480.00 ${currency} (${await total.textContent()})`);
+  const alphaRow = page.locator("table.report tbody tr", { hasText: "Alpha" });
+  check((await alphaRow.textContent()).includes("3:00") && (await alphaRow.textContent()).includes("360.00"),
+    `Alpha's row shows 3:00 hours and 360.00 ${currency}`);
+  check(await page.locator("table.report tbody th", { hasText: XSS }).count() === 1, "the XSS project name shows literally in the table");
+  check(await page.locator("main img").count() === 0, "... and makes no element");
+  const chart = page.locator("svg.chart.days");
+  check((await chart.getAttribute("aria-label")).includes("4:00 in all"), "the chart is labelled with the period's hours");
+  check(await chart.locator("rect.bar").count() === 3, "the chart stacks one bar per project and day (3)");
+  check((await page.locator(".legend").textContent()).includes("Alpha"), "the legend names the projects");
+  await labelled("reports");
+  await screenshot("reports");
+  const [csvFile] = await Promise.all([
+    page.waitForEvent("download"),
+    page.getByRole("button", { name: "Download summary CSV" }).click(),
+  ]);
+  const csvText = fs.readFileSync(await csvFile.path(), "utf8");
+  check(csvFile.suggestedFilename() === "timetrack-summary-2026-03-01-2026-03-31.csv", "the summary CSV downloads under a dated name");
+  check(csvText.split("\n")[0].startsWith("level,") || csvText.includes("Alpha"), `the CSV holds the report (${csvText.split("\n")[0]})`);
+  check(csvText.includes("Alpha") && csvText.includes("360.00"), "... with Alpha's hours and amount");
+  await page.goto(`${BASE}/console#/reports?from=2026-03-31&to=2026-03-01&group=project`);
+  const rangeProblem = page.locator("form[aria-label='Report'] .status.error");
+  await rangeProblem.waitFor();
+  check((await rangeProblem.textContent()).includes("to must not be before from"), `a reversed range shows the API's detail (${await rangeProblem.textContent()})`);
+  await page.goto(`${BASE}/console#/reports?from=2026-03-01&to=2026-03-31&group=project&then=day`);
+  await page.locator("table.report tr.subgroup").first().waitFor();
+  check(await page.locator("table.report tr.subgroup", { hasText: "2026-03-04" }).count() === 1, "a second grouping nests days under projects");
+  await page.setViewportSize({ width: 390, height: 844 });
+  await fitsWidth("reports");
+  await screenshot("narrow-reports");
+  await page.setViewportSize({ width: 1280, height: 900 });
+
   // 9. At 390 px.
   await page.setViewportSize({ width: 390, height: 844 });
   await fitsWidth("set-up");

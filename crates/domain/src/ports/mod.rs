@@ -42,5 +42,5 @@ pub use sender::WebhookSender;
 pub use subscriptions::SubscriptionRepository;
 pub use system::{Clock, IdGenerator, RandomSource};
 pub use time_entries::{EntryFilter, TimeEntryRepository, TimerStop, WriteOutcome};
-pub use users::{LAST_OWNER, UserRepository};
+pub use users::{LAST_OWNER, ROLE_CHANGED, UserRepository};
 pub use workspaces::WorkspaceRepository;

@@ -10,6 +10,9 @@ use crate::model::{Member, Page, PageRequest, Role, User};
 /// The conflict of a role change that would leave a workspace without an owner.
 pub const LAST_OWNER: &str = "A workspace keeps at least one owner";
 
+/// The refusal of a role change decided on a role that changed before it was made.
+pub const ROLE_CHANGED: &str = "The member's role changed meanwhile; read it again and retry";
+
 /// Storage of users and their workspace memberships.
 #[async_trait]
 pub trait UserRepository: Send + Sync {
@@ -54,11 +57,14 @@ pub trait UserRepository: Send + Sync {
     ///
     /// MUST return `NotFound("member")` if the user is not a member, and `Conflict` (with
     /// [`LAST_OWNER`]) when the change would leave the workspace without an owner, also when two
-    /// such changes run at once; nothing is changed then.
+    /// such changes run at once; and `Conflict` (with [`ROLE_CHANGED`]) when `expected` is given
+    /// and the member's role is no longer it (the caller's permission was decided on it). Nothing
+    /// is changed then.
     async fn set_role(
         &self,
         workspace: WorkspaceId,
         user: UserId,
+        expected: Option<Role>,
         role: Role,
     ) -> DomainResult<Member>;
 

@@ -146,7 +146,8 @@ impl WorkspaceService {
     }
 
     /// Gives the member `user` `role`: owners and admins may, but only an owner makes or unmakes
-    /// an owner (403), and the workspace keeps at least one owner (409). Not a member: 404.
+    /// an owner (403), and the workspace keeps at least one owner (409). Not a member: 404. A role
+    /// changed by someone else between the check and the change: 409, nothing changed.
     pub async fn set_role(
         &self,
         caller: &Principal,
@@ -163,6 +164,9 @@ impl WorkspaceService {
         if member.role == role {
             return Ok(member);
         }
-        self.users.set_role(caller.workspace_id, user, role).await
+        // Made only if the role is still the one the permission was decided on.
+        self.users
+            .set_role(caller.workspace_id, user, Some(member.role), role)
+            .await
     }
 }

@@ -158,6 +158,7 @@ impl UserRepository for InMemoryStore {
         &self,
         workspace: WorkspaceId,
         user: UserId,
+        expected: Option<Role>,
         role: Role,
     ) -> DomainResult<Member> {
         let mut t = self.tables();
@@ -171,6 +172,9 @@ impl UserRepository for InMemoryStore {
             .iter_mut()
             .find(|m| m.workspace == workspace && m.user == user)
             .ok_or(DomainError::NotFound("member"))?;
+        if expected.is_some_and(|e| e != membership.role) {
+            return Err(DomainError::Conflict(ROLE_CHANGED.into()));
+        }
         if membership.role == Role::Owner && role != Role::Owner && owners <= 1 {
             return Err(DomainError::Conflict(LAST_OWNER.into()));
         }

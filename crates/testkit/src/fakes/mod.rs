@@ -28,13 +28,13 @@ use timetrack_domain::model::{
     Task, TimeEntry, User, WebhookId, Workspace,
 };
 use timetrack_domain::model::{Member, Role, WorkspaceSettings};
-use timetrack_domain::ports::LAST_OWNER;
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, Clock, DeliveryLog, EntryFilter,
     EventFeed, HostResolver, IDEMPOTENCY_RETENTION, IdGenerator, IdempotencyBegin,
     IdempotencyStore, RandomSource, STALE_CLAIM, SubscriptionRepository, TimeEntryRepository,
     TimerStop, UserRepository, WorkspaceRepository, WriteOutcome,
 };
+use timetrack_domain::ports::{LAST_OWNER, ROLE_CHANGED};
 use timetrack_domain::services::{
     AdminService, CatalogService, ClientService, NewWorkspace, TimeEntryService, WebhookService,
     WebhookSettings,
