@@ -45,12 +45,16 @@ FROM (VALUES ('billable', 'EUR', 9000), ('billable', 'USD', 11000),
 
 -- Entry n: member 1 + n % 50, project 1 + (n / 50) % 40, task 1 + n % 4; starts advance evenly
 -- over the two years, from 08:00 Berlin time plus up to ten hours, and last 5 to 125 minutes.
--- Project i belongs to client 1 + i % 10; clients 1 and 2 bill in USD.
+-- Project i belongs to client 1 + i % 10; clients 1 and 2 bill in USD. Ids are UUIDv7 of the
+-- entry's start, as the service makes them (time-ordered), with the rest from the entry's number.
 INSERT INTO time_entries (id, workspace_id, user_id, source, description, project_id, task_id,
                           billable, start_at, end_at, created_at, updated_at, price_currency,
                           billable_rate_id, billable_rate_scope, billable_rate_minor,
                           cost_rate_id, cost_rate_scope, cost_rate_minor)
-SELECT md5($1::text || 'entry' || n)::uuid, $1, md5($1::text || 'user' || (1 + n % 50))::uuid,
+SELECT (lpad(to_hex((extract(epoch FROM s) * 1000)::bigint), 12, '0') || '7'
+        || substr(md5($1::text || 'entry' || n), 1, 3) || '8'
+        || substr(md5($1::text || 'entry' || n), 4, 15))::uuid,
+       $1, md5($1::text || 'user' || (1 + n % 50))::uuid,
        CASE WHEN n % 4 = 0 THEN 'manual' ELSE 'timer' END, 'Work item ' || (n % 997),
        md5($1::text || 'project' || project)::uuid,
        md5($1::text || 'task' || project || '-' || (1 + n % 4))::uuid,
@@ -68,7 +72,9 @@ FROM (
     FROM generate_series(0::bigint, $2 - 1) n, LATERAL (SELECT 1 + (n / 50) % 40 AS project) p
 ) e;
 
+-- Every third entry (in start order) gets a tag.
 INSERT INTO time_entry_tags (workspace_id, time_entry_id, tag_id)
-SELECT $1, md5($1::text || 'entry' || n)::uuid, md5($1::text || 'tag' || (1 + n % 12))::uuid
-FROM generate_series(0::bigint, $2 - 1) n
-WHERE n % 3 = 0;
+SELECT $1, e.id, md5($1::text || 'tag' || (1 + e.k % 12))::uuid
+FROM (SELECT id, row_number() OVER (ORDER BY start_at, id) - 1 AS k
+      FROM time_entries WHERE workspace_id = $1) e
+WHERE e.k % 3 = 0;
