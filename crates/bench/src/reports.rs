@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use timetrack_adapters::postgres::summary_statement;
+use timetrack_adapters::postgres::{FOR_ONE_AGGREGATE, summary_statement};
 use timetrack_domain::model::GroupKey;
 use uuid::Uuid;
 
@@ -157,7 +157,7 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
         out.year_entries
     ));
 
-    // The same statement, directly.
+    // The same statement, directly, in a transaction with the settings the service gives it.
     let statement = summary_statement(&[GroupKey::Project, GroupKey::Day]);
     client
         .batch_execute(&format!(
@@ -167,7 +167,7 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
         .await?;
     let execute = |(from, to): (&str, &str)| {
         format!(
-            "BEGIN; SET LOCAL jit = off; SET LOCAL work_mem = '64MB'; \
+            "BEGIN; {FOR_ONE_AGGREGATE}; \
              EXECUTE report_summary('{workspace}', '{ZONE}', '{from}', '{to}', '{{}}', '{{}}', \
              '{{}}', '{{}}', '{{}}', NULL, NULL, 0, 'nearest'); COMMIT"
         )

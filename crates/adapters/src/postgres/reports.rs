@@ -220,11 +220,14 @@ impl GroupRow {
 }
 
 /// Settings for one large aggregate, for the transaction a report's statement runs in: no JIT
-/// compilation (its start-up costs more than it saves on a report) and room to hash the cells in
-/// memory.
+/// compilation (its start-up costs more than it saves on a report), room to hash the cells in
+/// memory, and a plan made for the call's own values: a generic plan cannot see that an empty
+/// filter list filters nothing, expects one row, and then joins and groups row by row (ten times
+/// slower on a year; docs/benchmarks.md, section 11).
+pub const FOR_ONE_AGGREGATE: &str = "SET LOCAL jit = off; SET LOCAL work_mem = '64MB'; SET LOCAL plan_cache_mode = force_custom_plan";
+
 async fn for_one_aggregate(conn: &mut AsyncPgConnection) -> QueryResult<()> {
-    conn.batch_execute("SET LOCAL jit = off; SET LOCAL work_mem = '64MB'")
-        .await
+    conn.batch_execute(FOR_ONE_AGGREGATE).await
 }
 
 /// The names of the things of `key` among `ids`, by id text.
