@@ -77,7 +77,9 @@ impl ApiError {
     fn detail(&self) -> Option<&str> {
         match self {
             Self::Status { detail, .. } => detail.as_deref(),
-            Self::Domain(DomainError::Invalid { detail, .. }) => Some(detail),
+            Self::Domain(
+                DomainError::Invalid { detail, .. } | DomainError::Refused { detail, .. },
+            ) => Some(detail),
             _ => None,
         }
     }
@@ -108,7 +110,9 @@ impl ApiError {
                 DomainError::Validation(message) | DomainError::Conflict(message) => {
                     message.clone()
                 }
-                DomainError::Invalid { message, .. } => (*message).to_owned(),
+                DomainError::Invalid { message, .. } | DomainError::Refused { message, .. } => {
+                    (*message).to_owned()
+                }
                 DomainError::AlreadyExists { what, .. } => sentence(what, "already exists"),
                 DomainError::NotFound(what) => sentence(what, "not found"),
                 DomainError::Forbidden => "Forbidden".into(),
@@ -144,9 +148,9 @@ impl ResponseError for ApiError {
             Self::Domain(err) => match err {
                 DomainError::Validation(_) | DomainError::Invalid { .. } => StatusCode::BAD_REQUEST,
                 DomainError::NotFound(_) => StatusCode::NOT_FOUND,
-                DomainError::Conflict(_) | DomainError::AlreadyExists { .. } => {
-                    StatusCode::CONFLICT
-                }
+                DomainError::Conflict(_)
+                | DomainError::Refused { .. }
+                | DomainError::AlreadyExists { .. } => StatusCode::CONFLICT,
                 DomainError::Forbidden => StatusCode::FORBIDDEN,
                 DomainError::Unauthorized => StatusCode::UNAUTHORIZED,
                 DomainError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,

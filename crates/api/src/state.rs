@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use timetrack_adapters::postgres::{
     DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgDeliveryLog,
-    PgEventFeed, PgHealthProbe, PgIdempotencyStore, PgRateRepository, PgReportRepository,
-    PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository, PgWorkspaceRepository,
+    PgEventFeed, PgHealthProbe, PgIdempotencyStore, PgInvoiceRepository, PgRateRepository,
+    PgReportRepository, PgSubscriptionRepository, PgTimeEntryRepository, PgUserRepository,
+    PgWorkspaceRepository,
 };
 use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore, SearchSlots, SlottedSearches};
 use timetrack_adapters::{Metrics, PgPool};
@@ -18,8 +19,8 @@ use timetrack_domain::ports::{
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::{
     AccountService, Admission, AdmissionLimits, Authenticator, CatalogService, ClientService,
-    FeedService, RateService, ReportService, TimeEntryService, WebhookService, WebhookSettings,
-    WorkspaceService,
+    FeedService, InvoiceService, RateService, ReportService, TimeEntryService, WebhookService,
+    WebhookSettings, WorkspaceService,
 };
 
 use crate::client_ip::TrustedProxies;
@@ -39,6 +40,8 @@ pub struct AppState {
     pub rates: RateService,
     /// Summary, detailed and uninvoiced reports.
     pub reports: ReportService,
+    /// Invoices from tracked time.
+    pub invoices: InvoiceService,
     /// Clients.
     pub clients: ClientService,
     /// Webhook subscriptions.
@@ -238,6 +241,13 @@ impl AppState {
             reports: ReportService::new(
                 Arc::new(PgReportRepository::new(pool.clone())),
                 workspaces.clone(),
+            ),
+            invoices: InvoiceService::new(
+                Arc::new(PgInvoiceRepository::new(pool.clone())),
+                client_repository.clone(),
+                workspaces.clone(),
+                clock.clone(),
+                ids.clone(),
             ),
             rates: RateService::new(
                 Arc::new(PgRateRepository::new(pool.clone())),

@@ -672,6 +672,18 @@ fn attack_table(a: &Attacker, b: &Victim) -> Vec<Probe> {
         )
         // The refusal names the id it was given: an echo, which reveals nothing.
         .echoing(&b.client_id),
+        // Invoices: B's client cannot be billed or previewed; a list filtered by it is empty.
+        probe("POST", "/api/invoices/preview", REFUSED).with(json!({
+            "client_id": b.client_id, "from": "2024-01-01", "to": "2024-12-31"})),
+        probe("POST", "/api/invoices", REFUSED).with(json!({
+            "client_id": b.client_id, "from": "2024-01-01", "to": "2024-12-31",
+            "extra_lines": [{"description": "fee", "quantity": 1, "unit_price_minor": 100}]})),
+        probe("GET", "/api/invoices", OK),
+        probe(
+            "GET",
+            &format!("/api/invoices?client_id={}", b.client_id),
+            OK,
+        ),
     ]);
     let own_entry = format!("/api/time-entries/{}", a.entry_id);
     for refs in [

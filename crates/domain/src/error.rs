@@ -21,6 +21,15 @@ pub enum DomainError {
     /// The change conflicts with the current state (a duplicate, a limit, a dependent row).
     #[error("{0}")]
     Conflict(String),
+    /// The change conflicts with the current state, with a published `message` and a `detail`
+    /// naming why (`Time entry is locked`: the invoice or the lock date).
+    #[error("{message} ({detail})")]
+    Refused {
+        /// The published message.
+        message: &'static str,
+        /// Why, for the caller.
+        detail: String,
+    },
     /// A resource with the same identity (for example a client name) exists; `id` names it.
     #[error("{what} already exists: {id}")]
     AlreadyExists {
@@ -53,6 +62,14 @@ impl DomainError {
     /// Builds a [`DomainError::Validation`] from anything displayable.
     pub fn validation(message: impl Into<String>) -> Self {
         Self::Validation(message.into())
+    }
+
+    /// Builds a [`DomainError::Refused`]: a 409 with a published `message` and a `detail`.
+    pub fn refused(message: &'static str, detail: impl Into<String>) -> Self {
+        Self::Refused {
+            message,
+            detail: detail.into(),
+        }
     }
 
     /// Builds a [`DomainError::Invalid`]: a published `message` with a `detail`.

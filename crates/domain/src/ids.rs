@@ -82,3 +82,15 @@ uuid_id!(
     /// Identifies an hourly rate.
     RateId
 );
+uuid_id!(
+    /// Identifies an invoice.
+    InvoiceId
+);
+uuid_id!(
+    /// Identifies a line of an invoice.
+    InvoiceLineId
+);
+uuid_id!(
+    /// Identifies a payment recorded on an invoice.
+    PaymentId
+);

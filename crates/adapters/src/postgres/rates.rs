@@ -11,7 +11,7 @@ use diesel::sql_types::{
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::{Date, OffsetDateTime};
 use timetrack_domain::ids::{
-    ClientId, ProjectId, RateId, TaskId, TimeEntryId, UserId, WorkspaceId,
+    ClientId, InvoiceId, ProjectId, RateId, TaskId, TimeEntryId, UserId, WorkspaceId,
 };
 use timetrack_domain::model::{
     AppliedRate, Cursor, Page, PageRequest, Rate, RateKind, RateTarget, Rounding, StoredPrice,
@@ -412,11 +412,16 @@ impl RateRepository for PgRateRepository {
                 lock_before: Option<Date>,
                 #[diesel(sql_type = Integer)]
                 locked: i32,
+                #[diesel(sql_type = Integer)]
+                invoiced: i32,
             }
             let locked: Locked = diesel::sql_query(
                 "SELECT w.lock_before, (SELECT count(*)::int FROM time_entries e \
                      WHERE e.workspace_id = w.id AND (e.billable_rate_id = $2 OR e.cost_rate_id = $2) \
-                       AND (e.start_at AT TIME ZONE w.timezone)::date < w.lock_before) AS locked \
+                       AND (e.start_at AT TIME ZONE w.timezone)::date < w.lock_before) AS locked, \
+                        (SELECT count(*)::int FROM time_entries e \
+                     WHERE e.workspace_id = w.id AND (e.billable_rate_id = $2 OR e.cost_rate_id = $2) \
+                       AND e.invoice_id IS NOT NULL) AS invoiced \
                  FROM workspaces w WHERE w.id = $1",
             )
             .bind::<SqlUuid, _>(workspace.0)
@@ -431,6 +436,12 @@ impl RateRepository for PgRateRepository {
                         .lock_before
                         .map(timetrack_domain::timefmt::iso_date)
                         .unwrap_or_default()
+                ))));
+            }
+            if locked.invoiced > 0 {
+                return Ok(Err(DomainError::Conflict(format!(
+                    "Rate priced locked entries ({} on an invoice)",
+                    locked.invoiced
                 ))));
             }
             diesel::delete(
@@ -465,6 +476,7 @@ impl RateRepository for PgRateRepository {
             Option<Uuid>,
             Option<String>,
             Option<i64>,
+            Option<Uuid>,
         );
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let raw: Vec<Uuid> = ids.iter().map(|id| id.0).collect();
@@ -480,6 +492,7 @@ impl RateRepository for PgRateRepository {
                 time_entries::cost_rate_id,
                 time_entries::cost_rate_scope,
                 time_entries::cost_rate_minor,
+                time_entries::invoice_id,
             ))
             .load(&mut conn)
             .await
@@ -493,16 +506,19 @@ impl RateRepository for PgRateRepository {
         };
         Ok(rows
             .into_iter()
-            .map(|(id, currency, bid, bscope, bminor, cid, cscope, cminor)| {
-                (
-                    TimeEntryId(id),
-                    StoredPrice {
-                        currency,
-                        billable: applied(bid, bscope, bminor),
-                        cost: applied(cid, cscope, cminor),
-                    },
-                )
-            })
+            .map(
+                |(id, currency, bid, bscope, bminor, cid, cscope, cminor, invoice)| {
+                    (
+                        TimeEntryId(id),
+                        StoredPrice {
+                            currency,
+                            billable: applied(bid, bscope, bminor),
+                            cost: applied(cid, cscope, cminor),
+                            invoice_id: invoice.map(InvoiceId),
+                        },
+                    )
+                },
+            )
             .collect())
     }
 }

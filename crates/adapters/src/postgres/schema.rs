@@ -211,6 +211,7 @@ diesel::table! {
         cost_rate_id -> Nullable<Uuid>,
         cost_rate_scope -> Nullable<Text>,
         cost_rate_minor -> Nullable<Int8>,
+        invoice_id -> Nullable<Uuid>,
     }
 }
 

@@ -7,7 +7,10 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
-use timetrack_domain::ids::{ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId};
+use timetrack_domain::ids::{
+    InvoiceId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId,
+};
+use timetrack_domain::model::invoice::locked_by_invoice;
 use timetrack_domain::model::{Cursor, EntrySource, Event, Page, PageRequest, TimeEntry};
 use timetrack_domain::ports::{EntryFilter, TimeEntryRepository, TimerStop, WriteOutcome};
 use timetrack_domain::{DomainError, DomainResult};
@@ -173,6 +176,35 @@ async fn apply_stop(conn: &mut AsyncPgConnection, stop: &TimerStop) -> QueryResu
     record_events(conn, std::slice::from_ref(&stop.event))
         .await
         .map(Some)
+}
+
+/// Why a conditional write of `entry` found no row: the 409 of the invoice holding it (draft or
+/// issued: either locks it), or — gone or changed meanwhile — `Ok(None)`, a lost race.
+async fn invoice_lock(
+    conn: &mut AsyncPgConnection,
+    entry: &TimeEntry,
+) -> QueryResult<DomainResult<Option<i64>>> {
+    #[derive(QueryableByName)]
+    struct Holder {
+        #[diesel(sql_type = diesel::sql_types::Uuid)]
+        id: Uuid,
+        #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+        number: Option<String>,
+    }
+    let holder: Option<Holder> = diesel::sql_query(
+        "SELECT i.id, i.number FROM time_entries e \
+         JOIN invoices i ON i.workspace_id = e.workspace_id AND i.id = e.invoice_id \
+         WHERE e.workspace_id = $1 AND e.id = $2",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(entry.workspace_id.0)
+    .bind::<diesel::sql_types::Uuid, _>(entry.id.0)
+    .get_result(conn)
+    .await
+    .optional()?;
+    Ok(match holder {
+        Some(h) => Err(locked_by_invoice(InvoiceId(h.id), h.number.as_deref())),
+        None => Ok(None),
+    })
 }
 
 /// References to another workspace's rows are caught by the composite foreign keys.
@@ -369,13 +401,14 @@ impl TimeEntryRepository for PgTimeEntryRepository {
                     time_entries::table
                         .filter(time_entries::workspace_id.eq(before.workspace_id.0))
                         .filter(time_entries::id.eq(before.id.0))
-                        .filter(time_entries::updated_at.eq(before.updated_at)),
+                        .filter(time_entries::updated_at.eq(before.updated_at))
+                        .filter(time_entries::invoice_id.is_null()),
                 )
                 .set(&row)
                 .execute(conn)
                 .await?;
                 if n == 0 {
-                    return Ok(None);
+                    return invoice_lock(conn, before).await;
                 }
                 if before.tag_ids != after.tag_ids {
                     diesel::delete(
@@ -387,11 +420,11 @@ impl TimeEntryRepository for PgTimeEntryRepository {
                     insert_tags(conn, after).await?;
                 }
                 price_written(conn, after.workspace_id, &[after.id.0]).await?;
-                record_events(conn, events).await.map(Some)
+                record_events(conn, events).await.map(|n| Ok(Some(n)))
             })
             .await
             .map_err(|e| write_error(e, "updating a time entry"))?;
-        Ok(self.announcer.outcome(queued))
+        Ok(self.announcer.outcome(queued?))
     }
 
     async fn delete(&self, entry: &TimeEntry, events: &[Event]) -> DomainResult<WriteOutcome> {
@@ -402,15 +435,19 @@ impl TimeEntryRepository for PgTimeEntryRepository {
                     time_entries::table
                         .filter(time_entries::workspace_id.eq(entry.workspace_id.0))
                         .filter(time_entries::id.eq(entry.id.0))
-                        .filter(time_entries::updated_at.eq(entry.updated_at)),
+                        .filter(time_entries::updated_at.eq(entry.updated_at))
+                        .filter(time_entries::invoice_id.is_null()),
                 )
                 .execute(conn)
                 .await?;
-                record_if_found(conn, n, events).await
+                if n == 0 {
+                    return invoice_lock(conn, entry).await;
+                }
+                record_if_found(conn, n, events).await.map(Ok)
             })
             .await
             .map_err(|e| map_db_error(e, "deleting a time entry"))?;
-        Ok(self.announcer.outcome(queued))
+        Ok(self.announcer.outcome(queued?))
     }
 
     async fn latest_manual(

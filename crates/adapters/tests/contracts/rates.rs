@@ -59,7 +59,8 @@ async fn a_rate_prices_the_entries_it_reaches_and_a_dry_run_changes_nothing(s: S
         StoredPrice {
             currency: Some("USD".into()),
             billable: None,
-            cost: None
+            cost: None,
+            invoice_id: None
         },
         "priced when written: its currency, no rate yet"
     );
@@ -467,6 +468,7 @@ async fn random_rates_and_entries_get_the_price_the_domain_rule_gives(s: Subject
             currency: Some(priced.currency.clone()),
             billable: choose_rate(&stored, &priced, RateKind::Billable).map(AppliedRate::of),
             cost: choose_rate(&stored, &priced, RateKind::Cost).map(AppliedRate::of),
+            invoice_id: None,
         };
         assert_eq!(
             price(&s, &ws, entry).await,

@@ -29,6 +29,11 @@ const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[
         "hourly rates and the price stored on each entry: entries in use get their currency, \
          and keep their data, which a remade database cannot do",
     ),
+    (
+        "2026-11-28-000004_invoices",
+        "invoices and the link of each billed entry to its invoice: entries in use keep their \
+         data, which a remade database cannot do",
+    ),
 ];
 
 #[test]
@@ -133,7 +138,7 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
             diesel_async::AsyncPgConnection,
         >::establish(&url)
         .unwrap();
-        for version in ["20261128000003", "20261128000002"] {
+        for version in ["20261128000004", "20261128000003", "20261128000002"] {
             let reverted = conn
                 .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
                 .unwrap();

@@ -564,3 +564,140 @@ pub fn events() -> Array {
         ))
         .build()
 }
+
+/// A percentage: 0 to 100 with at most 3 decimals, as a number or a decimal string.
+pub fn percent() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([
+            Type::String,
+            Type::Number,
+            Type::Null,
+        ]))
+        .pattern(Some(r"^(100(\.0{1,3})?|[0-9]{1,2}(\.[0-9]{1,3})?)$"))
+        .minimum(Some(0))
+        .maximum(Some(100))
+        .description(Some(
+            "0 to 100 with at most 3 decimals, a number or a decimal string; 0 when absent",
+        ))
+        .build()
+}
+
+/// A quantity of an extra line: 0 to 1,000,000 with at most 3 decimals.
+pub fn quantity() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Number]))
+        .pattern(Some(r"^[0-9]{1,7}(\.[0-9]{1,3})?$"))
+        .minimum(Some(0))
+        .maximum(Some(1_000_000))
+        .description(Some(
+            "0 to 1000000 with at most 3 decimals, a number or a decimal string",
+        ))
+        .build()
+}
+
+/// Minor units of an extra line's unit price: 0 to 10^9.
+pub fn unit_price_minor() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(0))
+        .maximum(Some(timetrack_domain::model::invoice::MAX_UNIT_PRICE_MINOR))
+        .description(Some("Minor units of the invoice's currency per unit"))
+        .build()
+}
+
+/// A payment's amount: 1 to the invoice's balance, in minor units.
+pub fn payment_amount() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(1))
+        .description(Some("Minor units, 1 to the invoice's balance"))
+        .build()
+}
+
+/// Free text of an invoice of at most `max` characters, no NUL; blank is none.
+pub fn invoice_text(max: usize) -> Object {
+    string()
+        .max_length(Some(max))
+        .pattern(Some(NO_NUL))
+        .description(Some(format!(
+            "At most {max} characters, no NUL; blank is none"
+        )))
+        .build()
+}
+
+/// Invoice notes (null clears them on PATCH).
+pub fn invoice_notes() -> Object {
+    invoice_text(timetrack_domain::model::invoice::MAX_NOTES_CHARS)
+}
+
+/// The description of an extra line.
+pub fn line_description() -> Object {
+    string()
+        .min_length(Some(1))
+        .max_length(Some(
+            timetrack_domain::model::invoice::MAX_LINE_DESCRIPTION_CHARS,
+        ))
+        .pattern(Some(NO_NUL))
+        .description(Some("1 to 500 characters once trimmed, no NUL"))
+        .build()
+}
+
+/// A void's reason.
+pub fn void_reason() -> Object {
+    invoice_text(timetrack_domain::model::invoice::MAX_REASON_CHARS)
+}
+
+/// A payment's note.
+pub fn payment_note() -> Object {
+    invoice_text(timetrack_domain::model::invoice::MAX_PAYMENT_NOTE_CHARS)
+}
+
+/// The groupings of invoice lines.
+pub fn line_groups() -> Array {
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(
+                    ["project", "task", "user", "day"]
+                        .into_iter()
+                        .map(Value::from)
+                        .collect::<Vec<_>>(),
+                )),
+        )
+        .max_items(Some(4))
+        .unique_items(true)
+        .description(Some(
+            "In order, each at most once; none: one line per unit price",
+        ))
+        .build()
+}
+
+/// The project ids an invoice is limited to.
+pub fn project_ids() -> Array {
+    ArrayBuilder::new()
+        .items(uuid())
+        .description(Some("Only these projects of the client; none: all"))
+        .build()
+}
+
+/// An invoice status filter.
+pub fn invoice_status() -> Object {
+    enumeration(["draft", "issued", "void"], "draft, issued or void")
+}
+
+/// A payment status filter.
+pub fn payment_status() -> Object {
+    enumeration(
+        ["unpaid", "partially_paid", "paid", "overdue"],
+        "unpaid, partially_paid, paid or overdue",
+    )
+}
+
+/// A client id filter.
+pub fn client_filter() -> Object {
+    string()
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid)))
+        .description(Some("Invoices of this client only"))
+        .build()
+}

@@ -9,6 +9,7 @@ pub(crate) mod events;
 pub(crate) mod fallbacks;
 pub(crate) mod find_client;
 pub(crate) mod health;
+pub mod invoices;
 pub(crate) mod me;
 pub(crate) mod members;
 pub(crate) mod rates;
@@ -168,6 +169,17 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         endpoint!(reports::summary),
         endpoint!(reports::detailed),
         endpoint!(reports::uninvoiced),
+        // Before /api/invoices/{id}, which would take "preview" for an id.
+        endpoint!(invoices::preview),
+        endpoint!(invoices::create),
+        endpoint!(invoices::list),
+        endpoint!(invoices::get),
+        endpoint!(invoices::update),
+        endpoint!(invoices::delete),
+        endpoint!(invoices::issue),
+        endpoint!(invoices::void),
+        endpoint!(invoices::add_payment),
+        endpoint!(invoices::delete_payment),
         endpoint!(clients::create),
         endpoint!(clients::list),
         endpoint!(clients::get),

@@ -68,7 +68,7 @@ pub struct PricingBody {
     rounded_seconds: i64,
     /// The invoice the entry is on; null while on none.
     invoice_id: Option<String>,
-    /// Whether the entry is locked (it starts before the workspace's lock date).
+    /// Whether the entry is locked: on an invoice, or before the workspace's lock date.
     locked: bool,
 }
 
@@ -85,7 +85,7 @@ impl From<EntryPricing> for PricingBody {
             rate_scope: billable.map(|l| l.rate.as_ref().map(|r| r.scope.clone())),
             rate_id: billable.map(|l| l.rate.as_ref().map(|r| r.id.to_string())),
             rounded_seconds: p.rounded_seconds,
-            invoice_id: None,
+            invoice_id: p.invoice_id.map(|id| id.to_string()),
             locked: p.locked,
         }
     }

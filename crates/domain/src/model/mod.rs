@@ -5,6 +5,7 @@ pub mod catalog;
 pub mod client;
 pub mod event;
 pub mod feed;
+pub mod invoice;
 pub mod page;
 pub mod rate;
 pub mod report;
@@ -20,6 +21,10 @@ pub use catalog::{Project, Tag, Task};
 pub use client::{Client, ClientDraft, ClientPatch, ClientStatus, ClientType};
 pub use event::{Event, EventSubject, EventType};
 pub use feed::{FeedCursor, FeedEvent, FeedPage, FeedPosition, FeedRead};
+pub use invoice::{
+    BillableEntry, ExtraLine, Invoice, InvoiceClient, InvoiceFilter, InvoiceLine, InvoiceSelection,
+    InvoiceStatus, LineGroup, Payment, PaymentStatus, Percent, Totals,
+};
 pub use page::{Cursor, Page, PageRequest};
 pub use rate::{
     AppliedRate, MAX_HOURLY_MINOR, PricedEntry, Rate, RateId, RateKind, RateTarget, StoredPrice,

@@ -268,6 +268,8 @@ pub struct StoredPrice {
     pub billable: Option<AppliedRate>,
     /// The cost rate and where it came from, if one applied.
     pub cost: Option<AppliedRate>,
+    /// The invoice (draft or issued) the entry is on, which locks it.
+    pub invoice_id: Option<crate::ids::InvoiceId>,
 }
 
 /// A rate as an entry got it.

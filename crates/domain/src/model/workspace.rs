@@ -222,6 +222,26 @@ impl InvoiceNumberPattern {
     }
 }
 
+impl InvoiceNumberPattern {
+    /// The sequence the `render`ed numbers of a `year` and `month` count in: the pattern
+    /// rendered without its sequence, so that `{YYYY}-{SEQ:4}` counts from 1 each year and a
+    /// pattern without a date counts on forever.
+    pub fn sequence_key(&self, year: i32, month: u8) -> String {
+        let parts = Self::parts(&self.0).unwrap_or_default();
+        let mut out = String::new();
+        for part in parts {
+            match part {
+                PatternPart::Text(text) => out.push_str(&text),
+                PatternPart::Year4 => out.push_str(&format!("{year:04}")),
+                PatternPart::Year2 => out.push_str(&format!("{:02}", year.rem_euclid(100))),
+                PatternPart::Month => out.push_str(&format!("{month:02}")),
+                PatternPart::Seq(_) => out.push_str("{SEQ}"),
+            }
+        }
+        out
+    }
+}
+
 impl Default for InvoiceNumberPattern {
     fn default() -> Self {
         Self(Self::DEFAULT.to_owned())

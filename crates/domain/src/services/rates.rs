@@ -68,7 +68,9 @@ pub struct EntryPricing {
     pub billable: Option<PriceLine>,
     /// The cost figures, if the caller sees cost rates.
     pub cost: Option<PriceLine>,
-    /// Whether the entry is locked (before the workspace's lock date).
+    /// The invoice the entry is on, if any.
+    pub invoice_id: Option<crate::ids::InvoiceId>,
+    /// Whether the entry is locked: on an invoice, or before the workspace's lock date.
     pub locked: bool,
 }
 
@@ -102,7 +104,8 @@ pub fn entry_pricing(
             .sees_billable_rates(settings)
             .then(|| line(&stored.billable)),
         cost: caller.sees_cost_rates().then(|| line(&stored.cost)),
-        locked: settings.lock_before.is_some_and(|lock| day < lock),
+        invoice_id: stored.invoice_id,
+        locked: stored.invoice_id.is_some() || settings.lock_before.is_some_and(|lock| day < lock),
     })
 }
 

@@ -6,6 +6,7 @@ use time::OffsetDateTime;
 
 use crate::error::{DomainError, DomainResult};
 use crate::ids::{EventId, ProjectId, TagId, TaskId, TimeEntryId, UserId};
+use crate::model::invoice::ENTRY_LOCKED;
 use crate::model::time_entry::whole_seconds;
 use crate::model::{
     EntrySource, Event, EventSubject, Page, PageRequest, Principal, Project, Tag, Task, TimeEntry,
@@ -114,6 +115,35 @@ impl TimeEntryService {
             .get(id)
             .await?
             .ok_or(DomainError::NotFound("workspace"))
+    }
+
+    /// 409 `Time entry is locked` when one of `starts` falls on a day (in the workspace's time
+    /// zone) before the workspace's `lock_before`.
+    async fn require_open_period(
+        &self,
+        workspace: &Workspace,
+        starts: &[OffsetDateTime],
+    ) -> DomainResult<()> {
+        let settings = self
+            .workspaces
+            .settings(workspace.id)
+            .await?
+            .ok_or(DomainError::NotFound("workspace"))?;
+        let Some(lock) = settings.lock_before else {
+            return Ok(());
+        };
+        for start in starts {
+            if crate::timefmt::local_day(*start, &workspace.timezone)? < lock {
+                return Err(DomainError::refused(
+                    ENTRY_LOCKED,
+                    format!(
+                        "The workspace locks entries that start before {} (its lock_before)",
+                        crate::timefmt::iso_date(lock)
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     async fn user(&self, id: UserId) -> DomainResult<User> {
@@ -282,6 +312,8 @@ impl TimeEntryService {
     pub async fn start(&self, caller: &Principal, draft: EntryDraft) -> DomainResult<TimeEntry> {
         let description = Self::validated_description(draft.description.as_deref())?;
         let workspace = self.workspace(caller.workspace_id).await?;
+        self.require_open_period(&workspace, &[self.clock.now()])
+            .await?;
         let member = self.user(caller.user_id).await?;
         let refs = self
             .refs(
@@ -375,6 +407,7 @@ impl TimeEntryService {
         }
         let description = Self::validated_description(draft.description.as_deref())?;
         let workspace = self.workspace(caller.workspace_id).await?;
+        self.require_open_period(&workspace, &[start]).await?;
         let member = self.user(caller.user_id).await?;
         let refs = self
             .refs(
@@ -447,6 +480,8 @@ impl TimeEntryService {
             }
             after.updated_at = self.clock.now();
             let workspace = self.workspace(before.workspace_id).await?;
+            self.require_open_period(&workspace, &[before.start, after.start])
+                .await?;
             let member = self.user(before.user_id).await?;
             let old_refs = self.stored_refs(&before).await?;
             let old = Self::payload(&before, EntryAction::Update, &workspace, &member, &old_refs)?;
@@ -536,6 +571,7 @@ impl TimeEntryService {
                 return Err(DomainError::Forbidden);
             }
             let workspace = self.workspace(entry.workspace_id).await?;
+            self.require_open_period(&workspace, &[entry.start]).await?;
             let member = self.user(entry.user_id).await?;
             let refs = self.stored_refs(&entry).await?;
             let body = Self::payload(&entry, EntryAction::Delete, &workspace, &member, &refs)?;

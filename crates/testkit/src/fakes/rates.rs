@@ -79,6 +79,7 @@ impl Tables {
                 currency: Some(priced.currency.clone()),
                 billable: choose_rate(&rates, &priced, RateKind::Billable).map(AppliedRate::of),
                 cost: choose_rate(&rates, &priced, RateKind::Cost).map(AppliedRate::of),
+                invoice_id: None,
             };
             let old = self
                 .prices

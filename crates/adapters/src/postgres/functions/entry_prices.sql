@@ -4,7 +4,8 @@
 -- it returns, and a rate's dry run sums it. The entries are those named in p_entries, or else
 -- every entry of the workspace that matches the other filters given (a user, a client through
 -- its projects, a project, a task, a start from p_since, or a rate that priced it). Locked
--- entries keep their price: those that start before the workspace's lock date (in its time zone).
+-- entries keep their price: those on an invoice, and those that start before the workspace's
+-- lock date (in its time zone).
 --
 -- The rule, also written in Rust (`pricing::choose_rate` in the domain, which the in-memory fake
 -- uses; the contract tests hold both to the same answers):
@@ -63,6 +64,7 @@ BEGIN
           AND (p_task IS NULL OR e.task_id = p_task)
           AND (p_since IS NULL OR e.start_at >= p_since)
           AND (p_rate IS NULL OR e.billable_rate_id = p_rate OR e.cost_rate_id = p_rate)
+          AND e.invoice_id IS NULL
           AND (ws.lock_before IS NULL OR (e.start_at AT TIME ZONE ws.timezone)::date >= ws.lock_before)
     ), priced AS (
         SELECT t.id, t.currency, t.seconds, t.old_currency, t.old_billable_minor,

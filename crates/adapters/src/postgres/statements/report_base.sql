@@ -2,7 +2,7 @@
 -- start within [$3, $4] (days in zone $2, so a day is its local midnight to the next, DST
 -- included), matching the filters ($5 clients through their projects, $6 projects, $7 tasks,
 -- $8 tags: any of them, $9 members; an empty list filters nothing), $10 billable and $11
--- invoiced (no entry is on an invoice yet) when not null; each with its duration, its duration
+-- invoiced (on an invoice, draft or issued) when not null; each with its duration, its duration
 -- rounded by $12 minutes the $13 way, and its amounts at its stored rates.
 -- Parameters: $1 workspace, $2 zone, $3 from, $4 to, $5..$9 id lists, $10 billable, $11 invoiced,
 -- $12 rounding minutes, $13 rounding mode.
@@ -33,7 +33,7 @@ WITH entries AS NOT MATERIALIZED (
             WHERE f.workspace_id = e.workspace_id AND f.time_entry_id = e.id AND f.tag_id = ANY ($8)))
       AND (cardinality($9::uuid[]) = 0 OR e.user_id = ANY ($9))
       AND ($10::boolean IS NULL OR e.billable = $10)
-      AND ($11::boolean IS NULL OR NOT $11)
+      AND ($11::boolean IS NULL OR (e.invoice_id IS NOT NULL) = $11)
 ), rounded AS NOT MATERIALIZED (
     SELECT entries.*, timetrack_code.rounded_seconds(seconds, $12, $13) AS rounded
     FROM entries

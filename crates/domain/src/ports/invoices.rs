@@ -1,0 +1,90 @@
+//! Storage of invoices, their lines and payments, and the link of each billed entry to its
+//! invoice (which locks the entry).
+
+use async_trait::async_trait;
+use time::{Date, OffsetDateTime};
+
+use crate::error::DomainResult;
+use crate::ids::{InvoiceId, PaymentId, WorkspaceId};
+use crate::model::{
+    BillableEntry, Invoice, InvoiceFilter, InvoiceNumberPattern, InvoiceSelection, Page,
+    PageRequest, Payment,
+};
+use crate::ports::WriteOutcome;
+
+/// Builds the invoice from the entries it bills (oldest first), inside the create's transaction.
+pub type InvoiceBuilder<'a> =
+    dyn Fn(Vec<BillableEntry>) -> DomainResult<Invoice> + Send + Sync + 'a;
+
+/// A change of a stored invoice, made only if it is still the version read (`updated_at`).
+#[derive(Debug, Clone)]
+pub enum InvoiceWrite {
+    /// A draft's new header and extra lines (its time lines unchanged), and totals.
+    Edit(Box<Invoice>),
+    /// Deletes a draft and releases its entries.
+    Delete,
+    /// Issues a draft: the next number of `pattern`'s sequence for `issue_date`, the dates, and
+    /// the issuer's and client's names as they are now.
+    Issue {
+        /// The workspace's pattern.
+        pattern: InvoiceNumberPattern,
+        /// The issue date (numbers count per the year and month of it).
+        issue_date: Date,
+        /// The due date.
+        due_date: Date,
+    },
+    /// Voids an issued invoice with a reason and releases its entries.
+    Void {
+        /// Why.
+        reason: String,
+    },
+    /// Records a payment.
+    AddPayment(Payment),
+    /// Deletes a payment; `NotFound("payment")` if the invoice has none of this id.
+    DeletePayment(PaymentId),
+}
+
+/// Storage of invoices.
+#[async_trait]
+pub trait InvoiceRepository: Send + Sync {
+    /// The entries `selection` bills, oldest first: the client's (through its projects), of the
+    /// projects given if any, stopped, billable, with a billable rate, priced in the selection's
+    /// currency, on no invoice, whose local day is in the period and not before the workspace's
+    /// lock date.
+    ///
+    /// MUST return `Validation` when a project id is not one of the client's.
+    async fn billable(&self, selection: &InvoiceSelection) -> DomainResult<Vec<BillableEntry>>;
+
+    /// In one transaction: locks the entries `selection` bills (an entry another create took
+    /// meanwhile is left out), builds the invoice from them with `build`, and stores it with its
+    /// lines and the link of each entry to it. Two concurrent creates never bill one entry twice.
+    /// Whatever `build` returns as an error is returned, with nothing written.
+    async fn create(
+        &self,
+        selection: &InvoiceSelection,
+        build: &InvoiceBuilder<'_>,
+    ) -> DomainResult<Invoice>;
+
+    /// The workspace's invoice `id`, with its lines and payments, or `None`.
+    async fn get(&self, workspace: WorkspaceId, id: InvoiceId) -> DomainResult<Option<Invoice>>;
+
+    /// A page of the workspace's invoices matching `filter`, newest first.
+    async fn list(
+        &self,
+        workspace: WorkspaceId,
+        filter: &InvoiceFilter,
+        page: PageRequest,
+    ) -> DomainResult<Page<Invoice>>;
+
+    /// Applies `write` to `before` if the stored invoice is still that version, setting
+    /// `updated_at` to `at`; `Raced` (nothing written) otherwise.
+    ///
+    /// MUST return `Conflict` when an issue's number is taken already (by an invoice numbered
+    /// under another pattern), with nothing written.
+    async fn write(
+        &self,
+        before: &Invoice,
+        write: &InvoiceWrite,
+        at: OffsetDateTime,
+    ) -> DomainResult<WriteOutcome>;
+}
