@@ -4,6 +4,7 @@
 pub mod http;
 pub mod local_postgres;
 pub mod metrics;
+pub mod pdf;
 pub mod postgres;
 pub mod ratelimit;
 pub mod resolver;
@@ -15,6 +16,7 @@ pub mod worker;
 pub use http::{HyperWebhookSender, SenderSettings};
 pub use local_postgres::{Durability, LocalPostgres};
 pub use metrics::Metrics;
+pub use pdf::KrillaInvoicePdf;
 pub use postgres::{
     PgPool, PoolSettings, build_pool, check_connection, is_on_this_machine, run_migrations,
 };

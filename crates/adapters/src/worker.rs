@@ -617,15 +617,36 @@ async fn listen(
     Ok(Listening::Lost)
 }
 
-/// Purges rows past their retention every `interval` (the first pass at once), until `shutdown`.
+/// How many overdue invoices one housekeeping call announces at most.
+const OVERDUE_BATCH: u32 = 500;
+
+/// Every `interval` (the first pass at once), until `shutdown`: purges rows past their retention,
+/// and announces the invoices that became overdue (`INVOICE_OVERDUE`, once per invoice, safe with
+/// several processes doing the same).
 pub async fn run_housekeeping(
     store: Arc<dyn Housekeeping>,
+    invoices: timetrack_domain::services::InvoiceService,
     clock: Arc<dyn Clock>,
     retention: Retention,
     interval: Duration,
     mut shutdown: watch::Receiver<bool>,
 ) {
     loop {
+        loop {
+            match invoices.announce_overdue(OVERDUE_BATCH).await {
+                Ok(0) => break,
+                Ok(n) => {
+                    tracing::info!(invoices = n, "housekeeping: overdue invoices announced");
+                    if n < OVERDUE_BATCH as usize {
+                        break;
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "announcing overdue invoices failed; next pass will retry");
+                    break;
+                }
+            }
+        }
         match store.purge(clock.now(), retention).await {
             Ok(purged) => tracing::info!(
                 events = purged.events,

@@ -169,7 +169,9 @@ async function webhooksView() {
 
 function eventChoices(types, chosen = []) {
   const box = h("fieldset", { class: "events" }, h("legend", {}, "Events"));
-  for (const t of types.filter((t) => t.subscribable)) {
+  // Invoice events are for owners and admins: a member's subscribe naming one is refused.
+  const member = me?.role === "member";
+  for (const t of types.filter((t) => t.subscribable && !(member && t.type.startsWith("INVOICE_")))) {
     const id = `ev-${t.type}`;
     box.append(h("div", { class: "check" },
       h("input", { type: "checkbox", id, value: t.type, checked: chosen.includes(t.type) }),

@@ -102,6 +102,7 @@ impl Modify for OptionalBodies {
         timetrack_domain::payload::TimeEntryPayload,
         timetrack_domain::payload::ClientPayload,
         timetrack_domain::payload::ProjectPayload,
+        timetrack_domain::payload::InvoicePayload,
         timetrack_domain::payload::WebhookNoticePayload,
         timetrack_domain::payload::WebhookTestPayload,
     )),

@@ -10,11 +10,11 @@ use timetrack_adapters::postgres::{
     PgWorkspaceRepository,
 };
 use timetrack_adapters::{InMemoryRateLimitStore, PgRateLimitStore, SearchSlots, SlottedSearches};
-use timetrack_adapters::{Metrics, PgPool};
+use timetrack_adapters::{KrillaInvoicePdf, Metrics, PgPool};
 use timetrack_adapters::{OsRandom, SecretBox, SystemResolver, UuidV7Ids};
 use timetrack_domain::masked::Masks;
 use timetrack_domain::ports::{
-    ClientRepository, Clock, HealthProbe, IdempotencyStore, RateLimitStore,
+    ClientRepository, Clock, HealthProbe, IdempotencyStore, InvoicePdf, RateLimitStore,
 };
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::{
@@ -203,6 +203,9 @@ impl AppState {
             announcer,
         } = shared;
         let catalog = Arc::new(PgCatalogRepository::new(pool.clone(), announcer.clone()));
+        // The font is part of the binary (and checked by the adapter's tests): it always loads.
+        let invoice_pdf: Arc<dyn InvoicePdf> =
+            Arc::new(KrillaInvoicePdf::new().expect("the embedded invoice font loads"));
         let mut client_repository: Arc<dyn ClientRepository> =
             Arc::new(PgClientRepository::new(pool.clone(), announcer.clone()));
         if let Some(slots) = settings.search_concurrency {
@@ -243,7 +246,8 @@ impl AppState {
                 workspaces.clone(),
             ),
             invoices: InvoiceService::new(
-                Arc::new(PgInvoiceRepository::new(pool.clone())),
+                Arc::new(PgInvoiceRepository::new(pool.clone(), announcer.clone())),
+                invoice_pdf.clone(),
                 client_repository.clone(),
                 workspaces.clone(),
                 clock.clone(),

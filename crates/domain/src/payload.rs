@@ -102,6 +102,65 @@ pub struct ProjectPayload {
     pub changed_fields: Option<Vec<String>>,
 }
 
+/// The `INVOICE_*` payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct InvoicePayload {
+    /// Invoice id.
+    pub id: String,
+    /// Its number; null while a draft.
+    pub number: Option<String>,
+    /// `draft`, `issued` or `void`.
+    pub status: &'static str,
+    /// `unpaid`, `partially_paid`, `paid` or `overdue`.
+    pub payment_status: &'static str,
+    /// The client billed.
+    pub client: Ref,
+    /// ISO 4217.
+    pub currency: String,
+    /// The total, in minor units of the currency.
+    pub total_minor: i64,
+    /// What is paid.
+    pub paid_minor: i64,
+    /// What is left to pay.
+    pub balance_minor: i64,
+    /// The issue date (`YYYY-MM-DD`); null while a draft has none.
+    pub issue_date: Option<String>,
+    /// The due date; null while a draft has none.
+    pub due_date: Option<String>,
+    /// The invoice's workspace.
+    pub workspace: Ref,
+    /// Creation time.
+    pub created_at: String,
+    /// Last modification time.
+    pub updated_at: String,
+}
+
+/// The payload of `invoice` of `workspace`, with its payment status.
+pub fn invoice(
+    invoice: &crate::model::Invoice,
+    payment_status: crate::model::PaymentStatus,
+    workspace: &Workspace,
+) -> InvoicePayload {
+    InvoicePayload {
+        id: invoice.id.to_string(),
+        number: invoice.number.clone(),
+        status: invoice.status.as_str(),
+        payment_status: payment_status.as_str(),
+        client: Ref::new(invoice.client.id, &invoice.client.name),
+        currency: invoice.currency.clone(),
+        total_minor: invoice.totals.total_minor,
+        paid_minor: invoice.paid_minor(),
+        balance_minor: invoice.balance_minor(),
+        issue_date: invoice.issue_date.map(crate::timefmt::iso_date),
+        due_date: invoice.due_date.map(crate::timefmt::iso_date),
+        workspace: Ref::new(workspace.id, &workspace.name),
+        created_at: rfc3339(invoice.created_at),
+        updated_at: rfc3339(invoice.updated_at),
+    }
+}
+
 /// The payload of `project` (for `client`, when it has one) of `workspace`.
 pub fn project(
     project: &Project,
@@ -447,6 +506,11 @@ pub mod samples {
             EventType::WebhookFailing
             | EventType::WebhookDisabled
             | EventType::WebhookRecovered => to_body(&notice(event_type)),
+            EventType::InvoiceCreated
+            | EventType::InvoiceIssued
+            | EventType::InvoiceVoided
+            | EventType::InvoicePaid
+            | EventType::InvoiceOverdue => to_body(&invoice(event_type)),
             EventType::WebhookTest => to_body(&WebhookTestPayload {
                 event: EventType::WebhookTest.as_str(),
                 webhook_id: "wh_SampleWebhook0000000000".into(),
@@ -455,6 +519,40 @@ pub mod samples {
             }),
         };
         body.expect("a sample serializes")
+    }
+
+    /// The sample invoice payload as `event_type` carries it.
+    pub fn invoice(event_type: EventType) -> InvoicePayload {
+        use crate::model::{PaymentStatus, invoice::InvoiceStatus};
+        let issued = event_type != EventType::InvoiceCreated;
+        let (status, payment) = match event_type {
+            EventType::InvoiceCreated => (InvoiceStatus::Draft, PaymentStatus::Unpaid),
+            EventType::InvoiceVoided => (InvoiceStatus::Void, PaymentStatus::Unpaid),
+            EventType::InvoicePaid => (InvoiceStatus::Issued, PaymentStatus::Paid),
+            EventType::InvoiceOverdue => (InvoiceStatus::Issued, PaymentStatus::Overdue),
+            _ => (InvoiceStatus::Issued, PaymentStatus::Unpaid),
+        };
+        let paid = if payment == PaymentStatus::Paid {
+            21420
+        } else {
+            0
+        };
+        InvoicePayload {
+            id: id(8).to_string(),
+            number: issued.then(|| "2026-0001".to_owned()),
+            status: status.as_str(),
+            payment_status: payment.as_str(),
+            client: Ref::new(id(2), "Acme Corporation"),
+            currency: "USD".into(),
+            total_minor: 21420,
+            paid_minor: paid,
+            balance_minor: 21420 - paid,
+            issue_date: issued.then(|| "2026-02-01".to_owned()),
+            due_date: issued.then(|| "2026-03-03".to_owned()),
+            workspace: Ref::new(workspace().id, &workspace().name),
+            created_at: "2026-02-01T09:00:00Z".into(),
+            updated_at: "2026-02-01T09:00:00Z".into(),
+        }
     }
 
     fn notice(event_type: EventType) -> WebhookNoticePayload {

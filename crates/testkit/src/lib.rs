@@ -21,7 +21,7 @@ mod process;
 mod receiver;
 
 #[cfg(feature = "infra")]
-pub use browser::chromium;
+pub use browser::{chromium, pdftotext};
 #[cfg(feature = "infra")]
 pub use database::{TestDatabase, npm_package, python_package, recreate_database};
 #[cfg(feature = "infra")]

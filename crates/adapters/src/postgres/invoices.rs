@@ -15,16 +15,22 @@ use timetrack_domain::ids::{
     ClientId, InvoiceId, InvoiceLineId, PaymentId, TimeEntryId, WorkspaceId,
 };
 use timetrack_domain::model::{
-    BillableEntry, Cursor, Invoice, InvoiceClient, InvoiceFilter, InvoiceLine, InvoiceSelection,
-    InvoiceStatus, LineGroup, Named, Page, PageRequest, Payment, Percent, Totals,
+    BillableEntry, Cursor, Event, Invoice, InvoiceClient, InvoiceFilter, InvoiceLine,
+    InvoiceSelection, InvoiceStatus, LineGroup, Named, Page, PageRequest, Payment, Percent, Totals,
+    Workspace,
 };
-use timetrack_domain::ports::{InvoiceBuilder, InvoiceRepository, InvoiceWrite, WriteOutcome};
+use timetrack_domain::ports::{
+    InvoiceBuilder, InvoiceEvents, InvoiceRepository, InvoiceWrite, WriteOutcome,
+};
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
+use super::announce::DeliveryAnnouncer;
 use super::errors::{map_db_error, map_pool_error, violated_constraint};
+use super::outbox::record_events;
 use super::pool::{PgPool, opaque_debug};
 use super::rates::{price_written, pricing_lock};
+use super::sql::named_query;
 
 /// The unique index of issued numbers.
 const NUMBER_TAKEN: &str = "invoices_number_key";
@@ -97,34 +103,6 @@ impl From<BillableRow> for BillableEntry {
     }
 }
 
-/// The entries a selection bills (see [`InvoiceRepository::billable`]), oldest first; `FOR
-/// UPDATE` in a create (rows are locked in that order, so two creates never deadlock, and one
-/// that waited re-checks each row: an entry the other took is left out).
-fn billable_sql(lock: bool) -> String {
-    format!(
-        "SELECT e.id, e.user_id, u.name AS user_name, e.project_id, p.name AS project_name, \
-                e.task_id, t.name AS task_name, \
-                (e.start_at AT TIME ZONE w.timezone)::date AS day, \
-                date_part('epoch', e.end_at - e.start_at)::bigint AS seconds, \
-                e.billable_rate_minor AS rate_minor \
-         FROM time_entries e \
-         JOIN workspaces w ON w.id = e.workspace_id \
-         JOIN projects p ON p.workspace_id = e.workspace_id AND p.id = e.project_id \
-         JOIN users u ON u.id = e.user_id \
-         LEFT JOIN tasks t ON t.workspace_id = e.workspace_id AND t.id = e.task_id \
-         WHERE e.workspace_id = $1 AND p.client_id = $2 \
-           AND (cardinality($3::uuid[]) = 0 OR e.project_id = ANY ($3)) \
-           AND e.start_at >= ($4::date::timestamp AT TIME ZONE w.timezone) \
-           AND e.start_at < (($5::date + 1)::timestamp AT TIME ZONE w.timezone) \
-           AND e.end_at IS NOT NULL AND e.billable AND e.billable_rate_minor IS NOT NULL \
-           AND e.price_currency = $6 AND e.invoice_id IS NULL \
-           AND (w.lock_before IS NULL \
-                OR (e.start_at AT TIME ZONE w.timezone)::date >= w.lock_before) \
-         ORDER BY e.start_at, e.id{}",
-        if lock { " FOR UPDATE OF e" } else { "" }
-    )
-}
-
 async fn load_billable(
     conn: &mut AsyncPgConnection,
     s: &InvoiceSelection,
@@ -137,15 +115,12 @@ async fn load_billable(
             #[diesel(sql_type = SqlUuid)]
             id: Uuid,
         }
-        let outside: Vec<Outside> = diesel::sql_query(
-            "SELECT x.id FROM unnest($3::uuid[]) AS x(id) \
-             WHERE NOT EXISTS (SELECT 1 FROM projects p \
-                               WHERE p.workspace_id = $1 AND p.id = x.id AND p.client_id = $2) \
-             LIMIT 1",
+        let outside: Vec<Outside> = named_query!(
+            include_str!("statements/invoice_projects_outside.sql");
+            workspace_id: SqlUuid = s.workspace_id.0,
+            client_id: SqlUuid = s.client_id.0,
+            project_ids: Array<SqlUuid> = &projects,
         )
-        .bind::<SqlUuid, _>(s.workspace_id.0)
-        .bind::<SqlUuid, _>(s.client_id.0)
-        .bind::<Array<SqlUuid>, _>(&projects)
         .load(conn)
         .await?;
         if let Some(o) = <[_]>::first(&outside) {
@@ -155,15 +130,30 @@ async fn load_billable(
             ))));
         }
     }
-    let rows: Vec<BillableRow> = diesel::sql_query(billable_sql(lock))
-        .bind::<SqlUuid, _>(s.workspace_id.0)
-        .bind::<SqlUuid, _>(s.client_id.0)
-        .bind::<Array<SqlUuid>, _>(&projects)
-        .bind::<SqlDate, _>(s.from)
-        .bind::<SqlDate, _>(s.to)
-        .bind::<Text, _>(&s.currency)
-        .load(conn)
-        .await?;
+    // In a create, the rows are locked in the statement's order (see the file).
+    macro_rules! billable {
+        ($sql:expr) => {
+            named_query!(
+                $sql;
+                workspace_id: SqlUuid = s.workspace_id.0,
+                client_id: SqlUuid = s.client_id.0,
+                project_ids: Array<SqlUuid> = &projects,
+                from: SqlDate = s.from,
+                to: SqlDate = s.to,
+                currency: Text = &s.currency,
+            )
+            .load(conn)
+            .await?
+        };
+    }
+    let rows: Vec<BillableRow> = if lock {
+        billable!(concat!(
+            include_str!("statements/invoice_billable.sql"),
+            "\nFOR UPDATE OF e"
+        ))
+    } else {
+        billable!(include_str!("statements/invoice_billable.sql"))
+    };
     Ok(rows.into_iter().map(BillableEntry::from).collect())
 }
 
@@ -218,12 +208,6 @@ struct InvoiceRow {
     #[diesel(sql_type = Timestamptz)]
     updated_at: OffsetDateTime,
 }
-
-const INVOICE_COLUMNS: &str = "i.id, i.workspace_id, i.number, i.status, i.client_id, \
-    i.client_name, i.client_address, i.issuer_name, i.currency, i.period_from, i.period_to, \
-    i.group_by, i.issue_date, i.due_date, i.discount_percent_milli, i.tax_percent_milli, \
-    i.subtotal_minor, i.discount_minor, i.tax_minor, i.total_minor, i.notes, i.void_reason, \
-    i.created_at, i.updated_at";
 
 #[derive(QueryableByName)]
 struct LineRow {
@@ -322,24 +306,19 @@ async fn with_parts(
         return Ok(Vec::new());
     }
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-    let lines: Vec<LineRow> = diesel::sql_query(
-        "SELECT invoice_id, id, kind, description, quantity_milli, unit_price_minor, \
-                amount_minor, entry_ids \
-         FROM invoice_lines WHERE workspace_id = $1 AND invoice_id = ANY ($2) \
-         ORDER BY invoice_id, position",
+    let lines: Vec<LineRow> = named_query!(
+        include_str!("statements/invoice_lines_of.sql");
+        workspace_id: SqlUuid = workspace.0,
+        invoice_ids: Array<SqlUuid> = &ids,
     )
-    .bind::<SqlUuid, _>(workspace.0)
-    .bind::<Array<SqlUuid>, _>(&ids)
     .load(conn)
     .await
     .map_err(|e| map_db_error(e, "reading invoice lines"))?;
-    let payments: Vec<PaymentRow> = diesel::sql_query(
-        "SELECT invoice_id, id, amount_minor, paid_on, note, created_at \
-         FROM invoice_payments WHERE workspace_id = $1 AND invoice_id = ANY ($2) \
-         ORDER BY invoice_id, created_at, id",
+    let payments: Vec<PaymentRow> = named_query!(
+        include_str!("statements/invoice_payments_of.sql");
+        workspace_id: SqlUuid = workspace.0,
+        invoice_ids: Array<SqlUuid> = &ids,
     )
-    .bind::<SqlUuid, _>(workspace.0)
-    .bind::<Array<SqlUuid>, _>(&ids)
     .load(conn)
     .await
     .map_err(|e| map_db_error(e, "reading invoice payments"))?;
@@ -400,30 +379,20 @@ async fn insert_lines(
         .iter()
         .flat_map(|(_, l)| l.entry_ids.iter().map(|e| (e.0, l.id.0)))
         .unzip();
-    diesel::sql_query(
-        "WITH m AS ( \
-             SELECT m.line, array_agg(m.entry ORDER BY m.ord) AS ids \
-             FROM unnest($10::uuid[], $11::uuid[]) WITH ORDINALITY AS m (entry, line, ord) \
-             GROUP BY m.line) \
-         INSERT INTO invoice_lines (id, workspace_id, invoice_id, position, kind, description, \
-                                    quantity_milli, unit_price_minor, amount_minor, entry_ids) \
-         SELECT l.id, $1, $2, l.position, l.kind, l.description, l.quantity, l.price, l.amount, \
-                coalesce(m.ids, '{}') \
-         FROM unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], \
-                     $9::bigint[]) AS l (id, position, kind, description, quantity, price, amount) \
-         LEFT JOIN m ON m.line = l.id",
+    named_query!(
+        include_str!("statements/invoice_lines_insert.sql");
+        entries: Array<SqlUuid> = &entries,
+        entry_lines: Array<SqlUuid> = &entry_lines,
+        workspace_id: SqlUuid = invoice.workspace_id.0,
+        invoice_id: SqlUuid = invoice.id.0,
+        ids: Array<SqlUuid> = &ids,
+        positions: Array<Integer> = &positions,
+        kinds: Array<Text> = &kinds,
+        descriptions: Array<Text> = &descriptions,
+        quantities: Array<BigInt> = &quantities,
+        prices: Array<BigInt> = &prices,
+        amounts: Array<BigInt> = &amounts,
     )
-    .bind::<SqlUuid, _>(invoice.workspace_id.0)
-    .bind::<SqlUuid, _>(invoice.id.0)
-    .bind::<Array<SqlUuid>, _>(&ids)
-    .bind::<Array<Integer>, _>(&positions)
-    .bind::<Array<Text>, _>(&kinds)
-    .bind::<Array<Text>, _>(&descriptions)
-    .bind::<Array<BigInt>, _>(&quantities)
-    .bind::<Array<BigInt>, _>(&prices)
-    .bind::<Array<BigInt>, _>(&amounts)
-    .bind::<Array<SqlUuid>, _>(&entries)
-    .bind::<Array<SqlUuid>, _>(&entry_lines)
     .execute(conn)
     .await?;
     Ok(())
@@ -431,34 +400,29 @@ async fn insert_lines(
 
 async fn insert_invoice(conn: &mut AsyncPgConnection, i: &Invoice) -> QueryResult<()> {
     let group_by: Vec<&str> = i.group_by.iter().map(|g| g.as_str()).collect();
-    diesel::sql_query(
-        "INSERT INTO invoices (id, workspace_id, number, status, client_id, client_name, \
-             client_address, issuer_name, currency, period_from, period_to, group_by, issue_date, \
-             due_date, discount_percent_milli, tax_percent_milli, subtotal_minor, discount_minor, \
-             tax_minor, total_minor, notes, created_at, updated_at) \
-         VALUES ($1, $2, NULL, 'draft', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
-                 $16, $17, $18, $19, $20, $20)",
+    named_query!(
+        include_str!("statements/invoice_insert.sql");
+        id: SqlUuid = i.id.0,
+        workspace_id: SqlUuid = i.workspace_id.0,
+        client_id: SqlUuid = i.client.id.0,
+        client_name: Text = &i.client.name,
+        client_address: Nullable<Text> = i.client.address.as_deref(),
+        issuer_name: Text = &i.issuer_name,
+        currency: Text = &i.currency,
+        period_from: SqlDate = i.period_from,
+        period_to: SqlDate = i.period_to,
+        group_by: Array<Text> = &group_by,
+        issue_date: Nullable<SqlDate> = i.issue_date,
+        due_date: Nullable<SqlDate> = i.due_date,
+        discount_percent_milli: Integer = i.discount_percent.milli() as i32,
+        tax_percent_milli: Integer = i.tax_percent.milli() as i32,
+        subtotal_minor: BigInt = i.totals.subtotal_minor,
+        discount_minor: BigInt = i.totals.discount_minor,
+        tax_minor: BigInt = i.totals.tax_minor,
+        total_minor: BigInt = i.totals.total_minor,
+        notes: Nullable<Text> = i.notes.as_deref(),
+        created_at: Timestamptz = i.created_at,
     )
-    .bind::<SqlUuid, _>(i.id.0)
-    .bind::<SqlUuid, _>(i.workspace_id.0)
-    .bind::<SqlUuid, _>(i.client.id.0)
-    .bind::<Text, _>(&i.client.name)
-    .bind::<Nullable<Text>, _>(i.client.address.as_deref())
-    .bind::<Text, _>(&i.issuer_name)
-    .bind::<Text, _>(&i.currency)
-    .bind::<SqlDate, _>(i.period_from)
-    .bind::<SqlDate, _>(i.period_to)
-    .bind::<Array<Text>, _>(&group_by)
-    .bind::<Nullable<SqlDate>, _>(i.issue_date)
-    .bind::<Nullable<SqlDate>, _>(i.due_date)
-    .bind::<Integer, _>(i.discount_percent.milli() as i32)
-    .bind::<Integer, _>(i.tax_percent.milli() as i32)
-    .bind::<BigInt, _>(i.totals.subtotal_minor)
-    .bind::<BigInt, _>(i.totals.discount_minor)
-    .bind::<BigInt, _>(i.totals.tax_minor)
-    .bind::<BigInt, _>(i.totals.total_minor)
-    .bind::<Nullable<Text>, _>(i.notes.as_deref())
-    .bind::<Timestamptz, _>(i.created_at)
     .execute(conn)
     .await?;
     Ok(())
@@ -472,12 +436,11 @@ async fn release_entries(conn: &mut AsyncPgConnection, invoice: &Invoice) -> Que
         #[diesel(sql_type = SqlUuid)]
         id: Uuid,
     }
-    let released: Vec<Released> = diesel::sql_query(
-        "UPDATE time_entries SET invoice_id = NULL \
-         WHERE workspace_id = $1 AND invoice_id = $2 RETURNING id",
+    let released: Vec<Released> = named_query!(
+        include_str!("statements/invoice_release_entries.sql");
+        workspace_id: SqlUuid = invoice.workspace_id.0,
+        invoice_id: SqlUuid = invoice.id.0,
     )
-    .bind::<SqlUuid, _>(invoice.workspace_id.0)
-    .bind::<SqlUuid, _>(invoice.id.0)
     .load(conn)
     .await?;
     let ids: Vec<Uuid> = released.into_iter().map(|r| r.id).collect();
@@ -487,18 +450,39 @@ async fn release_entries(conn: &mut AsyncPgConnection, invoice: &Invoice) -> Que
     Ok(())
 }
 
+/// The invoice `id` of `workspace` with its lines and payments, as `conn` sees it.
+async fn load(
+    conn: &mut AsyncPgConnection,
+    workspace: WorkspaceId,
+    id: InvoiceId,
+) -> DomainResult<Option<Invoice>> {
+    let rows: Vec<InvoiceRow> = named_query!(
+        concat!(
+                include_str!("statements/invoice_columns.sql"),
+                include_str!("statements/invoice_get.sql")
+            );
+        workspace_id: SqlUuid = workspace.0,
+        id: SqlUuid = id.0,
+    )
+    .load(conn)
+    .await
+    .map_err(|e| map_db_error(e, "reading an invoice"))?;
+    Ok(with_parts(conn, workspace, rows).await?.pop())
+}
+
 /// [`InvoiceRepository`] on PostgreSQL.
 #[derive(Clone)]
 pub struct PgInvoiceRepository {
     pool: PgPool,
+    announcer: DeliveryAnnouncer,
 }
 
 opaque_debug!(PgInvoiceRepository);
 
 impl PgInvoiceRepository {
-    /// The repository on `pool`.
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+    /// The repository on `pool`; `announcer` hears of the deliveries its events queue.
+    pub fn new(pool: PgPool, announcer: DeliveryAnnouncer) -> Self {
+        Self { pool, announcer }
     }
 }
 
@@ -517,45 +501,41 @@ impl InvoiceRepository for PgInvoiceRepository {
         build: &InvoiceBuilder<'_>,
     ) -> DomainResult<Invoice> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        conn.transaction::<_, TxError, _>(async |conn| {
-            // Shared: rates wait (the prices read stay the prices billed), entry writes do not.
-            pricing_lock(conn, selection.workspace_id, false).await?;
-            let entries = load_billable(conn, selection, true).await?;
-            let ids: Vec<Uuid> = entries.iter().map(|e| e.id.0).collect();
-            let invoice = build(entries).map_err(TxError::Domain)?;
-            insert_invoice(conn, &invoice).await?;
-            let lines: Vec<(i32, &InvoiceLine)> = invoice
-                .lines
-                .iter()
-                .enumerate()
-                .map(|(n, l)| (n as i32, l))
-                .collect();
-            insert_lines(conn, &invoice, &lines).await?;
-            diesel::sql_query(
-                "UPDATE time_entries SET invoice_id = $2 WHERE workspace_id = $1 AND id = ANY ($3)",
-            )
-            .bind::<SqlUuid, _>(selection.workspace_id.0)
-            .bind::<SqlUuid, _>(invoice.id.0)
-            .bind::<Array<SqlUuid>, _>(&ids)
-            .execute(conn)
-            .await?;
-            Ok(invoice)
-        })
-        .await
-        .map_err(|e| e.into_domain("creating an invoice"))
+        let (invoice, queued) = conn
+            .transaction::<_, TxError, _>(async |conn| {
+                // Shared: rates wait (the prices read stay the prices billed), entry writes do not.
+                pricing_lock(conn, selection.workspace_id, false).await?;
+                let entries = load_billable(conn, selection, true).await?;
+                let ids: Vec<Uuid> = entries.iter().map(|e| e.id.0).collect();
+                let (invoice, events) = build(entries).map_err(TxError::Domain)?;
+                insert_invoice(conn, &invoice).await?;
+                let lines: Vec<(i32, &InvoiceLine)> = invoice
+                    .lines
+                    .iter()
+                    .enumerate()
+                    .map(|(n, l)| (n as i32, l))
+                    .collect();
+                insert_lines(conn, &invoice, &lines).await?;
+                named_query!(
+                    include_str!("statements/invoice_link_entries.sql");
+                    invoice_id: SqlUuid = invoice.id.0,
+                    workspace_id: SqlUuid = selection.workspace_id.0,
+                    entry_ids: Array<SqlUuid> = &ids,
+                )
+                .execute(conn)
+                .await?;
+                let queued = record_events(conn, &events).await?;
+                Ok((invoice, queued))
+            })
+            .await
+            .map_err(|e| e.into_domain("creating an invoice"))?;
+        self.announcer.announce(queued);
+        Ok(invoice)
     }
 
     async fn get(&self, workspace: WorkspaceId, id: InvoiceId) -> DomainResult<Option<Invoice>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let rows: Vec<InvoiceRow> = diesel::sql_query(format!(
-            "SELECT {INVOICE_COLUMNS} FROM invoices i WHERE i.workspace_id = $1 AND i.id = $2"
-        ))
-        .bind::<SqlUuid, _>(workspace.0)
-        .bind::<SqlUuid, _>(id.0)
-        .load(&mut conn)
-        .await
-        .map_err(|e| map_db_error(e, "reading an invoice"))?;
-        Ok(with_parts(&mut conn, workspace, rows).await?.pop())
+        load(&mut conn, workspace, id).await
     }
 
     async fn list(
@@ -565,31 +545,20 @@ impl InvoiceRepository for PgInvoiceRepository {
         page: PageRequest,
     ) -> DomainResult<Page<Invoice>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        // The payment status as `Invoice::payment_status` derives it, for the filter.
-        let rows: Vec<InvoiceRow> = diesel::sql_query(format!(
-            "SELECT {INVOICE_COLUMNS} FROM invoices i \
-             CROSS JOIN LATERAL (SELECT coalesce(sum(p.amount_minor), 0) AS paid \
-                                 FROM invoice_payments p \
-                                 WHERE p.workspace_id = i.workspace_id AND p.invoice_id = i.id) pay \
-             WHERE i.workspace_id = $1 \
-               AND ($2::text IS NULL OR i.status = $2) \
-               AND ($3::uuid IS NULL OR i.client_id = $3) \
-               AND ($4::text IS NULL OR $4 = CASE \
-                     WHEN i.status <> 'draft' AND i.total_minor - pay.paid <= 0 THEN 'paid' \
-                     WHEN i.status = 'issued' AND $5::date > i.due_date THEN 'overdue' \
-                     WHEN pay.paid > 0 THEN 'partially_paid' \
-                     ELSE 'unpaid' END) \
-               AND ($6::timestamptz IS NULL OR (i.created_at, i.id) < ($6, $7)) \
-             ORDER BY i.created_at DESC, i.id DESC LIMIT $8"
-        ))
-        .bind::<SqlUuid, _>(workspace.0)
-        .bind::<Nullable<Text>, _>(filter.status.map(|s| s.as_str()))
-        .bind::<Nullable<SqlUuid>, _>(filter.client_id.map(|c| c.0))
-        .bind::<Nullable<Text>, _>(filter.payment_status.map(|s| s.as_str()))
-        .bind::<Nullable<SqlDate>, _>(filter.today)
-        .bind::<Nullable<Timestamptz>, _>(page.after.map(|c| c.created_at))
-        .bind::<Nullable<SqlUuid>, _>(page.after.map(|c| c.id))
-        .bind::<BigInt, _>(i64::from(page.limit) + 1)
+        let rows: Vec<InvoiceRow> = named_query!(
+            concat!(
+                include_str!("statements/invoice_columns.sql"),
+                include_str!("statements/invoice_list.sql")
+            );
+            workspace_id: SqlUuid = workspace.0,
+            status: Nullable<Text> = filter.status.map(|s| s.as_str()),
+            client_id: Nullable<SqlUuid> = filter.client_id.map(|c| c.0),
+            payment_status: Nullable<Text> = filter.payment_status.map(|s| s.as_str()),
+            today: Nullable<SqlDate> = filter.today,
+            after_at: Nullable<Timestamptz> = page.after.map(|c| c.created_at),
+            after_id: Nullable<SqlUuid> = page.after.map(|c| c.id),
+            limit: BigInt = i64::from(page.limit) + 1,
+        )
         .load(&mut conn)
         .await
         .map_err(|e| map_db_error(e, "listing invoices"))?;
@@ -605,6 +574,7 @@ impl InvoiceRepository for PgInvoiceRepository {
         before: &Invoice,
         write: &InvoiceWrite,
         at: OffsetDateTime,
+        events: &InvoiceEvents<'_>,
     ) -> DomainResult<WriteOutcome> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let result = conn
@@ -613,25 +583,37 @@ impl InvoiceRepository for PgInvoiceRepository {
                     // Releasing re-prices the entries: as any entry write, under the shared lock.
                     pricing_lock(conn, before.workspace_id, false).await?;
                 }
-                let n = diesel::sql_query(
-                    "UPDATE invoices SET updated_at = $4 \
-                     WHERE workspace_id = $1 AND id = $2 AND updated_at = $3",
+                let n = named_query!(
+                    include_str!("statements/invoice_touch.sql");
+                    at: Timestamptz = at,
+                    workspace_id: SqlUuid = before.workspace_id.0,
+                    id: SqlUuid = before.id.0,
+                    before: Timestamptz = before.updated_at,
                 )
-                .bind::<SqlUuid, _>(before.workspace_id.0)
-                .bind::<SqlUuid, _>(before.id.0)
-                .bind::<Timestamptz, _>(before.updated_at)
-                .bind::<Timestamptz, _>(at)
                 .execute(conn)
                 .await?;
                 if n == 0 {
-                    return Ok(WriteOutcome::Raced);
+                    return Ok(None);
                 }
                 apply(conn, before, write, at).await?;
-                Ok(WriteOutcome::Applied)
+                if matches!(write, InvoiceWrite::Delete) {
+                    return Ok(Some(0));
+                }
+                let after = load(conn, before.workspace_id, before.id)
+                    .await
+                    .map_err(TxError::Domain)?
+                    .ok_or_else(|| {
+                        TxError::Domain(DomainError::Unexpected(anyhow::anyhow!(
+                            "invoice {} vanished in its own write",
+                            before.id
+                        )))
+                    })?;
+                let events = events(&after).map_err(TxError::Domain)?;
+                Ok(Some(record_events(conn, &events).await?))
             })
             .await;
         match result {
-            Ok(outcome) => Ok(outcome),
+            Ok(queued) => Ok(self.announcer.outcome(queued)),
             Err(TxError::Db(e)) if violated_constraint(&e) == Some(NUMBER_TAKEN) => {
                 Err(DomainError::Conflict(
                     "The next invoice number is taken by an earlier invoice; change the \
@@ -641,6 +623,82 @@ impl InvoiceRepository for PgInvoiceRepository {
             }
             Err(e) => Err(e.into_domain("changing an invoice")),
         }
+    }
+    async fn newly_overdue(
+        &self,
+        now: OffsetDateTime,
+        limit: u32,
+    ) -> DomainResult<Vec<(Invoice, Workspace)>> {
+        #[derive(QueryableByName)]
+        struct Overdue {
+            #[diesel(embed)]
+            invoice: InvoiceRow,
+            #[diesel(sql_type = Text)]
+            workspace_name: String,
+            #[diesel(sql_type = Text)]
+            workspace_timezone: String,
+            #[diesel(sql_type = Text)]
+            workspace_currency: String,
+            #[diesel(sql_type = Timestamptz)]
+            workspace_created_at: OffsetDateTime,
+        }
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let rows: Vec<Overdue> = named_query!(
+            concat!(
+                include_str!("statements/invoice_columns.sql"),
+                include_str!("statements/invoice_newly_overdue.sql")
+            );
+            now: Timestamptz = now,
+            limit: BigInt = i64::from(limit),
+        )
+        .load(&mut conn)
+        .await
+        .map_err(|e| map_db_error(e, "finding overdue invoices"))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let workspace = Workspace {
+                id: WorkspaceId(row.invoice.workspace_id),
+                name: row.workspace_name,
+                timezone: row.workspace_timezone,
+                currency: row.workspace_currency,
+                created_at: row.workspace_created_at,
+            };
+            let invoice = with_parts(&mut conn, workspace.id, vec![row.invoice])
+                .await?
+                .pop()
+                .ok_or_else(|| unexpected("an overdue invoice read without itself".into()))?;
+            out.push((invoice, workspace));
+        }
+        Ok(out)
+    }
+
+    async fn mark_overdue(
+        &self,
+        invoice: &Invoice,
+        now: OffsetDateTime,
+        event: &Event,
+    ) -> DomainResult<WriteOutcome> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let queued = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let n = named_query!(
+                    include_str!("statements/invoice_mark_overdue.sql");
+                    now: Timestamptz = now,
+                    workspace_id: SqlUuid = invoice.workspace_id.0,
+                    id: SqlUuid = invoice.id.0,
+                )
+                .execute(conn)
+                .await?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                record_events(conn, std::slice::from_ref(event))
+                    .await
+                    .map(Some)
+            })
+            .await
+            .map_err(|e| map_db_error(e, "announcing an overdue invoice"))?;
+        Ok(self.announcer.outcome(queued))
     }
 }
 
@@ -654,32 +712,28 @@ async fn apply(
     let (ws, id) = (before.workspace_id.0, before.id.0);
     match write {
         InvoiceWrite::Edit(after) => {
-            diesel::sql_query(
-                "UPDATE invoices SET notes = $3, issue_date = $4, due_date = $5, \
-                     discount_percent_milli = $6, tax_percent_milli = $7, subtotal_minor = $8, \
-                     discount_minor = $9, tax_minor = $10, total_minor = $11 \
-                 WHERE workspace_id = $1 AND id = $2",
+            named_query!(
+                include_str!("statements/invoice_edit.sql");
+                notes: Nullable<Text> = after.notes.as_deref(),
+                issue_date: Nullable<SqlDate> = after.issue_date,
+                due_date: Nullable<SqlDate> = after.due_date,
+                discount_percent_milli: Integer = after.discount_percent.milli() as i32,
+                tax_percent_milli: Integer = after.tax_percent.milli() as i32,
+                subtotal_minor: BigInt = after.totals.subtotal_minor,
+                discount_minor: BigInt = after.totals.discount_minor,
+                tax_minor: BigInt = after.totals.tax_minor,
+                total_minor: BigInt = after.totals.total_minor,
+                workspace_id: SqlUuid = ws,
+                id: SqlUuid = id,
             )
-            .bind::<SqlUuid, _>(ws)
-            .bind::<SqlUuid, _>(id)
-            .bind::<Nullable<Text>, _>(after.notes.as_deref())
-            .bind::<Nullable<SqlDate>, _>(after.issue_date)
-            .bind::<Nullable<SqlDate>, _>(after.due_date)
-            .bind::<Integer, _>(after.discount_percent.milli() as i32)
-            .bind::<Integer, _>(after.tax_percent.milli() as i32)
-            .bind::<BigInt, _>(after.totals.subtotal_minor)
-            .bind::<BigInt, _>(after.totals.discount_minor)
-            .bind::<BigInt, _>(after.totals.tax_minor)
-            .bind::<BigInt, _>(after.totals.total_minor)
             .execute(conn)
             .await?;
             if after.extra_lines() != before.extra_lines() {
-                diesel::sql_query(
-                    "DELETE FROM invoice_lines \
-                     WHERE workspace_id = $1 AND invoice_id = $2 AND kind = 'extra'",
+                named_query!(
+                    include_str!("statements/invoice_delete_extra_lines.sql");
+                    workspace_id: SqlUuid = ws,
+                    id: SqlUuid = id,
                 )
-                .bind::<SqlUuid, _>(ws)
-                .bind::<SqlUuid, _>(id)
                 .execute(conn)
                 .await?;
                 let extra: Vec<(i32, &InvoiceLine)> = after
@@ -694,11 +748,13 @@ async fn apply(
         }
         InvoiceWrite::Delete => {
             release_entries(conn, before).await?;
-            diesel::sql_query("DELETE FROM invoices WHERE workspace_id = $1 AND id = $2")
-                .bind::<SqlUuid, _>(ws)
-                .bind::<SqlUuid, _>(id)
-                .execute(conn)
-                .await?;
+            named_query!(
+                include_str!("statements/invoice_delete.sql");
+                workspace_id: SqlUuid = ws,
+                id: SqlUuid = id,
+            )
+            .execute(conn)
+            .await?;
         }
         InvoiceWrite::Issue {
             pattern,
@@ -711,77 +767,60 @@ async fn apply(
                 #[diesel(sql_type = BigInt)]
                 last_value: i64,
             }
-            // The row lock serialises concurrent issues; a rollback gives the number back.
-            let next: Next = diesel::sql_query(
-                "INSERT INTO invoice_sequences AS s (workspace_id, key, last_value) \
-                 VALUES ($1, $2, 1) \
-                 ON CONFLICT (workspace_id, key) DO UPDATE SET last_value = s.last_value + 1 \
-                 RETURNING s.last_value",
+            let next: Next = named_query!(
+                include_str!("statements/invoice_next_number.sql");
+                workspace_id: SqlUuid = ws,
+                key: Text = pattern.sequence_key(year, month),
             )
-            .bind::<SqlUuid, _>(ws)
-            .bind::<Text, _>(pattern.sequence_key(year, month))
             .get_result(conn)
             .await?;
             let number = pattern.render(year, month, next.last_value as u64);
-            // The issuer's and the client's names as they are now; a deleted client keeps the
-            // names copied at the create.
-            diesel::sql_query(
-                "UPDATE invoices i SET number = $3, status = 'issued', issue_date = $4, \
-                     due_date = $5, issued_at = $6, \
-                     issuer_name = (SELECT w.name FROM workspaces w WHERE w.id = i.workspace_id), \
-                     client_name = coalesce(c.name, i.client_name), \
-                     client_address = CASE WHEN c.found THEN c.address ELSE i.client_address END \
-                 FROM (SELECT bool_or(true) AS found, max(name) AS name, max(address) AS address \
-                       FROM clients WHERE workspace_id = $1 AND id = $7) c \
-                 WHERE i.workspace_id = $1 AND i.id = $2",
+            named_query!(
+                include_str!("statements/invoice_issue.sql");
+                number: Text = &number,
+                issue_date: SqlDate = *issue_date,
+                due_date: SqlDate = *due_date,
+                at: Timestamptz = at,
+                workspace_id: SqlUuid = ws,
+                client_id: SqlUuid = before.client.id.0,
+                id: SqlUuid = id,
             )
-            .bind::<SqlUuid, _>(ws)
-            .bind::<SqlUuid, _>(id)
-            .bind::<Text, _>(&number)
-            .bind::<SqlDate, _>(*issue_date)
-            .bind::<SqlDate, _>(*due_date)
-            .bind::<Timestamptz, _>(at)
-            .bind::<SqlUuid, _>(before.client.id.0)
             .execute(conn)
             .await?;
         }
         InvoiceWrite::Void { reason } => {
-            diesel::sql_query(
-                "UPDATE invoices SET status = 'void', void_reason = $3, voided_at = $4 \
-                 WHERE workspace_id = $1 AND id = $2",
+            named_query!(
+                include_str!("statements/invoice_void.sql");
+                reason: Text = reason,
+                at: Timestamptz = at,
+                workspace_id: SqlUuid = ws,
+                id: SqlUuid = id,
             )
-            .bind::<SqlUuid, _>(ws)
-            .bind::<SqlUuid, _>(id)
-            .bind::<Text, _>(reason)
-            .bind::<Timestamptz, _>(at)
             .execute(conn)
             .await?;
             release_entries(conn, before).await?;
         }
         InvoiceWrite::AddPayment(p) => {
-            diesel::sql_query(
-                "INSERT INTO invoice_payments \
-                     (id, workspace_id, invoice_id, amount_minor, paid_on, note, created_at) \
-                 VALUES ($3, $1, $2, $4, $5, $6, $7)",
+            named_query!(
+                include_str!("statements/invoice_payment_insert.sql");
+                id: SqlUuid = p.id.0,
+                workspace_id: SqlUuid = ws,
+                invoice_id: SqlUuid = id,
+                amount_minor: BigInt = p.amount_minor,
+                paid_on: SqlDate = p.paid_on,
+                note: Nullable<Text> = p.note.as_deref(),
+                created_at: Timestamptz = p.created_at,
             )
-            .bind::<SqlUuid, _>(ws)
-            .bind::<SqlUuid, _>(id)
-            .bind::<SqlUuid, _>(p.id.0)
-            .bind::<BigInt, _>(p.amount_minor)
-            .bind::<SqlDate, _>(p.paid_on)
-            .bind::<Nullable<Text>, _>(p.note.as_deref())
-            .bind::<Timestamptz, _>(p.created_at)
             .execute(conn)
             .await?;
         }
         InvoiceWrite::DeletePayment(payment) => {
-            let n = diesel::sql_query(
-                "DELETE FROM invoice_payments \
-                 WHERE workspace_id = $1 AND invoice_id = $2 AND id = $3",
+            let n = named_query!(
+                include_str!("statements/invoice_payment_delete.sql");
+                workspace_id: SqlUuid = ws,
+                invoice_id: SqlUuid = id,
+                id: SqlUuid = payment.0,
             )
-            .bind::<SqlUuid, _>(ws)
-            .bind::<SqlUuid, _>(id)
-            .bind::<SqlUuid, _>(payment.0)
             .execute(conn)
             .await?;
             if n == 0 {

@@ -24,6 +24,7 @@ use super::paging::keyset_before;
 use super::pool::{PgPool, opaque_debug};
 use super::rates::{price_written, pricing_lock};
 use super::schema::{time_entries, time_entry_tags};
+use super::sql::named_query;
 
 /// The partial unique index holding one running timer per user.
 const ONE_RUNNING_TIMER: &str = "time_entries_one_running_timer_idx";
@@ -191,13 +192,11 @@ async fn invoice_lock(
         #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
         number: Option<String>,
     }
-    let holder: Option<Holder> = diesel::sql_query(
-        "SELECT i.id, i.number FROM time_entries e \
-         JOIN invoices i ON i.workspace_id = e.workspace_id AND i.id = e.invoice_id \
-         WHERE e.workspace_id = $1 AND e.id = $2",
+    let holder: Option<Holder> = named_query!(
+        include_str!("statements/entry_invoice.sql");
+        workspace_id: diesel::sql_types::Uuid = entry.workspace_id.0,
+        id: diesel::sql_types::Uuid = entry.id.0,
     )
-    .bind::<diesel::sql_types::Uuid, _>(entry.workspace_id.0)
-    .bind::<diesel::sql_types::Uuid, _>(entry.id.0)
     .get_result(conn)
     .await
     .optional()?;

@@ -268,7 +268,7 @@ async fn installed_functions(client: &tokio_postgres::Client) -> Vec<String> {
         .collect()
 }
 
-const FUNCTIONS: [&str; 15] = [
+const FUNCTIONS: [&str; 16] = [
     "timetrack_code.amount_minor",
     "timetrack_code.apply_and_claim",
     "timetrack_code.apply_streaks",
@@ -279,6 +279,7 @@ const FUNCTIONS: [&str; 15] = [
     "timetrack_code.price_entries",
     "timetrack_code.pricing_lock",
     "timetrack_code.rate_level",
+    "timetrack_code.receives",
     "timetrack_code.record_and_claim",
     "timetrack_code.record_attempts",
     "timetrack_code.record_round",

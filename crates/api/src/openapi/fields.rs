@@ -701,3 +701,8 @@ pub fn client_filter() -> Object {
         .description(Some("Invoices of this client only"))
         .build()
 }
+
+/// The format of an invoice's answer.
+pub fn invoice_format() -> Object {
+    enumeration(["json", "pdf"], "json (default) or pdf")
+}

@@ -13,8 +13,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use timetrack_domain::model::EventType;
 use timetrack_domain::payload::{
-    ClientPayload, ProjectPayload, TimeEntryPayload, WebhookNoticePayload, WebhookTestPayload,
-    samples,
+    ClientPayload, InvoicePayload, ProjectPayload, TimeEntryPayload, WebhookNoticePayload,
+    WebhookTestPayload, samples,
 };
 use utoipa::ToSchema;
 
@@ -95,6 +95,8 @@ fn narrowed(event_type: EventType) -> Value {
         standalone::<ClientPayload>()
     } else if event_type.is_project() {
         standalone::<ProjectPayload>()
+    } else if event_type.is_invoice() {
+        standalone::<InvoicePayload>()
     } else if event_type == EventType::WebhookTest {
         standalone::<WebhookTestPayload>()
     } else {

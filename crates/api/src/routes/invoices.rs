@@ -3,7 +3,7 @@
 //! payments.
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use timetrack_domain::DomainError;
@@ -374,6 +374,55 @@ pub struct InvoiceQuery {
     cursor: Option<String>,
 }
 
+/// `?format=json|pdf` of `GET /api/invoices/{id}`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct InvoiceFormat {
+    /// `pdf` for the document; `json` (the default) for the record. Without it, `Accept:
+    /// application/pdf` asks for the document.
+    #[param(schema_with = fields::invoice_format)]
+    format: Option<String>,
+}
+
+impl InvoiceFormat {
+    /// Whether the answer is the PDF: `?format=pdf`, or `Accept: application/pdf` without a
+    /// format.
+    fn wants_pdf(&self, req: &HttpRequest) -> Result<bool, ApiError> {
+        match self.format.as_deref() {
+            Some("pdf") => Ok(true),
+            Some("json") => Ok(false),
+            Some(other) => Err(DomainError::validation(format!(
+                "format must be json or pdf, got: {other}"
+            ))
+            .into()),
+            None => Ok(req
+                .headers()
+                .get(actix_web::http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|accept| accept.to_ascii_lowercase().contains("application/pdf"))),
+        }
+    }
+}
+
+/// The file name of an invoice's PDF: its number (or id), in safe characters.
+fn pdf_name(view: &InvoiceView) -> String {
+    let name: String = view
+        .invoice
+        .number
+        .clone()
+        .unwrap_or_else(|| view.invoice.id.to_string())
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("invoice-{name}.pdf")
+}
+
 fn invoice_id(id: &str) -> Result<InvoiceId, ApiError> {
     id.parse::<Uuid>()
         .map(InvoiceId)
@@ -491,11 +540,15 @@ pub async fn list(
     get,
     path = "/api/invoices/{id}",
     tag = "Billing",
-    summary = "An invoice with its lines and payments (owners and admins)",
+    summary = "An invoice with its lines and payments, or its PDF (owners and admins)",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Invoice id (a malformed one is 404, like an unknown one)")),
+    params(
+        ("id" = Uuid, Path, description = "Invoice id (a malformed one is 404, like an unknown one)"),
+        InvoiceFormat
+    ),
     responses(
-        (status = 200, description = "The invoice", body = InvoiceBody),
+        (status = 200, description = "The invoice (application/pdf with Accept: application/pdf or format=pdf)", body = InvoiceBody),
+        (status = 400, description = "An unknown format", body = ErrorBody),
         (status = 403, description = "A member", body = ErrorBody),
         (status = 404, description = "Invoice not found", body = ErrorBody),
         crate::openapi::AuthErrors
@@ -504,11 +557,29 @@ pub async fn list(
 pub async fn get(
     state: web::Data<AppState>,
     caller: Caller,
+    req: HttpRequest,
     id: web::Path<String>,
+    query: QueryParams<InvoiceFormat>,
 ) -> Result<HttpResponse, ApiError> {
     caller.0.require_admin()?;
+    let pdf = query.wants_pdf(&req)?;
     let view = state.invoices.get(&caller.0, invoice_id(&id)?).await?;
-    Ok(HttpResponse::Ok().json(InvoiceBody::new(view, true)))
+    if !pdf {
+        return Ok(HttpResponse::Ok().json(InvoiceBody::new(view, true)));
+    }
+    // Rendering is CPU work: on the blocking pool, off the worker's event loop.
+    let name = pdf_name(&view);
+    let service = state.invoices.clone();
+    let bytes = web::block(move || service.render(&view))
+        .await
+        .map_err(|e| DomainError::Unexpected(anyhow::anyhow!("rendering a PDF: {e}")))??;
+    Ok(HttpResponse::Ok()
+        .content_type("application/pdf")
+        .insert_header((
+            actix_web::http::header::CONTENT_DISPOSITION,
+            format!("inline; filename=\"{name}\""),
+        ))
+        .body(bytes))
 }
 
 /// `PATCH /api/invoices/{id}`.

@@ -43,6 +43,11 @@ async fn the_catalog_lists_every_type_with_a_2020_12_schema_and_a_sample_that_fi
             "WEBHOOK_DISABLED",
             "WEBHOOK_RECOVERED",
             "WEBHOOK_TEST",
+            "INVOICE_CREATED",
+            "INVOICE_ISSUED",
+            "INVOICE_VOIDED",
+            "INVOICE_PAID",
+            "INVOICE_OVERDUE",
         ]
     );
     for entry in entries {

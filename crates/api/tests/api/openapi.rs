@@ -478,7 +478,12 @@ async fn required_fields_and_enums_match_the_validation() {
             "PROJECT_DELETED",
             "WEBHOOK_FAILING",
             "WEBHOOK_DISABLED",
-            "WEBHOOK_RECOVERED"
+            "WEBHOOK_RECOVERED",
+            "INVOICE_CREATED",
+            "INVOICE_ISSUED",
+            "INVOICE_VOIDED",
+            "INVOICE_PAID",
+            "INVOICE_OVERDUE"
         ])
     );
 }

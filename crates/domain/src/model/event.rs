@@ -42,11 +42,22 @@ pub enum EventType {
     WebhookRecovered,
     /// A test delivery to one webhook, sent on its owner's request; not subscribable.
     WebhookTest,
+    /// A draft invoice was created from tracked time (owners and admins only).
+    InvoiceCreated,
+    /// An invoice was issued with its number (owners and admins only).
+    InvoiceIssued,
+    /// An issued invoice was voided (owners and admins only).
+    InvoiceVoided,
+    /// An issued invoice's balance reached zero (owners and admins only).
+    InvoicePaid,
+    /// An issued invoice's due date passed with something left to pay; once per invoice (owners
+    /// and admins only).
+    InvoiceOverdue,
 }
 
 impl EventType {
     /// Every event type, in the order they are documented.
-    pub const ALL: [EventType; 15] = [
+    pub const ALL: [EventType; 20] = [
         Self::TimerStarted,
         Self::TimerStopped,
         Self::TimeEntryCreated,
@@ -62,6 +73,11 @@ impl EventType {
         Self::WebhookDisabled,
         Self::WebhookRecovered,
         Self::WebhookTest,
+        Self::InvoiceCreated,
+        Self::InvoiceIssued,
+        Self::InvoiceVoided,
+        Self::InvoicePaid,
+        Self::InvoiceOverdue,
     ];
 
     /// The published name, e.g. `TIMER_STARTED`.
@@ -82,6 +98,11 @@ impl EventType {
             Self::WebhookDisabled => "WEBHOOK_DISABLED",
             Self::WebhookRecovered => "WEBHOOK_RECOVERED",
             Self::WebhookTest => "WEBHOOK_TEST",
+            Self::InvoiceCreated => "INVOICE_CREATED",
+            Self::InvoiceIssued => "INVOICE_ISSUED",
+            Self::InvoiceVoided => "INVOICE_VOIDED",
+            Self::InvoicePaid => "INVOICE_PAID",
+            Self::InvoiceOverdue => "INVOICE_OVERDUE",
         }
     }
 
@@ -112,6 +133,18 @@ impl EventType {
             Self::WebhookRecovered => "A webhook its owner was told was failing succeeded again.",
             Self::WebhookTest => {
                 "A test delivery to one webhook, on its owner's request; not subscribable."
+            }
+            Self::InvoiceCreated => {
+                "A draft invoice was created from tracked time; owners and admins only."
+            }
+            Self::InvoiceIssued => "An invoice was issued with its number; owners and admins only.",
+            Self::InvoiceVoided => "An issued invoice was voided; owners and admins only.",
+            Self::InvoicePaid => {
+                "An issued invoice's balance reached zero; owners and admins only."
+            }
+            Self::InvoiceOverdue => {
+                "An issued invoice's due date passed with something left to pay (once per \
+                 invoice); owners and admins only."
             }
         }
     }
@@ -146,6 +179,19 @@ impl EventType {
         matches!(
             self,
             Self::ProjectCreated | Self::ProjectUpdated | Self::ProjectDeleted
+        )
+    }
+
+    /// Whether it is about an invoice: only owners and admins may subscribe to it, read it in
+    /// the feed, or have it delivered.
+    pub fn is_invoice(self) -> bool {
+        matches!(
+            self,
+            Self::InvoiceCreated
+                | Self::InvoiceIssued
+                | Self::InvoiceVoided
+                | Self::InvoicePaid
+                | Self::InvoiceOverdue
         )
     }
 

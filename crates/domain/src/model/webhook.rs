@@ -242,7 +242,10 @@ impl SubscriptionFilters {
     pub fn applies(name: &str, event_type: EventType) -> bool {
         match name {
             "client_ids" => {
-                event_type.is_time_entry() || event_type.is_client() || event_type.is_project()
+                event_type.is_time_entry()
+                    || event_type.is_client()
+                    || event_type.is_project()
+                    || event_type.is_invoice()
             }
             "project_ids" => event_type.is_time_entry() || event_type.is_project(),
             "user_ids" | "billable" => event_type.is_time_entry(),

@@ -7,14 +7,18 @@ use time::{Date, OffsetDateTime};
 use crate::error::DomainResult;
 use crate::ids::{InvoiceId, PaymentId, WorkspaceId};
 use crate::model::{
-    BillableEntry, Invoice, InvoiceFilter, InvoiceNumberPattern, InvoiceSelection, Page,
-    PageRequest, Payment,
+    BillableEntry, Event, Invoice, InvoiceFilter, InvoiceNumberPattern, InvoiceSelection, Page,
+    PageRequest, Payment, Workspace,
 };
 use crate::ports::WriteOutcome;
 
-/// Builds the invoice from the entries it bills (oldest first), inside the create's transaction.
+/// Builds the invoice from the entries it bills (oldest first), inside the create's transaction,
+/// with the events its creation causes.
 pub type InvoiceBuilder<'a> =
-    dyn Fn(Vec<BillableEntry>) -> DomainResult<Invoice> + Send + Sync + 'a;
+    dyn Fn(Vec<BillableEntry>) -> DomainResult<(Invoice, Vec<Event>)> + Send + Sync + 'a;
+
+/// The events a change causes, from the invoice as the change left it (read in its transaction).
+pub type InvoiceEvents<'a> = dyn Fn(&Invoice) -> DomainResult<Vec<Event>> + Send + Sync + 'a;
 
 /// A change of a stored invoice, made only if it is still the version read (`updated_at`).
 #[derive(Debug, Clone)]
@@ -57,8 +61,9 @@ pub trait InvoiceRepository: Send + Sync {
 
     /// In one transaction: locks the entries `selection` bills (an entry another create took
     /// meanwhile is left out), builds the invoice from them with `build`, and stores it with its
-    /// lines and the link of each entry to it. Two concurrent creates never bill one entry twice.
-    /// Whatever `build` returns as an error is returned, with nothing written.
+    /// lines, the link of each entry to it and the events `build` gives. Two concurrent creates
+    /// never bill one entry twice. Whatever `build` returns as an error is returned, with nothing
+    /// written.
     async fn create(
         &self,
         selection: &InvoiceSelection,
@@ -77,7 +82,8 @@ pub trait InvoiceRepository: Send + Sync {
     ) -> DomainResult<Page<Invoice>>;
 
     /// Applies `write` to `before` if the stored invoice is still that version, setting
-    /// `updated_at` to `at`; `Raced` (nothing written) otherwise.
+    /// `updated_at` to `at`, and stores the events `events` gives for the invoice as the write
+    /// left it (none for a deletion), atomically; `Raced` (nothing written) otherwise.
     ///
     /// MUST return `Conflict` when an issue's number is taken already (by an invoice numbered
     /// under another pattern), with nothing written.
@@ -86,5 +92,25 @@ pub trait InvoiceRepository: Send + Sync {
         before: &Invoice,
         write: &InvoiceWrite,
         at: OffsetDateTime,
+        events: &InvoiceEvents<'_>,
+    ) -> DomainResult<WriteOutcome>;
+
+    /// The issued invoices of every workspace whose due date (a day in the workspace's time
+    /// zone) has passed with something left to pay, not yet announced overdue; at most `limit`,
+    /// each with its workspace.
+    async fn newly_overdue(
+        &self,
+        now: OffsetDateTime,
+        limit: u32,
+    ) -> DomainResult<Vec<(Invoice, Workspace)>>;
+
+    /// Marks `invoice` announced overdue at `now` and stores `event`, atomically, if it is still
+    /// issued, past due, unpaid and not yet announced (another process may have done it first:
+    /// then nothing is written and `Raced` returned).
+    async fn mark_overdue(
+        &self,
+        invoice: &Invoice,
+        now: OffsetDateTime,
+        event: &Event,
     ) -> DomainResult<WriteOutcome>;
 }

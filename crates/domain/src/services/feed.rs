@@ -74,7 +74,7 @@ impl FeedService {
         types: &[EventType],
         limit: u32,
     ) -> DomainResult<FeedPage> {
-        let types = Self::checked(types, limit)?;
+        let types = Self::checked(caller, types, limit)?;
         let now = self.clock.now();
         let after = match after {
             Some(text) => {
@@ -122,7 +122,7 @@ impl FeedService {
         types: &[EventType],
         limit: u32,
     ) -> DomainResult<FeedPage> {
-        let types = Self::checked(types, limit)?;
+        let types = Self::checked(caller, types, limit)?;
         let before = if before == LATEST {
             FeedCursor {
                 position: FeedPosition {
@@ -159,7 +159,18 @@ impl FeedService {
 
     /// `types` and `limit` checked: `limit` within 1 to [`MAX_FEED_LIMIT`], no type the feed
     /// never shows; no types means every shown type.
-    fn checked(types: &[EventType], limit: u32) -> DomainResult<Vec<EventType>> {
+    ///
+    /// Invoice events are for owners and admins: a member naming one is refused (403), and a
+    /// member's feed of every type leaves them out.
+    fn checked(
+        caller: &Principal,
+        types: &[EventType],
+        limit: u32,
+    ) -> DomainResult<Vec<EventType>> {
+        let admin = caller.role.administers();
+        if !admin && types.iter().any(|t| t.is_invoice()) {
+            return Err(DomainError::Forbidden);
+        }
         if !(1..=MAX_FEED_LIMIT).contains(&limit) {
             return Err(DomainError::validation(format!(
                 "limit must be between 1 and {MAX_FEED_LIMIT}"
@@ -174,7 +185,7 @@ impl FeedService {
         Ok(if types.is_empty() {
             EventType::ALL
                 .into_iter()
-                .filter(|t| Self::shown(*t))
+                .filter(|t| Self::shown(*t) && (admin || !t.is_invoice()))
                 .collect()
         } else {
             types.to_vec()

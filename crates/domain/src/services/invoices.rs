@@ -7,19 +7,19 @@ use std::sync::Arc;
 use time::{Date, Duration};
 
 use crate::error::{DomainError, DomainResult};
-use crate::ids::{ClientId, InvoiceId, InvoiceLineId, PaymentId, ProjectId};
+use crate::ids::{ClientId, EventId, InvoiceId, InvoiceLineId, PaymentId, ProjectId};
 use crate::model::invoice::{
     INVOICE_IS_DRAFT, INVOICE_IS_ISSUED, INVOICE_IS_VOID, MAX_EXTRA_LINES, MAX_INVOICE_DAYS,
     MAX_NOTES_CHARS, MAX_PAYMENT_NOTE_CHARS, MAX_REASON_CHARS, NOTHING_TO_INVOICE, time_lines,
 };
 use crate::model::{
-    ExtraLine, Invoice, InvoiceClient, InvoiceFilter, InvoiceSelection, InvoiceStatus, LineGroup,
-    Page, PageRequest, Payment, PaymentStatus, Percent, Principal, Totals, Workspace,
-    WorkspaceSettings,
+    Event, EventSubject, EventType, ExtraLine, Invoice, InvoiceClient, InvoiceFilter,
+    InvoiceSelection, InvoiceStatus, LineGroup, Page, PageRequest, Payment, PaymentStatus, Percent,
+    Principal, Totals, Workspace, WorkspaceSettings,
 };
 use crate::ports::{
-    ClientRepository, Clock, IdGenerator, InvoiceRepository, InvoiceWrite, WorkspaceRepository,
-    WriteOutcome,
+    ClientRepository, Clock, IdGenerator, InvoicePdf, InvoiceRepository, InvoiceWrite,
+    WorkspaceRepository, WriteOutcome,
 };
 
 /// What to invoice, parsed: a client's billable time in a period, grouped, with percentages,
@@ -87,6 +87,7 @@ pub struct InvoiceView {
 #[derive(Clone)]
 pub struct InvoiceService {
     invoices: Arc<dyn InvoiceRepository>,
+    pdf: Arc<dyn InvoicePdf>,
     clients: Arc<dyn ClientRepository>,
     workspaces: Arc<dyn WorkspaceRepository>,
     clock: Arc<dyn Clock>,
@@ -117,6 +118,7 @@ impl InvoiceService {
     /// Builds the service on its ports.
     pub fn new(
         invoices: Arc<dyn InvoiceRepository>,
+        pdf: Arc<dyn InvoicePdf>,
         clients: Arc<dyn ClientRepository>,
         workspaces: Arc<dyn WorkspaceRepository>,
         clock: Arc<dyn Clock>,
@@ -124,6 +126,7 @@ impl InvoiceService {
     ) -> Self {
         Self {
             invoices,
+            pdf,
             clients,
             workspaces,
             clock,
@@ -244,6 +247,76 @@ impl InvoiceService {
         ))
     }
 
+    /// The event of `event_type` about `invoice` (as it is now) of `workspace`.
+    fn event(
+        &self,
+        event_type: EventType,
+        invoice: &Invoice,
+        payment_status: PaymentStatus,
+        workspace: &Workspace,
+    ) -> DomainResult<Event> {
+        super::event_of(
+            EventId(self.ids.new_uuid()),
+            invoice.workspace_id,
+            event_type,
+            &crate::payload::invoice(invoice, payment_status, workspace),
+            invoice.updated_at,
+            EventSubject {
+                client_id: Some(invoice.client.id),
+                ..EventSubject::default()
+            },
+            invoice.id,
+        )
+    }
+
+    /// The events of a change from `before` to `after` (`docs/billing.md`, Events): issued,
+    /// voided, and paid when an issued invoice's balance reaches zero (by a payment, or at the
+    /// issue of an invoice with nothing to pay).
+    fn events_of(
+        &self,
+        before: &Invoice,
+        after: &Invoice,
+        workspace: &Workspace,
+        today: Date,
+    ) -> DomainResult<Vec<Event>> {
+        let status = after.payment_status(today);
+        let mut events = Vec::new();
+        match (before.status, after.status) {
+            (InvoiceStatus::Draft, InvoiceStatus::Issued) => {
+                events.push(self.event(EventType::InvoiceIssued, after, status, workspace)?);
+            }
+            (InvoiceStatus::Issued, InvoiceStatus::Void) => {
+                events.push(self.event(EventType::InvoiceVoided, after, status, workspace)?);
+            }
+            _ => {}
+        }
+        let was_paid = before.status == InvoiceStatus::Issued && before.balance_minor() <= 0;
+        if after.status == InvoiceStatus::Issued && after.balance_minor() <= 0 && !was_paid {
+            events.push(self.event(EventType::InvoicePaid, after, status, workspace)?);
+        }
+        Ok(events)
+    }
+
+    /// Announces the invoices that became overdue: one `INVOICE_OVERDUE` per invoice, ever (the
+    /// mark is stored with the event; several processes may run this at once). At most `limit`
+    /// a call; returns how many it announced.
+    pub async fn announce_overdue(&self, limit: u32) -> DomainResult<usize> {
+        let mut announced = 0;
+        let now = self.clock.now();
+        for (invoice, workspace) in self.invoices.newly_overdue(now, limit).await? {
+            let event = self.event(
+                EventType::InvoiceOverdue,
+                &invoice,
+                PaymentStatus::Overdue,
+                &workspace,
+            )?;
+            if self.invoices.mark_overdue(&invoice, now, &event).await? == WriteOutcome::Applied {
+                announced += 1;
+            }
+        }
+        Ok(announced)
+    }
+
     /// Checks notes of a request.
     pub fn notes(value: Option<&str>) -> DomainResult<Option<String>> {
         text("notes", value, MAX_NOTES_CHARS)
@@ -273,12 +346,24 @@ impl InvoiceService {
         let (workspace, settings) = self.workspace(caller).await?;
         let (selection, client) = self.selection(&workspace, request).await?;
         let build = |entries: Vec<crate::model::BillableEntry>| {
-            self.draft(
+            let invoice = self.draft(
                 request, &selection, &client, &workspace, &settings, &entries,
-            )
+            )?;
+            let created = self.event(
+                EventType::InvoiceCreated,
+                &invoice,
+                PaymentStatus::Unpaid,
+                &workspace,
+            )?;
+            Ok((invoice, vec![created]))
         };
         let invoice = self.invoices.create(&selection, &build).await?;
         Ok(Self::view(invoice, self.today(&workspace)?))
+    }
+
+    /// `view` as a PDF document. CPU work: run it on a blocking thread.
+    pub fn render(&self, view: &InvoiceView) -> DomainResult<Vec<u8>> {
+        self.pdf.render(&view.invoice, view.payment_status)
     }
 
     /// The workspace's invoice `id`.
@@ -335,7 +420,8 @@ impl InvoiceService {
                 return Ok(Some(Self::view(before, today)));
             };
             let at = self.clock.now().max(before.updated_at);
-            if self.invoices.write(&before, &write, at).await? == WriteOutcome::Applied {
+            let events = |after: &Invoice| self.events_of(&before, after, &workspace, today);
+            if self.invoices.write(&before, &write, at, &events).await? == WriteOutcome::Applied {
                 return match write {
                     InvoiceWrite::Delete => Ok(None),
                     _ => Ok(Some(Self::view(self.stored(caller, id).await?, today))),

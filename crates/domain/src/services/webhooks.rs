@@ -219,6 +219,7 @@ impl WebhookService {
         }
         let target = self.parsed_url(&new.url)?;
         let events = parse_events(&new.events)?;
+        require_may_receive(caller, &events)?;
         let description = checked_description(new.description)?;
         self.check_filters(caller.workspace_id, &events, &new.filters)
             .await?;
@@ -315,6 +316,9 @@ impl WebhookService {
             .map(|u| self.parsed_url(u))
             .transpose()?;
         let events = change.events.as_deref().map(parse_events).transpose()?;
+        if let Some(events) = &events {
+            require_may_receive(caller, events)?;
+        }
         let description = change.description.map(checked_description).transpose()?;
         // The filters as they will be, against the events as they will be.
         if change.filters.is_some() || events.is_some() {
@@ -774,6 +778,15 @@ fn owner_audit(
         reason: Some(reason),
         at,
     }
+}
+
+/// 403 when `events` names an invoice event and the caller is a member: invoices are for owners
+/// and admins (`docs/billing.md`).
+fn require_may_receive(caller: &Principal, events: &[EventType]) -> DomainResult<()> {
+    if events.iter().any(|e| e.is_invoice()) && !caller.role.administers() {
+        return Err(DomainError::Forbidden);
+    }
+    Ok(())
 }
 
 /// The event names, each a subscribable type, without duplicates (first occurrence kept).

@@ -1,6 +1,7 @@
 -- The outbox, as the tail of a statement whose own common table expressions come first: the
 -- events, and one pending delivery per active subscription of their workspace listing their type
--- whose filters the event passes (a filter the event has no value for does not pass). Returns
+-- whose filters the event passes (a filter the event has no value for does not pass) and whose
+-- owner may receive it (functions/receives.sql: invoice events to owners and admins). Returns
 -- one row, `queued`: the deliveries it queued.
 e AS (
     INSERT INTO events (id, workspace_id, event_type, body, created_at, project_id, client_id,
@@ -22,6 +23,7 @@ e AS (
      AND (s.filter_client_ids IS NULL OR e.client_id = ANY (s.filter_client_ids))
      AND (s.filter_user_ids IS NULL OR e.user_id = ANY (s.filter_user_ids))
      AND (s.filter_billable IS NULL OR e.billable = s.filter_billable)
+     AND timetrack_code.receives(e.event_type, s.workspace_id, s.user_id)
     RETURNING 1
 )
 SELECT count(*) AS queued FROM d

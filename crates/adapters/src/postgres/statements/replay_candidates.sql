@@ -1,6 +1,7 @@
 -- The events a replay would queue for subscription `id`, oldest first, at most `limit`: those of
 -- its workspace recorded in [since, until) of a type it lists now, passing its filters now, not
--- about itself, and showing to its owner (functions/shows_to.sql); with
+-- about itself, showing to its owner (functions/shows_to.sql) and one its owner may receive
+-- (functions/receives.sql); with
 -- `only_failed`, only those recorded since it was created that it has no delivered or pending
 -- delivery of.
 -- `e.seq > 0` holds for every event: it lets this query use the workspace's partial index, which
@@ -13,6 +14,7 @@ WHERE s.id = :id
   AND e.event_type = ANY (s.events)
   AND e.about_webhook_id IS DISTINCT FROM s.id
   AND timetrack_code.shows_to(e.visible_to, s.user_id)
+  AND timetrack_code.receives(e.event_type, s.workspace_id, s.user_id)
   AND (s.filter_project_ids IS NULL OR e.project_id = ANY (s.filter_project_ids))
   AND (s.filter_client_ids IS NULL OR e.client_id = ANY (s.filter_client_ids))
   AND (s.filter_user_ids IS NULL OR e.user_id = ANY (s.filter_user_ids))
