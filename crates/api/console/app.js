@@ -3,6 +3,7 @@
 import { api, ApiError, HOOKS, hook, query, session, whenUnauthorized } from "./api.js";
 import { statsCharts } from "./chart.js";
 import { reportParams, reportsView } from "./reports.js";
+import { invoiceParams, invoiceView, invoicesView, newInvoiceView } from "./invoices.js";
 import {
   append, clear, copyButton, field, h, localToRfc3339, replace, say, status, when,
 } from "./dom.js";
@@ -696,12 +697,22 @@ async function route() {
   signedIn();
   const parts = location.hash.replace(/^#\/?/, "").split("?")[0].split("/").map(decodeURIComponent);
   const [section, id, sub] = parts;
-  highlight(["events", "reports", "setup"].includes(section) ? section : "webhooks");
+  highlight(["events", "reports", "invoices", "setup"].includes(section) ? section : "webhooks");
+  // Invoices are for owners and admins: a member is not offered them.
+  const invoicesLink = nav.querySelector("a[data-section='invoices']");
+  if (invoicesLink) invoicesLink.hidden = me?.role === "member";
   if (section === "events") await eventsView();
   else if (section === "reports") {
     const v = view();
     v.loading("the report");
     await reportsView(v, reportParams(location.hash));
+  }
+  else if (section === "invoices") {
+    const v = view();
+    v.loading(id ? "the invoice" : "invoices");
+    if (id === "new") await newInvoiceView(v);
+    else if (id) await invoiceView(v, id);
+    else await invoicesView(v, invoiceParams(location.hash));
   }
   else if (section === "setup") await setupView();
   else if (section === "new") await newWebhookView();

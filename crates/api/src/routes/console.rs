@@ -46,6 +46,7 @@ static ASSETS: &[Asset] = &[
     asset!("dom.js", JS),
     asset!("chart.js", JS),
     asset!("reports.js", JS),
+    asset!("invoices.js", JS),
     asset!("style.css", CSS),
     asset!("snippets/verify.js", TEXT),
     asset!("snippets/verify.py", TEXT),

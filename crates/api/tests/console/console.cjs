@@ -90,7 +90,11 @@ let page = null;
   const foreign = [];
   context.on("request", (request) => {
     const url = request.url();
-    if (!url.startsWith(`${ORIGIN}/`) && !url.startsWith("data:")) foreign.push(url);
+    // The browser's own PDF viewer (the invoice's tab) loads its parts from chrome: and
+    // chrome-extension: addresses, and the document from a blob: of this page; none leaves the
+    // machine.
+    const internal = /^(data|blob|chrome|chrome-extension):/.test(url);
+    if (!url.startsWith(`${ORIGIN}/`) && !internal) foreign.push(url);
   });
   const dialogs = [];
   page.on("dialog", (dialog) => {
@@ -339,6 +343,73 @@ let page = null;
   await page.setViewportSize({ width: 390, height: 844 });
   await fitsWidth("reports");
   await screenshot("narrow-reports");
+  await page.setViewportSize({ width: 1280, height: 900 });
+
+  // 8c. Invoices: a client with a diacritic-rich name and its March entries; the preview comes
+  // first, then the draft, issue, a payment, the PDF in a new tab, and a void with its reason.
+  const kun = (await api("POST", "/api/clients", { name: "Žluťoučký kůň s.r.o.", currency, address: "Praha 1" })).body;
+  const kunProject = (await api("POST", "/api/projects", { name: "Kůň web", client_id: kun.id })).body;
+  for (const [start, end] of [["2026-03-10T09:00:00Z", "2026-03-10T11:00:00Z"], ["2026-03-11T09:00:00Z", "2026-03-11T09:30:00Z"]]) {
+    check((await api("POST", "/api/time-entries", { start, end, project_id: kunProject.id, billable: true })).status === 201,
+      `a billable entry of ${start.slice(0, 10)} for the client is made`);
+  }
+  await page.locator("#nav").getByRole("link", { name: "Invoices" }).click();
+  await page.getByRole("link", { name: "New invoice" }).click();
+  const invoiceForm = page.locator("form[aria-label='New invoice']");
+  await invoiceForm.waitFor();
+  await page.getByLabel("Client").selectOption(kun.id);
+  await invoiceForm.getByLabel("From", { exact: true }).fill("2026-03-01");
+  await invoiceForm.getByLabel("To", { exact: true }).fill("2026-03-31");
+  await page.getByLabel("Tax (%)").fill("21");
+  const createButton = page.getByRole("button", { name: "Create draft" });
+  check(await createButton.isDisabled(), "Create waits for a preview");
+  await page.getByRole("button", { name: "Preview" }).click();
+  const previewTotal = page.locator(".preview table.invoice-lines tfoot tr.strong");
+  await previewTotal.waitFor();
+  // 2.5 h at 120.00 = 300.00; 21 % tax = 63.00; total 363.00.
+  check((await previewTotal.textContent()).includes("363.00"), `the preview shows the total with tax (${await previewTotal.textContent()})`);
+  check((await page.locator(".preview tbody tr", { hasText: "Kůň web" }).textContent()).includes("2.500 h"), "the preview's line shows 2.500 h");
+  check((await api("GET", "/api/invoices")).body.data.length === 0, "the preview wrote nothing");
+  await labelled("new invoice");
+  await screenshot("invoice-preview");
+  await createButton.click();
+  await page.waitForURL(/#\/invoices\/[0-9a-f-]{36}$/);
+  await page.getByRole("heading", { name: "Draft invoice" }).waitFor();
+  await page.getByRole("button", { name: "Issue" }).click();
+  const issuedHeading = page.getByRole("heading", { name: /^Invoice \d{4}-0001$/ });
+  await issuedHeading.waitFor();
+  check(true, `the draft is issued as ${await issuedHeading.textContent()}`);
+  await page.getByLabel(`Amount (${currency})`).fill("100.50");
+  await page.getByRole("button", { name: "Record payment" }).click();
+  await page.locator(".payments li", { hasText: "100.50" }).waitFor();
+  check((await page.locator(".badge.partially_paid").count()) === 1, "a partial payment makes it partially paid");
+  check((await page.locator("table.invoice-lines tfoot", { hasText: "Balance due" }).textContent()).includes("262.50"),
+    "the balance due is 262.50");
+  await labelled("invoice");
+  await screenshot("invoice");
+  const [pdfTab] = await Promise.all([
+    context.waitForEvent("page"),
+    page.getByRole("button", { name: "Open PDF" }).click(),
+  ]);
+  await until("the PDF tab to load", async () => pdfTab.url().startsWith("blob:"));
+  check(pdfTab.url().startsWith("blob:"), "Open PDF opens the document in a new tab, the key never in an address");
+  await pdfTab.close();
+  const pdfBytes = await page.evaluate(async (key) => {
+    const id = location.hash.split("/")[2];
+    const r = await fetch(`/api/invoices/${id}`, { headers: { Accept: "application/pdf", Authorization: `Bearer ${key}` } });
+    return [r.headers.get("content-type"), (await r.text()).slice(0, 5)];
+  }, KEY);
+  check(pdfBytes[0] === "application/pdf" && pdfBytes[1] === "%PDF-", "the PDF is served as application/pdf");
+  await page.getByLabel("Reason").fill("Wrong period");
+  await page.getByRole("button", { name: "Void" }).click();
+  await page.locator(".badge.void").waitFor();
+  check((await page.locator(".facts").textContent()).includes("Wrong period"), "a void shows its reason");
+  await page.locator("#nav").getByRole("link", { name: "Invoices" }).click();
+  const listed = page.locator("table.invoices tbody tr", { hasText: "Žluťoučký kůň s.r.o." });
+  await listed.waitFor();
+  check((await listed.textContent()).includes("void"), "the list shows the invoice with its status");
+  await page.setViewportSize({ width: 390, height: 844 });
+  await fitsWidth("invoices");
   await page.setViewportSize({ width: 1280, height: 900 });
 
   // 9. At 390 px.
