@@ -347,6 +347,31 @@ impl Report {
                     ),
                     met: r.dry_run.median() <= 2_000.0 && r.change.median() <= 2_000.0,
                 },
+                Target {
+                    what: format!(
+                        "invoices: an invoice of {} entries by project and task, preview and create",
+                        r.invoice_entries
+                    ),
+                    goal: "≤ 1 s each".into(),
+                    measured: format!(
+                        "{:.2} s and {:.2} s",
+                        r.preview.median() / 1_000.0,
+                        r.create.median() / 1_000.0
+                    ),
+                    met: r.preview.median() <= 1_000.0 && r.create.median() <= 1_000.0,
+                },
+                Target {
+                    what: "invoices: its PDF".into(),
+                    goal: "≤ 500 ms".into(),
+                    measured: format!("{:.0} ms", r.pdf.median()),
+                    met: r.pdf.median() <= 500.0,
+                },
+                Target {
+                    what: "invoices: the server's RSS growth while 8 PDFs render at once".into(),
+                    goal: "< 30 MB".into(),
+                    measured: format!("{:.1} MB", r.pdf_rss_growth_mb.median()),
+                    met: r.pdf_rss_growth_mb.median() < 30.0,
+                },
             ]);
         }
         targets.push(Target {
@@ -862,6 +887,28 @@ impl Report {
                 ms(&r.change),
                 ms(&r.removal),
                 ms(&r.plain_update),
+            );
+            let _ = writeln!(
+                md,
+                "Invoices on the same data: one client's billable entries from 2026-01-01 to {} \
+                 ({} entries; 10,000 at full size), grouped by project and task into {} lines, \
+                 with 19 % tax. Each run previews the invoice, creates it (the entries locked and \
+                 linked in one transaction) and deletes the draft again (which releases the \
+                 entries and prices them anew). The first draft's PDF is fetched one at a time, \
+                 then eight at once while the server's resident memory is sampled every 20 ms.\n\n\
+                 | preview | create | draft deleted | PDF ({:.0} KB) | 8 PDFs at once | RSS growth \
+                 (8 at once) |\n|---|---|---|---|---|---|\n\
+                 | {} ms | {} ms | {} ms | {} ms | {} ms | {} MB |\n",
+                r.invoice_to,
+                r.invoice_entries,
+                r.invoice_lines,
+                r.pdf_kb,
+                ms(&r.preview),
+                ms(&r.create),
+                ms(&r.draft_delete),
+                ms(&r.pdf),
+                ms(&r.pdf_eight),
+                r.pdf_rss_growth_mb.show(1),
             );
             for (name, plan) in &r.plans {
                 let _ = writeln!(

@@ -7,6 +7,11 @@
 //! Beside each, the machine's own limit: the same summary statement executed directly on a
 //! connection of the tool's, the bare scan of the period's entries (a count and a sum, nothing
 //! else), and a plain `UPDATE` of the rows the rate change writes, rolled back; and the plans.
+//!
+//! Then invoices on the same data: one client's billable entries from January 2026 on, as many as
+//! make 10,000 at full size, grouped by project and task: the preview, the create (its draft
+//! deleted again after each run, which releases the entries), the invoice's PDF one at a time,
+//! and eight PDFs at once while the server's resident memory is sampled.
 
 use std::time::{Duration, Instant};
 
@@ -56,6 +61,19 @@ pub struct Reports {
     pub change: Repeated,
     pub removal: Repeated,
     pub plain_update: Repeated,
+    /// The invoice: the entries it bills and its lines; preview, create and the draft's deletion
+    /// (ms); its PDF rendered one at a time (ms) and its size (KB); eight at once (ms for all)
+    /// and the server's RSS growth meanwhile (MB).
+    pub invoice_entries: usize,
+    pub invoice_lines: usize,
+    pub invoice_to: String,
+    pub preview: Repeated,
+    pub create: Repeated,
+    pub draft_delete: Repeated,
+    pub pdf: Repeated,
+    pub pdf_kb: f64,
+    pub pdf_eight: Repeated,
+    pub pdf_rss_growth_mb: Repeated,
     /// Plans: the month's and the year's summary statements.
     pub plans: Vec<(&'static str, String)>,
     /// Checks that failed (the seed's prices differ from the service's rule, a wrong answer).
@@ -327,9 +345,146 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
         out.removal.median(),
         out.plain_update.median()
     ));
+    invoices(
+        &mut out, server, &http, &owner, &client, workspace, &client_3, sizes,
+    )
+    .await?;
     drop(client);
     driver.abort();
     Ok(out)
+}
+
+/// The invoices part (see the module's header).
+#[allow(clippy::too_many_arguments)]
+async fn invoices(
+    out: &mut Reports,
+    server: &Server,
+    http: &reqwest::Client,
+    owner: &str,
+    client: &tokio_postgres::Client,
+    workspace: Uuid,
+    client_3: &str,
+    sizes: Sizes,
+) -> Result<()> {
+    // The last day that keeps the invoice at 10,000 entries at most (all of them, when fewer).
+    let to: String = client
+        .query_opt(
+            "SELECT ((e.start_at AT TIME ZONE 'Europe/Berlin')::date - 1)::text              FROM time_entries e JOIN projects p ON p.id = e.project_id              WHERE e.workspace_id = $1::text::uuid AND p.client_id = $2::text::uuid                AND e.billable AND e.start_at >= '2026-01-01'              ORDER BY e.start_at OFFSET 10000 LIMIT 1",
+            &[&workspace.to_string(), &client_3],
+        )
+        .await?
+        .map_or_else(|| "2026-12-31".to_owned(), |row| row.get(0));
+    out.invoice_to = to.clone();
+    let body = json!({"client_id": client_3, "from": "2026-01-01", "to": to,
+        "group_by": ["project", "task"], "tax_percent": 19});
+    let post = |path: &'static str| {
+        let url = format!("{}{path}", server.base);
+        let request = http.post(url).bearer_auth(owner).json(&body);
+        async move {
+            let started = Instant::now();
+            let res = request.send().await?;
+            let status = res.status().as_u16();
+            let body: serde_json::Value = res.json().await.unwrap_or_default();
+            anyhow::Ok((status, body, started.elapsed().as_secs_f64() * 1_000.0))
+        }
+    };
+    let pdf = |id: String| {
+        let request = http
+            .get(format!("{}/api/invoices/{id}?format=pdf", server.base))
+            .bearer_auth(owner);
+        async move {
+            let started = Instant::now();
+            let res = request.send().await?;
+            if res.status().as_u16() != 200 {
+                bail!("the invoice's PDF answered {}", res.status());
+            }
+            let bytes = res.bytes().await?;
+            anyhow::Ok((bytes.len(), started.elapsed().as_secs_f64() * 1_000.0))
+        }
+    };
+    for run in 0..sizes.runs.max(3) {
+        let (status, preview, took) = post("/api/invoices/preview").await?;
+        if status != 200 {
+            bail!("the invoice preview answered {status}: {preview}");
+        }
+        out.preview.push(took);
+        let (status, draft, took) = post("/api/invoices").await?;
+        if status != 201 {
+            bail!("the invoice create answered {status}: {draft}");
+        }
+        out.create.push(took);
+        let billed = |v: &serde_json::Value| -> usize {
+            v["lines"].as_array().map_or(0, |lines| {
+                lines
+                    .iter()
+                    .map(|l| l["entry_ids"].as_array().map_or(0, Vec::len))
+                    .sum()
+            })
+        };
+        out.invoice_entries = billed(&draft);
+        out.invoice_lines = draft["lines"].as_array().map_or(0, Vec::len);
+        if billed(&preview) != out.invoice_entries || preview["total_minor"] != draft["total_minor"]
+        {
+            out.failures
+                .push("invoices: the create billed otherwise than its preview".to_owned());
+        }
+        let id = draft["id"].as_str().context("no invoice id")?.to_owned();
+        if run == 0 {
+            for _ in 0..sizes.runs.max(5) {
+                let (size, took) = pdf(id.clone()).await?;
+                out.pdf_kb = size as f64 / 1_024.0;
+                out.pdf.push(took);
+            }
+            for _ in 0..sizes.runs.max(3) {
+                let before = server.memory()?.rss_kb;
+                let started = Instant::now();
+                let eight = futures_util::future::join_all((0..8).map(|_| pdf(id.clone())));
+                tokio::pin!(eight);
+                let mut highest = before;
+                let results = loop {
+                    tokio::select! {
+                        results = &mut eight => break results,
+                        () = tokio::time::sleep(Duration::from_millis(20)) => {
+                            highest = highest.max(server.memory()?.rss_kb);
+                        }
+                    }
+                };
+                for result in results {
+                    result?;
+                }
+                out.pdf_eight
+                    .push(started.elapsed().as_secs_f64() * 1_000.0);
+                highest = highest.max(server.memory()?.rss_kb);
+                out.pdf_rss_growth_mb
+                    .push(highest.saturating_sub(before) as f64 / 1_024.0);
+            }
+        }
+        let started = Instant::now();
+        let res = http
+            .delete(format!("{}/api/invoices/{id}", server.base))
+            .bearer_auth(owner)
+            .send()
+            .await?;
+        if !res.status().is_success() {
+            bail!("deleting the draft answered {}", res.status());
+        }
+        out.draft_delete
+            .push(started.elapsed().as_secs_f64() * 1_000.0);
+    }
+    progress(&format!(
+        "invoices: {} entries in {} lines: preview {:.0} ms, create {:.0} ms, delete {:.0} ms; \
+         PDF {:.0} ms ({:.0} KB), eight at once {:.0} ms, RSS +{:.1} MB",
+        out.invoice_entries,
+        out.invoice_lines,
+        out.preview.median(),
+        out.create.median(),
+        out.draft_delete.median(),
+        out.pdf.median(),
+        out.pdf_kb,
+        out.pdf_eight.median(),
+        out.pdf_rss_growth_mb.median()
+    ));
+    Ok(())
 }
 
 /// Creates the dataset unless it is already there.

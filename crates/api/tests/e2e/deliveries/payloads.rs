@@ -85,6 +85,36 @@ async fn every_delivered_body_of_every_type_validates_against_the_catalogs_schem
         )
         .await,
     );
+    // An invoice (an extra line is enough): created, issued, paid in full, voided.
+    let invoice = created(
+        s.send(
+            "POST",
+            "/api/invoices",
+            Some(
+                json!({"client_id": client, "from": "2026-01-01", "to": "2026-01-31",
+                "extra_lines": [{"description": "Fee", "quantity": 1, "unit_price_minor": 5000}]}),
+            ),
+        )
+        .await,
+    );
+    let invoice_path = format!("/api/invoices/{invoice}");
+    created(s.send("POST", &format!("{invoice_path}/issue"), None).await);
+    created(
+        s.send(
+            "POST",
+            &format!("{invoice_path}/payments"),
+            Some(json!({"amount_minor": 5000, "paid_on": "2026-01-10"})),
+        )
+        .await,
+    );
+    created(
+        s.send(
+            "POST",
+            &format!("{invoice_path}/void"),
+            Some(json!({"reason": "a test"})),
+        )
+        .await,
+    );
     for path in [
         format!("/api/time-entries/{timer}"),
         format!("/api/time-entries/{manual}"),
@@ -100,13 +130,16 @@ async fn every_delivered_body_of_every_type_validates_against_the_catalogs_schem
         )
         .await;
     assert_eq!(status, 202);
-    let received = received_until(&s, Duration::from_secs(20), |r| on(r, "/all").len() >= 14).await;
+    let received = received_until(&s, Duration::from_secs(20), |r| on(r, "/all").len() >= 18).await;
     let all = on(&received, "/all");
-    assert_eq!(all.len(), 14);
+    assert_eq!(all.len(), 18);
     let seen = assert_valid_against_the_catalog(&s, &all).await;
+    // INVOICE_OVERDUE comes from housekeeping, days after a due date: the API test
+    // `an_overdue_invoice_is_announced_once_...` makes one; its sample is checked against the
+    // schema with the catalog's.
     let mut expected: Vec<String> = subscribable
         .iter()
-        .filter(|t| !t.starts_with("WEBHOOK_"))
+        .filter(|t| !t.starts_with("WEBHOOK_") && *t != "INVOICE_OVERDUE")
         .cloned()
         .chain(["WEBHOOK_TEST".to_owned()])
         .collect();
