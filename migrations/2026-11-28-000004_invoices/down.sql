@@ -1,11 +1,4 @@
--- Undoes up.sql: invoice events go, entries lose their invoice links, the invoices go.
-DELETE FROM events WHERE event_type LIKE 'INVOICE\_%';
-ALTER TABLE events DROP CONSTRAINT events_event_type_check;
-ALTER TABLE events ADD CONSTRAINT events_event_type_check CHECK (event_type IN (
-    'TIMER_STARTED', 'TIMER_STOPPED', 'TIME_ENTRY_CREATED', 'CLIENT_CREATED',
-    'TIME_ENTRY_UPDATED', 'TIME_ENTRY_DELETED', 'CLIENT_UPDATED', 'CLIENT_DELETED',
-    'PROJECT_CREATED', 'PROJECT_UPDATED', 'PROJECT_DELETED',
-    'WEBHOOK_FAILING', 'WEBHOOK_DISABLED', 'WEBHOOK_RECOVERED', 'WEBHOOK_TEST'));
+-- Undoes up.sql: entries lose their invoice links, the invoices go.
 DROP INDEX time_entries_invoice_idx;
 ALTER TABLE time_entries
     DROP CONSTRAINT time_entries_invoice_fkey,

@@ -40,8 +40,6 @@ CREATE TABLE invoices (
 -- Numbers are never reused: not after a void, not after a change of pattern.
 CREATE UNIQUE INDEX invoices_number_key ON invoices (workspace_id, number) WHERE number IS NOT NULL;
 CREATE INDEX invoices_workspace_created_idx ON invoices (workspace_id, created_at DESC, id DESC);
--- The invoices housekeeping may have to announce overdue.
-CREATE INDEX invoices_overdue_idx ON invoices (due_date) WHERE status = 'issued' AND overdue_at IS NULL;
 
 -- A line: time (the entries it bills, all at one unit price) or an extra line. `quantity_milli`
 -- is thousandths (hours for time lines).
@@ -92,12 +90,3 @@ ALTER TABLE time_entries
         REFERENCES invoices (workspace_id, id);
 CREATE INDEX time_entries_invoice_idx ON time_entries (workspace_id, invoice_id)
     WHERE invoice_id IS NOT NULL;
-
--- The invoice events join the types the outbox takes.
-ALTER TABLE events DROP CONSTRAINT events_event_type_check;
-ALTER TABLE events ADD CONSTRAINT events_event_type_check CHECK (event_type IN (
-    'TIMER_STARTED', 'TIMER_STOPPED', 'TIME_ENTRY_CREATED', 'CLIENT_CREATED',
-    'TIME_ENTRY_UPDATED', 'TIME_ENTRY_DELETED', 'CLIENT_UPDATED', 'CLIENT_DELETED',
-    'PROJECT_CREATED', 'PROJECT_UPDATED', 'PROJECT_DELETED',
-    'WEBHOOK_FAILING', 'WEBHOOK_DISABLED', 'WEBHOOK_RECOVERED', 'WEBHOOK_TEST',
-    'INVOICE_CREATED', 'INVOICE_ISSUED', 'INVOICE_VOIDED', 'INVOICE_PAID', 'INVOICE_OVERDUE'));

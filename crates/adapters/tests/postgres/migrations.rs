@@ -34,6 +34,11 @@ const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[
         "invoices and the link of each billed entry to its invoice: entries in use keep their \
          data, which a remade database cannot do",
     ),
+    (
+        "2026-11-28-000005_invoice_events",
+        "the invoice events' types in the outbox and the overdue index, for databases that took \
+         000004 as it first landed (without them)",
+    ),
 ];
 
 #[test]
@@ -138,7 +143,12 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
             diesel_async::AsyncPgConnection,
         >::establish(&url)
         .unwrap();
-        for version in ["20261128000004", "20261128000003", "20261128000002"] {
+        for version in [
+            "20261128000005",
+            "20261128000004",
+            "20261128000003",
+            "20261128000002",
+        ] {
             let reverted = conn
                 .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
                 .unwrap();
