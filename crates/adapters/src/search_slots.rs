@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use timetrack_domain::ids::{ClientId, WorkspaceId};
-use timetrack_domain::model::{Client, Event, Page, PageRequest};
+use timetrack_domain::model::{Client, Event, ListFilter, Page, PageRequest};
 use timetrack_domain::ports::{ClientRepository, WriteOutcome};
 use timetrack_domain::{DomainError, DomainResult};
 use tokio::sync::Semaphore;
@@ -69,8 +69,13 @@ impl ClientRepository for SlottedSearches {
         self.inner.get(workspace, id).await
     }
 
-    async fn list(&self, workspace: WorkspaceId, page: PageRequest) -> DomainResult<Page<Client>> {
-        self.inner.list(workspace, page).await
+    async fn list(
+        &self,
+        workspace: WorkspaceId,
+        filter: &ListFilter,
+        page: PageRequest,
+    ) -> DomainResult<Page<Client>> {
+        self.inner.list(workspace, filter, page).await
     }
 
     async fn search(

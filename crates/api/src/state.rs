@@ -240,7 +240,7 @@ impl AppState {
             ),
             trusted_proxies: settings.trusted_proxies.clone(),
             accounts: AccountService::new(users.clone(), workspaces.clone()),
-            workspace: WorkspaceService::new(workspaces.clone(), users.clone()),
+            workspace: WorkspaceService::new(workspaces.clone(), users.clone(), clock.clone()),
             reports: ReportService::new(
                 Arc::new(PgReportRepository::new(pool.clone())),
                 workspaces.clone(),

@@ -5,7 +5,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ClientId, ProjectId, TagId, TaskId, WorkspaceId};
-use timetrack_domain::model::{Cursor, Event, Page, PageRequest, Project, Tag, Task};
+use timetrack_domain::model::{Cursor, Event, ListFilter, Page, PageRequest, Project, Tag, Task};
 use timetrack_domain::ports::{CatalogRepository, WriteOutcome};
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
@@ -14,7 +14,7 @@ use super::announce::DeliveryAnnouncer;
 use super::errors::violated_constraint;
 use super::errors::{map_db_error, map_pool_error};
 use super::outbox::{record_events, record_if_found};
-use super::paging::keyset_before;
+use super::paging::{keyset_before, name_contains};
 use super::pool::{PgPool, opaque_debug};
 use super::rates::{Reach, pricing_lock, reprice_under_lock};
 use super::schema::{projects, tags, tasks};
@@ -240,6 +240,7 @@ impl CatalogRepository for PgCatalogRepository {
     async fn projects(
         &self,
         workspace: WorkspaceId,
+        filter: &ListFilter,
         page_req: PageRequest,
     ) -> DomainResult<Page<Project>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
@@ -252,6 +253,12 @@ impl CatalogRepository for PgCatalogRepository {
         if let Some(after) = page_req.after {
             query = query.filter(keyset_before("created_at", after));
         }
+        if let Some(q) = &filter.q {
+            query = query.filter(name_contains("projects.name", q));
+        }
+        if let Some(since) = filter.updated_since {
+            query = query.filter(projects::updated_at.ge(since));
+        }
         let rows = query
             .load(&mut conn)
             .await
@@ -260,6 +267,35 @@ impl CatalogRepository for PgCatalogRepository {
             created_at: p.created_at,
             id: p.id.0,
         }))
+    }
+
+    async fn find_projects(
+        &self,
+        workspace: WorkspaceId,
+        needle: &str,
+        limit: u32,
+    ) -> DomainResult<Vec<Project>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        // A workspace's projects are few (a drop-down's worth); the walk reads them newest first
+        // and keeps the matches, the exact names ahead.
+        let rows: Vec<ProjectRow> = projects::table
+            .filter(projects::workspace_id.eq(workspace.0))
+            .filter(name_contains("projects.name", needle))
+            .order((
+                diesel::dsl::sql::<diesel::sql_types::Bool>(
+                    "lower(projects.name COLLATE \"und-x-icu\") = ",
+                )
+                .bind::<diesel::sql_types::Text, _>(needle.to_owned())
+                .desc(),
+                projects::created_at.desc(),
+                projects::id.desc(),
+            ))
+            .limit(i64::from(limit))
+            .select(ProjectRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "finding projects"))?;
+        Ok(rows.into_iter().map(Project::from).collect())
     }
 
     async fn create_task(&self, task: &Task) -> DomainResult<()> {
@@ -299,6 +335,7 @@ impl CatalogRepository for PgCatalogRepository {
         &self,
         workspace: WorkspaceId,
         project: ProjectId,
+        filter: &ListFilter,
         page_req: PageRequest,
     ) -> DomainResult<Page<Task>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
@@ -311,6 +348,12 @@ impl CatalogRepository for PgCatalogRepository {
             .into_boxed();
         if let Some(after) = page_req.after {
             query = query.filter(keyset_before("created_at", after));
+        }
+        if let Some(q) = &filter.q {
+            query = query.filter(name_contains("tasks.name", q));
+        }
+        if let Some(since) = filter.updated_since {
+            query = query.filter(tasks::updated_at.ge(since));
         }
         let rows = query
             .load(&mut conn)
@@ -354,7 +397,12 @@ impl CatalogRepository for PgCatalogRepository {
         }
     }
 
-    async fn tags(&self, workspace: WorkspaceId, page_req: PageRequest) -> DomainResult<Page<Tag>> {
+    async fn tags(
+        &self,
+        workspace: WorkspaceId,
+        filter: &ListFilter,
+        page_req: PageRequest,
+    ) -> DomainResult<Page<Tag>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let mut query = tags::table
             .filter(tags::workspace_id.eq(workspace.0))
@@ -364,6 +412,14 @@ impl CatalogRepository for PgCatalogRepository {
             .into_boxed();
         if let Some(after) = page_req.after {
             query = query.filter(keyset_before("created_at", after));
+        }
+        // The stored key is lowercased as `q` is (Unicode, in Rust). A tag never changes, so it
+        // was last changed when it was created.
+        if let Some(q) = &filter.q {
+            query = query.filter(super::clients::strpos(tags::name_lower, q).gt(0));
+        }
+        if let Some(since) = filter.updated_since {
+            query = query.filter(tags::created_at.ge(since));
         }
         let rows = query
             .load(&mut conn)

@@ -8,7 +8,9 @@ use diesel::sql_types::{Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ClientId, WorkspaceId};
-use timetrack_domain::model::{Client, ClientStatus, ClientType, Cursor, Event, Page, PageRequest};
+use timetrack_domain::model::{
+    Client, ClientStatus, ClientType, Cursor, Event, ListFilter, Page, PageRequest,
+};
 use timetrack_domain::ports::{ClientRepository, WriteOutcome};
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
@@ -252,7 +254,12 @@ impl ClientRepository for PgClientRepository {
             .transpose()
     }
 
-    async fn list(&self, workspace: WorkspaceId, page: PageRequest) -> DomainResult<Page<Client>> {
+    async fn list(
+        &self,
+        workspace: WorkspaceId,
+        filter: &ListFilter,
+        page: PageRequest,
+    ) -> DomainResult<Page<Client>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let mut query = clients::table
             .filter(clients::workspace_id.eq(workspace.0))
@@ -262,6 +269,13 @@ impl ClientRepository for PgClientRepository {
             .into_boxed();
         if let Some(after) = page.after {
             query = query.filter(keyset_before("created_at", after));
+        }
+        // The stored key is lowercased as `q` is (Unicode, in Rust), so the match is the find's.
+        if let Some(q) = &filter.q {
+            query = query.filter(strpos(clients::name_lower, q).gt(0));
+        }
+        if let Some(since) = filter.updated_since {
+            query = query.filter(clients::updated_at.ge(since));
         }
         let rows = query
             .load(&mut conn)

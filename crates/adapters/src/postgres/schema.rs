@@ -130,6 +130,7 @@ diesel::table! {
         user_id -> Uuid,
         created_at -> Timestamptz,
         role -> Text,
+        updated_at -> Timestamptz,
     }
 }
 

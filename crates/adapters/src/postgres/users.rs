@@ -5,13 +5,14 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{UserId, WorkspaceId};
-use timetrack_domain::model::{Cursor, Member, Page, PageRequest, Role, User};
+use timetrack_domain::model::{Cursor, ListFilter, Member, Page, PageRequest, Role, User};
 use timetrack_domain::ports::{LAST_OWNER, ROLE_CHANGED, UserRepository};
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
 use super::errors::violated_constraint;
 use super::errors::{map_db_error, map_pool_error};
+use super::paging::name_contains;
 use super::pool::{PgPool, opaque_debug};
 use super::schema::{memberships, users, workspaces};
 
@@ -39,8 +40,8 @@ impl From<UserRow> for User {
 /// and returns the role stored. (Two first members added at once both become owners: a workspace
 /// may have several.)
 const ADD_MEMBERSHIP: &str = "\
-    INSERT INTO memberships (workspace_id, user_id, created_at, role) \
-    SELECT $1, $2, $3, CASE WHEN EXISTS (SELECT 1 FROM memberships WHERE workspace_id = $1) \
+    INSERT INTO memberships (workspace_id, user_id, created_at, updated_at, role) \
+    SELECT $1, $2, $3, $3, CASE WHEN EXISTS (SELECT 1 FROM memberships WHERE workspace_id = $1) \
                             THEN $4 ELSE 'owner' END \
     RETURNING role";
 
@@ -82,6 +83,7 @@ struct MemberRow {
     email: String,
     role: String,
     joined_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
 }
 
 impl TryFrom<MemberRow> for Member {
@@ -94,6 +96,7 @@ impl TryFrom<MemberRow> for Member {
             email: row.email,
             role: stored_role(&row.role)?,
             joined_at: row.joined_at,
+            updated_at: row.updated_at,
         })
     }
 }
@@ -104,6 +107,7 @@ type MemberColumns = (
     users::email,
     memberships::role,
     memberships::created_at,
+    memberships::updated_at,
 );
 
 const MEMBER_COLUMNS: MemberColumns = (
@@ -112,6 +116,7 @@ const MEMBER_COLUMNS: MemberColumns = (
     users::email,
     memberships::role,
     memberships::created_at,
+    memberships::updated_at,
 );
 
 /// `user`'s membership of `workspace`.
@@ -202,6 +207,7 @@ impl UserRepository for PgUserRepository {
     async fn members(
         &self,
         workspace: WorkspaceId,
+        filter: &ListFilter,
         page_req: PageRequest,
     ) -> DomainResult<Page<Member>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
@@ -222,6 +228,13 @@ impl UserRepository for PgUserRepository {
                 .bind::<diesel::sql_types::Uuid, _>(after.id)
                 .sql(")"),
             );
+        }
+        if let Some(q) = &filter.q {
+            query =
+                query.filter(name_contains("users.name", q).or(name_contains("users.email", q)));
+        }
+        if let Some(since) = filter.updated_since {
+            query = query.filter(memberships::updated_at.ge(since));
         }
         let rows: Vec<MemberRow> = query
             .load(&mut conn)
@@ -251,6 +264,7 @@ impl UserRepository for PgUserRepository {
         user: UserId,
         expected: Option<Role>,
         role: Role,
+        at: OffsetDateTime,
     ) -> DomainResult<Member> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         // Role changes of one workspace take turns on its row, so two owners unmaking each other
@@ -284,10 +298,17 @@ impl UserRepository for PgUserRepository {
                 }
             }
             diesel::update(memberships::table.find((workspace.0, user.0)))
-                .set(memberships::role.eq(role.as_str()))
+                .set((
+                    memberships::role.eq(role.as_str()),
+                    memberships::updated_at.eq(at),
+                ))
                 .execute(conn)
                 .await?;
-            Ok(Ok(Member { role, ..member }))
+            Ok(Ok(Member {
+                role,
+                updated_at: at,
+                ..member
+            }))
         })
         .await
         .map_err(|e| map_db_error(e, "changing a role"))?

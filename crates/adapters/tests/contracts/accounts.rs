@@ -7,6 +7,7 @@ contract!(users_are_unique_by_email_and_join_existing_workspaces_once);
 contract!(api_keys_are_found_by_hash_until_revoked);
 contract!(the_first_member_owns_the_workspace_and_it_keeps_an_owner);
 contract!(workspace_settings_start_at_their_defaults_and_change_only_over_what_was_read);
+contract!(members_are_filtered_by_name_or_email_and_by_when_their_membership_changed);
 
 async fn the_first_member_owns_the_workspace_and_it_keeps_an_owner(s: Subject) {
     let (ws, first) = seeded(&s, 1).await;
@@ -33,7 +34,11 @@ async fn the_first_member_owns_the_workspace_and_it_keeps_an_owner(s: Subject) {
     // Listed the earliest to join first, paged by cursor.
     let page = s
         .users
-        .members(ws.id, PageRequest::new(Some(2), None).unwrap())
+        .members(
+            ws.id,
+            &ListFilter::default(),
+            PageRequest::new(Some(2), None).unwrap(),
+        )
         .await
         .unwrap();
     let roles: Vec<(UserId, Role)> = page.items.iter().map(|m| (m.id, m.role)).collect();
@@ -42,7 +47,11 @@ async fn the_first_member_owns_the_workspace_and_it_keeps_an_owner(s: Subject) {
         vec![(first.id, Role::Owner), (second.id, Role::Admin)]
     );
     let next = PageRequest::new(Some(2), Some(&page.next.unwrap().encode())).unwrap();
-    let rest = s.users.members(ws.id, next).await.unwrap();
+    let rest = s
+        .users
+        .members(ws.id, &ListFilter::default(), next)
+        .await
+        .unwrap();
     assert_eq!(rest.items.len(), 1);
     assert_eq!(rest.items[0].id, third.id);
     assert_eq!(rest.items[0].email, "third@example.com");
@@ -50,7 +59,9 @@ async fn the_first_member_owns_the_workspace_and_it_keeps_an_owner(s: Subject) {
 
     // The only owner cannot stop being one; with a second owner, either may.
     assert!(matches!(
-        s.users.set_role(ws.id, first.id, None, Role::Admin).await,
+        s.users
+            .set_role(ws.id, first.id, None, Role::Admin, T0)
+            .await,
         Err(DomainError::Conflict(m)) if m == LAST_OWNER
     ));
     assert_eq!(
@@ -60,19 +71,33 @@ async fn the_first_member_owns_the_workspace_and_it_keeps_an_owner(s: Subject) {
     );
     let promoted = s
         .users
-        .set_role(ws.id, second.id, None, Role::Owner)
+        .set_role(
+            ws.id,
+            second.id,
+            None,
+            Role::Owner,
+            T0 + Duration::minutes(5),
+        )
         .await
         .unwrap();
     assert_eq!(promoted.role, Role::Owner);
     let demoted = s
         .users
-        .set_role(ws.id, first.id, None, Role::Member)
+        .set_role(
+            ws.id,
+            first.id,
+            None,
+            Role::Member,
+            T0 + Duration::minutes(6),
+        )
         .await
         .unwrap();
     assert_eq!((demoted.id, demoted.role), (first.id, Role::Member));
     // A change decided on a role that changed meanwhile is refused and changes nothing.
     assert!(matches!(
-        s.users.set_role(ws.id, first.id, Some(Role::Owner), Role::Admin).await,
+        s.users
+            .set_role(ws.id, first.id, Some(Role::Owner), Role::Admin, T0)
+            .await,
         Err(DomainError::Conflict(m)) if m == ROLE_CHANGED
     ));
     assert_eq!(
@@ -82,7 +107,7 @@ async fn the_first_member_owns_the_workspace_and_it_keeps_an_owner(s: Subject) {
     );
     assert!(matches!(
         s.users
-            .set_role(ws.id, UserId(id(4242)), None, Role::Admin)
+            .set_role(ws.id, UserId(id(4242)), None, Role::Admin, T0)
             .await,
         Err(DomainError::NotFound("member"))
     ));
@@ -269,4 +294,68 @@ async fn api_keys_are_found_by_hash_until_revoked(s: Subject) {
         s.keys.revoke(ApiKeyId(id(9)), revoked_at).await,
         Err(DomainError::NotFound("api key"))
     ));
+}
+
+async fn members_are_filtered_by_name_or_email_and_by_when_their_membership_changed(s: Subject) {
+    let (ws, first) = seeded(&s, 1).await;
+    let mut second = user(2, "zoe@example.com");
+    second.name = "Ærøskøbing Ltd".into();
+    s.users
+        .create_member(&second, ws.id, Role::Member, T0 + Duration::minutes(1))
+        .await
+        .unwrap();
+    let third = user(3, "grace@example.com");
+    s.users
+        .create_member(&third, ws.id, Role::Member, T0 + Duration::minutes(2))
+        .await
+        .unwrap();
+    let listed = |q: Option<&'static str>, since: Option<OffsetDateTime>| {
+        let s = &s;
+        async move {
+            let filter = ListFilter {
+                q: q.map(str::to_owned),
+                updated_since: since,
+            };
+            s.users
+                .members(ws.id, &filter, PageRequest::new(None, None).unwrap())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .map(|m| m.id)
+                .collect::<Vec<_>>()
+        }
+    };
+    // `q` is lowercased by its parser; the store folds the names the same way.
+    assert_eq!(listed(Some("ærø"), None).await, vec![second.id]);
+    assert_eq!(listed(Some("grace@"), None).await, vec![third.id]);
+    assert_eq!(listed(Some("nobody"), None).await, Vec::<UserId>::new());
+    assert_eq!(
+        listed(None, Some(T0 + Duration::minutes(1))).await,
+        vec![second.id, third.id],
+        "inclusive"
+    );
+    let changed = s
+        .users
+        .set_role(
+            ws.id,
+            second.id,
+            None,
+            Role::Admin,
+            T0 + Duration::minutes(9),
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed.updated_at, T0 + Duration::minutes(9));
+    assert_eq!(
+        listed(None, Some(T0 + Duration::minutes(9))).await,
+        vec![second.id],
+        "a role change moves updated_at"
+    );
+    assert_eq!(
+        listed(None, None).await,
+        vec![first.id, second.id, third.id]
+    );
+    let member = s.users.member(ws.id, third.id).await.unwrap().unwrap();
+    assert_eq!(member.updated_at, T0 + Duration::minutes(2));
 }

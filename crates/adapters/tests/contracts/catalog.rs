@@ -4,6 +4,7 @@ use super::*;
 
 contract!(projects_tasks_and_tags_stay_in_their_workspace);
 contract!(projects_are_changed_and_deleted_with_their_events_unless_in_use);
+contract!(catalog_lists_filter_by_name_and_change_and_projects_are_found_exact_first);
 
 async fn projects_tasks_and_tags_stay_in_their_workspace(s: Subject) {
     let (ws, _) = seeded(&s, 1).await;
@@ -45,7 +46,11 @@ async fn projects_tasks_and_tags_stay_in_their_workspace(s: Subject) {
     assert_eq!(s.catalog.project(other.id, website.id).await.unwrap(), None);
     let listed = s
         .catalog
-        .projects(ws.id, PageRequest::new(None, None).unwrap())
+        .projects(
+            ws.id,
+            &ListFilter::default(),
+            PageRequest::new(None, None).unwrap(),
+        )
         .await
         .unwrap();
     let listed: Vec<ProjectId> = listed.items.iter().map(|p| p.id).collect();
@@ -107,7 +112,11 @@ async fn projects_tasks_and_tags_stay_in_their_workspace(s: Subject) {
     );
     let page = s
         .catalog
-        .tags(ws.id, PageRequest::new(None, None).unwrap())
+        .tags(
+            ws.id,
+            &ListFilter::default(),
+            PageRequest::new(None, None).unwrap(),
+        )
         .await
         .unwrap();
     assert_eq!(page.items, [later, urgent], "newest first");
@@ -223,4 +232,116 @@ async fn projects_are_changed_and_deleted_with_their_events_unless_in_use(s: Sub
     assert_eq!(s.catalog.project(ws.id, renamed.id).await.unwrap(), None);
     assert_eq!(s.catalog.task(ws.id, task.id).await.unwrap(), None);
     assert_eq!(s.outbox.events().await, [created, updated, deleted]);
+}
+
+async fn catalog_lists_filter_by_name_and_change_and_projects_are_found_exact_first(s: Subject) {
+    let (ws, _) = seeded(&s, 1).await;
+    let (other, _) = seeded(&s, 2).await;
+    let project = |n: u128, ws: &Workspace, name: &str, created: i64, updated: i64| Project {
+        id: ProjectId(id(n)),
+        workspace_id: ws.id,
+        client_id: None,
+        name: name.into(),
+        created_at: T0 + Duration::minutes(created),
+        updated_at: T0 + Duration::minutes(updated),
+    };
+    for p in [
+        project(30, &ws, "Website", 1, 1),
+        project(31, &ws, "ÉCOLE website relaunch", 2, 9),
+        project(32, &ws, "WEBSITE", 3, 3),
+        project(33, &ws, "Intranet", 4, 4),
+        project(34, &other, "Website", 5, 5),
+    ] {
+        s.catalog.create_project(&p, &[]).await.unwrap();
+    }
+    let all = PageRequest::new(None, None).unwrap();
+    let filter = |q: Option<&str>, since: Option<i64>| ListFilter {
+        q: q.map(str::to_owned),
+        updated_since: since.map(|m| T0 + Duration::minutes(m)),
+    };
+    let ids = |page: Page<Project>| page.items.iter().map(|p| p.id.0).collect::<Vec<_>>();
+    assert_eq!(
+        ids(s
+            .catalog
+            .projects(ws.id, &filter(Some("website"), None), all)
+            .await
+            .unwrap()),
+        [id(32), id(31), id(30)],
+        "newest first, every case"
+    );
+    assert_eq!(
+        ids(s
+            .catalog
+            .projects(ws.id, &filter(Some("école"), None), all)
+            .await
+            .unwrap()),
+        [id(31)],
+        "non-ASCII letters fold"
+    );
+    assert_eq!(
+        ids(s
+            .catalog
+            .projects(ws.id, &filter(None, Some(3)), all)
+            .await
+            .unwrap()),
+        [id(33), id(32), id(31)],
+        "updated at or after"
+    );
+    assert_eq!(
+        ids(s
+            .catalog
+            .projects(ws.id, &filter(Some("%"), None), all)
+            .await
+            .unwrap()),
+        Vec::<Uuid>::new(),
+        "literal"
+    );
+    // Exact names (ignoring case) first, then the rest, each newest first; never another
+    // workspace's.
+    let found: Vec<Uuid> = s
+        .catalog
+        .find_projects(ws.id, "website", 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|p| p.id.0)
+        .collect();
+    assert_eq!(found, [id(32), id(30), id(31)]);
+    let one = s.catalog.find_projects(ws.id, "website", 1).await.unwrap();
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].id.0, id(32));
+    assert!(
+        s.catalog
+            .find_projects(ws.id, "nothing", 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    for (n, name, minutes) in [(40, "Ärger", 1), (41, "billable", 2)] {
+        s.catalog
+            .create_tag(&Tag {
+                id: TagId(id(n)),
+                workspace_id: ws.id,
+                name: name.into(),
+                created_at: T0 + Duration::minutes(minutes),
+            })
+            .await
+            .unwrap();
+    }
+    let tags = |f: ListFilter| {
+        let s = &s;
+        async move {
+            s.catalog
+                .tags(ws.id, &f, all)
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .map(|t| t.id.0)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(tags(filter(Some("ärg"), None)).await, [id(40)]);
+    assert_eq!(tags(filter(None, Some(2))).await, [id(41)]);
 }

@@ -5,6 +5,7 @@ use super::*;
 contract!(clients_are_unique_by_name_per_workspace_and_listed_newest_first);
 contract!(client_search_is_a_literal_substring_of_the_lowercased_name);
 contract!(client_updates_and_deletes_name_what_is_missing);
+contract!(clients_are_listed_by_name_and_by_when_they_changed);
 
 async fn clients_are_unique_by_name_per_workspace_and_listed_newest_first(s: Subject) {
     let (ws, _) = seeded(&s, 1).await;
@@ -43,14 +44,22 @@ async fn clients_are_unique_by_name_per_workspace_and_listed_newest_first(s: Sub
     }
     let first = s
         .clients
-        .list(ws.id, PageRequest::new(Some(3), None).unwrap())
+        .list(
+            ws.id,
+            &ListFilter::default(),
+            PageRequest::new(Some(3), None).unwrap(),
+        )
         .await
         .unwrap();
     assert_eq!(names(&first.items), ["Delta", "Gamma", "Beta"]);
     let cursor = first.next.expect("a next page").encode();
     let second = s
         .clients
-        .list(ws.id, PageRequest::new(Some(3), Some(&cursor)).unwrap())
+        .list(
+            ws.id,
+            &ListFilter::default(),
+            PageRequest::new(Some(3), Some(&cursor)).unwrap(),
+        )
         .await
         .unwrap();
     assert_eq!(names(&second.items), ["Acme"]);
@@ -202,4 +211,41 @@ async fn client_updates_and_deletes_name_what_is_missing(s: Subject) {
         WriteOutcome::Raced
     );
     assert!(s.clients.get(ws.id, acme.id).await.unwrap().is_some());
+}
+
+async fn clients_are_listed_by_name_and_by_when_they_changed(s: Subject) {
+    let (ws, _) = seeded(&s, 1).await;
+    let (other, _) = seeded(&s, 2).await;
+    for (n, w, name, minutes) in [
+        (20, &ws, "Ærztekammer", 1),
+        (21, &ws, "Acme", 2),
+        (22, &ws, "Mega ACME", 3),
+        (23, &other, "Acme", 4),
+    ] {
+        s.clients
+            .create(&client(n, w, name, minutes), &[])
+            .await
+            .unwrap();
+    }
+    let listed = |q: Option<&str>, since: Option<i64>| {
+        let s = &s;
+        let filter = ListFilter {
+            q: q.map(str::to_owned),
+            updated_since: since.map(|m| T0 + Duration::minutes(m)),
+        };
+        async move {
+            s.clients
+                .list(ws.id, &filter, PageRequest::new(None, None).unwrap())
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .map(|c| c.id.0)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(listed(Some("acme"), None).await, [id(22), id(21)]);
+    assert_eq!(listed(Some("ærz"), None).await, [id(20)]);
+    assert_eq!(listed(None, Some(2)).await, [id(22), id(21)]);
+    assert_eq!(listed(Some("mega"), Some(4)).await, Vec::<Uuid>::new());
 }

@@ -19,7 +19,7 @@ use timetrack_domain::ids::{
 };
 use timetrack_domain::model::{
     ApiKey, AuditEntry, Client, ClientStatus, ClientType, Cursor, EntrySource, Event, EventSubject,
-    EventType, KeyHash, Page, PageRequest, Project, Subscription, SubscriptionChange,
+    EventType, KeyHash, ListFilter, Page, PageRequest, Project, Subscription, SubscriptionChange,
     SubscriptionFilters, SubscriptionStatus, Tag, Task, TimeEntry, User, WebhookId, Workspace,
 };
 use timetrack_domain::model::{

@@ -39,6 +39,11 @@ const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[
         "the invoice events' types in the outbox and the overdue index, for databases that took \
          000004 as it first landed (without them)",
     ),
+    (
+        "2026-11-28-000006_membership_updated_at",
+        "when each membership last changed, for the members list's updated_since: memberships \
+         in use take their creation time, which a remade database cannot do",
+    ),
 ];
 
 #[test]
@@ -144,6 +149,7 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
         >::establish(&url)
         .unwrap();
         for version in [
+            "20261128000006",
             "20261128000005",
             "20261128000004",
             "20261128000003",

@@ -477,7 +477,7 @@ pub fn search_name() -> Object {
         .min_length(Some(1))
         .max_length(Some(MAX_NAME_CHARS))
         .description(Some(
-            "1 to 255 characters; case-insensitive literal substring of the client name",
+            "1 to 255 characters; case-insensitive literal substring of the name",
         ))
         .build()
 }
@@ -499,6 +499,28 @@ pub fn page_limit() -> Object {
         .minimum(Some(1))
         .maximum(Some(MAX_PAGE_SIZE))
         .description(Some("Items per page, 1 to 200; 50 when absent"))
+        .build()
+}
+
+/// `?q=` of the catalog's lists.
+pub fn list_q() -> Object {
+    string()
+        .max_length(Some(timetrack_domain::model::page::MAX_QUERY_CHARS))
+        .description(Some(
+            "Only items whose name contains this text, ignoring case (as the client search \
+             matches; members: the name or the e-mail). Blank means every item",
+        ))
+        .build()
+}
+
+/// `?updated_since=` of the catalog's lists.
+pub fn updated_since() -> Object {
+    string()
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+        .description(Some(
+            "Only items created or changed at or after this instant (RFC 3339, inclusive); the \
+             order stays the list's own",
+        ))
         .build()
 }
 

@@ -151,7 +151,7 @@ pub async fn create_project(
     params(ListQuery),
     responses(
         (status = 200, description = "A page", body = ListResponse<ProjectResponse>),
-        (status = 400, description = "Invalid limit or cursor", body = crate::openapi::ErrorBody),
+        (status = 400, description = "Invalid limit, cursor, q or updated_since", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]
@@ -160,7 +160,10 @@ pub async fn list_projects(
     caller: Caller,
     query: QueryParams<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = state.catalog.projects(&caller.0, query.page()?).await?;
+    let page = state
+        .catalog
+        .projects(&caller.0, &query.filter()?, query.page()?)
+        .await?;
     Ok(HttpResponse::Ok().json(ListResponse::from_page(page, ProjectResponse::from)))
 }
 
@@ -312,7 +315,7 @@ pub async fn create_task(
     params(("id" = Uuid, Path, description = "Project id (a malformed one is 404, like an unknown one)"), ListQuery),
     responses(
         (status = 200, description = "A page", body = ListResponse<TaskResponse>),
-        (status = 400, description = "Invalid limit or cursor", body = crate::openapi::ErrorBody),
+        (status = 400, description = "Invalid limit, cursor, q or updated_since", body = crate::openapi::ErrorBody),
         (status = 404, description = "Project not found", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
@@ -325,7 +328,7 @@ pub async fn list_tasks(
 ) -> Result<HttpResponse, ApiError> {
     let page = state
         .catalog
-        .tasks(&caller.0, project_id(&id)?, query.page()?)
+        .tasks(&caller.0, project_id(&id)?, &query.filter()?, query.page()?)
         .await?;
     Ok(HttpResponse::Ok().json(ListResponse::from_page(page, TaskResponse::from)))
 }
@@ -369,7 +372,7 @@ pub async fn create_tag(
     params(ListQuery),
     responses(
         (status = 200, description = "A page", body = ListResponse<TagResponse>),
-        (status = 400, description = "Invalid limit or cursor", body = crate::openapi::ErrorBody),
+        (status = 400, description = "Invalid limit, cursor, q or updated_since", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]
@@ -378,6 +381,9 @@ pub async fn list_tags(
     caller: Caller,
     query: QueryParams<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = state.catalog.tags(&caller.0, query.page()?).await?;
+    let page = state
+        .catalog
+        .tags(&caller.0, &query.filter()?, query.page()?)
+        .await?;
     Ok(HttpResponse::Ok().json(ListResponse::from_page(page, TagResponse::from)))
 }

@@ -7,7 +7,7 @@ use timetrack_domain::DomainError;
 use timetrack_domain::ids::ClientId;
 use timetrack_domain::model::client::{MAX_ADDRESS_CHARS, MAX_NOTE_CHARS, MAX_PHONE_CHARS};
 use timetrack_domain::model::{
-    Client, ClientDraft, ClientPatch, ClientStatus, ClientType, PageRequest,
+    Client, ClientDraft, ClientPatch, ClientStatus, ClientType, ListFilter, PageRequest,
 };
 use timetrack_domain::timefmt::rfc3339;
 use timetrack_domain::values::{Currency, Email, Name, Text};
@@ -164,7 +164,8 @@ impl TryFrom<UpdateClientBody> for ClientPatch {
     }
 }
 
-/// `?limit=&cursor=` of list endpoints.
+/// `?limit=&cursor=&q=&updated_since=` of the catalog's lists (clients, projects, tasks, tags,
+/// members).
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
@@ -172,12 +173,24 @@ pub struct ListQuery {
     limit: Option<u32>,
     #[param(schema_with = fields::page_cursor)]
     cursor: Option<String>,
+    #[param(schema_with = fields::list_q)]
+    q: Option<String>,
+    #[param(schema_with = fields::updated_since)]
+    updated_since: Option<String>,
 }
 
 impl ListQuery {
     /// The validated page request.
     pub fn page(&self) -> Result<PageRequest, ApiError> {
         Ok(PageRequest::new(self.limit, self.cursor.as_deref())?)
+    }
+
+    /// The validated filter.
+    pub fn filter(&self) -> Result<ListFilter, ApiError> {
+        Ok(ListFilter::new(
+            self.q.as_deref(),
+            self.updated_since.as_deref(),
+        )?)
     }
 }
 
@@ -225,7 +238,7 @@ pub async fn create(
     params(ListQuery),
     responses(
         (status = 200, description = "A page", body = ListResponse<ClientResponse>),
-        (status = 400, description = "Invalid limit or cursor", body = crate::openapi::ErrorBody),
+        (status = 400, description = "Invalid limit, cursor, q or updated_since", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]
@@ -234,7 +247,10 @@ pub async fn list(
     caller: Caller,
     query: QueryParams<ListQuery>,
 ) -> Result<web::Json<ListResponse<ClientResponse>>, ApiError> {
-    let page = state.clients.list(&caller.0, query.page()?).await?;
+    let page = state
+        .clients
+        .list(&caller.0, &query.filter()?, query.page()?)
+        .await?;
     Ok(web::Json(ListResponse::from_page(
         page,
         ClientResponse::from,

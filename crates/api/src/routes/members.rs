@@ -53,7 +53,7 @@ pub struct UpdateMemberBody {
     params(ListQuery),
     responses(
         (status = 200, description = "A page", body = ListResponse<MemberResponse>),
-        (status = 400, description = "Invalid limit or cursor", body = crate::openapi::ErrorBody),
+        (status = 400, description = "Invalid limit, cursor, q or updated_since", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]
@@ -62,7 +62,10 @@ pub async fn list(
     caller: Caller,
     query: QueryParams<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = state.workspace.members(&caller.0, query.page()?).await?;
+    let page = state
+        .workspace
+        .members(&caller.0, &query.filter()?, query.page()?)
+        .await?;
     Ok(HttpResponse::Ok().json(ListResponse::from_page(page, MemberResponse::from)))
 }
 

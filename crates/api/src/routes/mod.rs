@@ -10,6 +10,7 @@ pub(crate) mod fallbacks;
 pub(crate) mod find_client;
 pub(crate) mod health;
 pub mod invoices;
+pub(crate) mod lookups;
 pub(crate) mod me;
 pub(crate) mod members;
 pub(crate) mod rates;
@@ -153,6 +154,8 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         endpoint!(fallbacks::start),
         endpoint!(fallbacks::clients),
         endpoint!(find_client::find),
+        endpoint!(lookups::find_projects),
+        endpoint!(lookups::running),
         endpoint!(webhooks::subscribe),
         endpoint!(webhooks::list),
         // The core REST API.

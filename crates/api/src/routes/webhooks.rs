@@ -15,8 +15,8 @@ use timetrack_domain::timefmt::rfc3339;
 
 use crate::error::ApiError;
 use crate::extract::{
-    BodyRejection, Caller, Given, InvalidParams, JsonBody, JsonOrEmpty, Unread, WholeNumber,
-    body_time, nullable,
+    BodyRejection, Caller, Given, InvalidParams, JsonBody, JsonOrEmpty, QueryParams, Unread,
+    WholeNumber, body_time, nullable,
 };
 use crate::openapi::SuccessBody;
 use crate::openapi::fields;
@@ -409,25 +409,40 @@ impl WebhookObject {
     }
 }
 
-/// `GET .../webhooks`: the caller's own subscriptions that are not deleted, newest first.
+/// `?url=` of the webhooks list.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WebhookListQuery {
+    /// Only the webhooks subscribed with exactly this URL (as sent when subscribing, trimmed).
+    url: Option<String>,
+}
+
+/// `GET .../webhooks`: the caller's own subscriptions that are not deleted, newest first; with
+/// `?url=`, those with exactly that URL.
 #[utoipa::path(
     operation_id = "listWebhooks",
     get,
     path = "/api/integrations/automation/webhooks",
     tag = "Webhooks",
-    summary = "List one's own subscriptions, with their health",
+    summary = "List one's own subscriptions, with their health (?url= finds them by URL)",
     security(("bearer_auth" = [])),
-
+    params(WebhookListQuery),
     responses(
         (status = 200, description = "The caller's subscriptions, newest first, without secrets", body = WebhookList),
+        (status = 400, description = "Invalid query parameters (a `url` given twice)", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
 )]
-pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let webhooks: Vec<WebhookObject> = state
-        .webhooks
-        .list(&caller.0)
-        .await?
+pub async fn list(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryParams<WebhookListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let listed = match query.url.as_deref() {
+        Some(url) => state.webhooks.list_with_url(&caller.0, url).await?,
+        None => state.webhooks.list(&caller.0).await?,
+    };
+    let webhooks: Vec<WebhookObject> = listed
         .into_iter()
         .map(|(subscription, health)| WebhookObject::new(subscription, health))
         .collect();

@@ -102,6 +102,13 @@ async fn every_documented_response_matches_the_live_one() {
         .insert_header(t.bearer())
         .set_json(json!({"name": "Acme Corporation", "email": "billing@acme.example"}))
         .to_request();
+    let (status, _, client) = call(&app, req).await;
+    assert_eq!(status, 201);
+    let req = test::TestRequest::post()
+        .uri("/api/projects")
+        .insert_header(t.bearer())
+        .set_json(json!({"name": "Website", "client_id": client["id"]}))
+        .to_request();
     assert_eq!(call(&app, req).await.0, 201);
 
     let examples = examples();
@@ -116,7 +123,9 @@ async fn every_documented_response_matches_the_live_one() {
                 b["workspace_id"] = json!(t.workspace.id.to_string());
                 body = Some(b);
             }
-            ("POST", p) if p.ends_with("/webhooks/subscribe") => body = Some(request_body(p)),
+            ("POST", p) if p.ends_with("/webhooks/subscribe") || p.ends_with("/projects/find") => {
+                body = Some(request_body(p))
+            }
             ("DELETE", p) if p.ends_with("/webhooks/{id}") => uri = p.replace("{id}", &webhook_id),
             _ => {}
         }

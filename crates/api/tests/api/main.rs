@@ -13,6 +13,7 @@ mod find_client;
 mod guide;
 mod health;
 mod idempotency;
+mod integrations;
 mod invoices;
 mod markdown;
 mod openapi;

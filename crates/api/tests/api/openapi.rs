@@ -65,6 +65,8 @@ fn served() -> Vec<(&'static str, String)> {
     .collect();
     for (m, p) in [
         ("post", "/triggers/clients/find"),
+        ("post", "/triggers/projects/find"),
+        ("get", "/triggers/time-entries/running"),
         ("post", "/webhooks/subscribe"),
         ("get", "/webhooks"),
         ("get", "/webhooks/{id}"),

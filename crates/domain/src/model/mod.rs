@@ -25,7 +25,7 @@ pub use invoice::{
     BillableEntry, ExtraLine, Invoice, InvoiceClient, InvoiceFilter, InvoiceLine, InvoiceSelection,
     InvoiceStatus, LineGroup, Payment, PaymentStatus, Percent, Totals,
 };
-pub use page::{Cursor, Page, PageRequest};
+pub use page::{Cursor, ListFilter, Page, PageRequest};
 pub use rate::{
     AppliedRate, MAX_HOURLY_MINOR, PricedEntry, Rate, RateId, RateKind, RateTarget, StoredPrice,
     choose_rate,

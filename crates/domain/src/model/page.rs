@@ -76,6 +76,53 @@ impl PageRequest {
     }
 }
 
+/// Longest `q` a list takes, in characters (a name is at most 255).
+pub const MAX_QUERY_CHARS: usize = 255;
+
+/// What a list is narrowed to, beside its page: `?q=` and `?updated_since=`
+/// (docs/integration-guide.md, section 2a). The order and the cursor stay those of the whole list, so
+/// a platform pages through a narrowed list exactly as through the whole one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListFilter {
+    /// The lowercased text the name must contain (case-insensitive substring, as the published
+    /// client search matches); `None` for every name.
+    pub q: Option<String>,
+    /// Only items created or changed at or after this instant (inclusive, so a platform that polls
+    /// with the newest `updated_at` it saw misses nothing that shared that instant).
+    pub updated_since: Option<OffsetDateTime>,
+}
+
+impl ListFilter {
+    /// Validates `?q=` (1 to [`MAX_QUERY_CHARS`] characters once trimmed; an empty or blank one
+    /// narrows nothing) and `?updated_since=` (RFC 3339).
+    pub fn new(q: Option<&str>, updated_since: Option<&str>) -> DomainResult<Self> {
+        let q = match q.map(str::trim).filter(|q| !q.is_empty()) {
+            Some(q) if q.chars().count() > MAX_QUERY_CHARS => {
+                return Err(DomainError::validation(format!(
+                    "q must be at most {MAX_QUERY_CHARS} characters"
+                )));
+            }
+            Some(q) if q.contains('\0') => {
+                return Err(DomainError::validation("q must not contain NUL"));
+            }
+            q => q.map(str::to_lowercase),
+        };
+        let updated_since = updated_since
+            .map(|at| crate::timefmt::parse_rfc3339("updated_since", at))
+            .transpose()?;
+        Ok(Self { q, updated_since })
+    }
+
+    /// Whether `name` and `updated_at` pass: the rule the stores apply in SQL, for stores that
+    /// filter in memory and for tests.
+    pub fn admits(&self, name: &str, updated_at: OffsetDateTime) -> bool {
+        self.q
+            .as_deref()
+            .is_none_or(|q| name.to_lowercase().contains(q))
+            && self.updated_since.is_none_or(|since| updated_at >= since)
+    }
+}
+
 /// One page of a list, and where the next one starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page<T> {
@@ -103,6 +150,37 @@ impl<T> Page<T> {
 mod tests {
     use super::*;
     use time::macros::datetime;
+
+    #[test]
+    fn list_filters_validate_and_match_case_insensitively() {
+        let none = ListFilter::new(Some("  "), None).unwrap();
+        assert_eq!(none, ListFilter::default());
+        let f = ListFilter::new(Some(" ÄcMe "), Some("2026-01-01T00:00:00+01:00")).unwrap();
+        assert_eq!(f.q.as_deref(), Some("äcme"));
+        assert_eq!(f.updated_since, Some(datetime!(2025-12-31 23:00:00 UTC)));
+        assert!(f.admits("The ÄCME Corp", datetime!(2025-12-31 23:00:00 UTC)));
+        assert!(!f.admits("The ÄCME Corp", datetime!(2025-12-31 22:59:59 UTC)));
+        assert!(!f.admits("Other", datetime!(2026-02-01 00:00:00 UTC)));
+        for (q, since, why) in [
+            (
+                Some("x".repeat(256)),
+                None,
+                "q must be at most 255 characters",
+            ),
+            (Some("a\0b".into()), None, "q must not contain NUL"),
+            (
+                None,
+                Some("yesterday"),
+                "updated_since must be an RFC 3339 timestamp",
+            ),
+        ] {
+            let err = ListFilter::new(q.as_deref(), since).unwrap_err();
+            assert!(
+                matches!(&err, DomainError::Validation(m) if m == why),
+                "{err}"
+            );
+        }
+    }
 
     #[test]
     fn cursors_round_trip_to_the_microsecond() {

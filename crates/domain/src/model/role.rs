@@ -76,6 +76,8 @@ pub struct Member {
     pub role: Role,
     /// When they joined the workspace (the list's order).
     pub joined_at: OffsetDateTime,
+    /// When the membership last changed (joined, or its role changed).
+    pub updated_at: OffsetDateTime,
 }
 
 impl Principal {

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use super::WriteOutcome;
 use crate::error::DomainResult;
 use crate::ids::{ProjectId, TagId, TaskId, WorkspaceId};
-use crate::model::{Event, Page, PageRequest, Project, Tag, Task};
+use crate::model::{Event, ListFilter, Page, PageRequest, Project, Tag, Task};
 
 /// Storage of projects, tasks and tags.
 #[async_trait]
@@ -39,12 +39,23 @@ pub trait CatalogRepository: Send + Sync {
     async fn project(&self, workspace: WorkspaceId, id: ProjectId)
     -> DomainResult<Option<Project>>;
 
-    /// A page of the workspace's projects, newest first.
+    /// A page of the workspace's projects that pass `filter` (name, `updated_at`), newest first.
     async fn projects(
         &self,
         workspace: WorkspaceId,
+        filter: &ListFilter,
         page: PageRequest,
     ) -> DomainResult<Page<Project>>;
+
+    /// Up to `limit` of the workspace's projects whose name contains `needle` (already lowercase)
+    /// ignoring case: those named exactly `needle` ignoring case first, then the others, each
+    /// group newest first.
+    async fn find_projects(
+        &self,
+        workspace: WorkspaceId,
+        needle: &str,
+        limit: u32,
+    ) -> DomainResult<Vec<Project>>;
 
     /// Stores a task of an existing project of the same workspace.
     async fn create_task(&self, task: &Task) -> DomainResult<()>;
@@ -52,11 +63,12 @@ pub trait CatalogRepository: Send + Sync {
     /// The workspace's task, or `None`.
     async fn task(&self, workspace: WorkspaceId, id: TaskId) -> DomainResult<Option<Task>>;
 
-    /// A page of a project's tasks, newest first.
+    /// A page of a project's tasks that pass `filter` (name, `updated_at`), newest first.
     async fn tasks(
         &self,
         workspace: WorkspaceId,
         project: ProjectId,
+        filter: &ListFilter,
         page: PageRequest,
     ) -> DomainResult<Page<Task>>;
 
@@ -64,8 +76,14 @@ pub trait CatalogRepository: Send + Sync {
     /// of the same name case-insensitively.
     async fn create_tag(&self, tag: &Tag) -> DomainResult<()>;
 
-    /// A page of the workspace's tags, newest first.
-    async fn tags(&self, workspace: WorkspaceId, page: PageRequest) -> DomainResult<Page<Tag>>;
+    /// A page of the workspace's tags that pass `filter` (name; a tag never changes, so its
+    /// `created_at` is its `updated_at`), newest first.
+    async fn tags(
+        &self,
+        workspace: WorkspaceId,
+        filter: &ListFilter,
+        page: PageRequest,
+    ) -> DomainResult<Page<Tag>>;
 
     /// The workspace's tags among `ids` (unknown or foreign ids are left out), in `ids` order.
     async fn tags_by_id(&self, workspace: WorkspaceId, ids: &[TagId]) -> DomainResult<Vec<Tag>>;

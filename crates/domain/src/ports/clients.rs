@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use super::WriteOutcome;
 use crate::error::DomainResult;
 use crate::ids::{ClientId, WorkspaceId};
-use crate::model::{Client, Event, Page, PageRequest};
+use crate::model::{Client, Event, ListFilter, Page, PageRequest};
 
 /// Storage of clients. Writes that cause events take them and store them in the same transaction
 /// (the transactional outbox), together with one pending delivery per active subscription of the
@@ -21,8 +21,14 @@ pub trait ClientRepository: Send + Sync {
     /// The workspace's client with this id, or `None` (also for another workspace's client).
     async fn get(&self, workspace: WorkspaceId, id: ClientId) -> DomainResult<Option<Client>>;
 
-    /// A page of the workspace's clients, newest first (`created_at`, then `id`, descending).
-    async fn list(&self, workspace: WorkspaceId, page: PageRequest) -> DomainResult<Page<Client>>;
+    /// A page of the workspace's clients that pass `filter` (name, `updated_at`), newest first
+    /// (`created_at`, then `id`, descending).
+    async fn list(
+        &self,
+        workspace: WorkspaceId,
+        filter: &ListFilter,
+        page: PageRequest,
+    ) -> DomainResult<Page<Client>>;
 
     /// Up to `limit` of the workspace's clients whose lowercased name contains `needle` (already
     /// lowercase; every character literal, `%` and `_` included), newest first.

@@ -5,7 +5,7 @@ use time::OffsetDateTime;
 
 use crate::error::DomainResult;
 use crate::ids::{UserId, WorkspaceId};
-use crate::model::{Member, Page, PageRequest, Role, User};
+use crate::model::{ListFilter, Member, Page, PageRequest, Role, User};
 
 /// The conflict of a role change that would leave a workspace without an owner.
 pub const LAST_OWNER: &str = "A workspace keeps at least one owner";
@@ -43,10 +43,12 @@ pub trait UserRepository: Send + Sync {
         at: OffsetDateTime,
     ) -> DomainResult<Role>;
 
-    /// A page of `workspace`'s members, the earliest to join first.
+    /// A page of `workspace`'s members that pass `filter` (`q` in the user's name or e-mail,
+    /// `updated_since` against the membership's `updated_at`), the earliest to join first.
     async fn members(
         &self,
         workspace: WorkspaceId,
+        filter: &ListFilter,
         page: PageRequest,
     ) -> DomainResult<Page<Member>>;
 
@@ -59,13 +61,14 @@ pub trait UserRepository: Send + Sync {
     /// [`LAST_OWNER`]) when the change would leave the workspace without an owner, also when two
     /// such changes run at once; and `Conflict` (with [`ROLE_CHANGED`]) when `expected` is given
     /// and the member's role is no longer it (the caller's permission was decided on it). Nothing
-    /// is changed then.
+    /// is changed then. A change stamps the membership's `updated_at` with `at`.
     async fn set_role(
         &self,
         workspace: WorkspaceId,
         user: UserId,
         expected: Option<Role>,
         role: Role,
+        at: OffsetDateTime,
     ) -> DomainResult<Member>;
 
     /// The user with this e-mail (compared case-insensitively), or `None`.

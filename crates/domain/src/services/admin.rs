@@ -144,7 +144,9 @@ impl AdminService {
         user: UserId,
         role: Role,
     ) -> DomainResult<Member> {
-        self.users.set_role(workspace, user, None, role).await
+        self.users
+            .set_role(workspace, user, None, role, self.clock.now())
+            .await
     }
 
     /// Issues a key for `user` in `workspace`; the returned secret is the only copy of the key.

@@ -1,5 +1,6 @@
 //! Projects, tasks and tags: created and listed inside the caller's workspace.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use time::OffsetDateTime;
@@ -7,13 +8,15 @@ use time::OffsetDateTime;
 use crate::error::{DomainError, DomainResult};
 use crate::ids::{ClientId, EventId, ProjectId, TagId, TaskId, WorkspaceId};
 use crate::model::{
-    Event, EventSubject, EventType, Page, PageRequest, Principal, Project, Tag, Task, Workspace,
+    Client, Event, EventSubject, EventType, ListFilter, Page, PageRequest, Principal, Project, Tag,
+    Task, Workspace,
 };
 use crate::payload::{self, ProjectPayload};
 use crate::ports::{
     CatalogRepository, ClientRepository, Clock, IdGenerator, WorkspaceRepository, WriteOutcome,
 };
-use crate::values::Name;
+use crate::services::clients::MAX_SEARCH_RESULTS;
+use crate::values::{MAX_NAME_CHARS, Name};
 
 /// Changes to a project: `None` keeps a field; `client_id: Some(None)` clears the client.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -202,13 +205,66 @@ impl CatalogService {
         Err(super::kept_changing("project"))
     }
 
-    /// A page of the workspace's projects.
+    /// A page of the workspace's projects that pass `filter`.
     pub async fn projects(
         &self,
         caller: &Principal,
+        filter: &ListFilter,
         page: PageRequest,
     ) -> DomainResult<Page<Project>> {
-        self.catalog.projects(caller.workspace_id, page).await
+        self.catalog
+            .projects(caller.workspace_id, filter, page)
+            .await
+    }
+
+    /// The projects whose name contains `name` ignoring case, as `PROJECT_CREATED` payloads: an
+    /// exact match (ignoring case) first, then the others, each newest first; at most `limit`
+    /// (1 to 100, 100 when absent). The rules of the published client search: `name` of 1 to 255
+    /// characters, and a `workspace` other than the caller's is 403.
+    pub async fn find_projects(
+        &self,
+        caller: &Principal,
+        workspace: Option<WorkspaceId>,
+        name: &str,
+        limit: Option<u32>,
+    ) -> DomainResult<Vec<ProjectPayload>> {
+        let chars = name.chars().count();
+        if chars == 0 || chars > MAX_NAME_CHARS {
+            return Err(DomainError::validation("name must be 1 to 255 characters"));
+        }
+        let limit = limit.unwrap_or(MAX_SEARCH_RESULTS);
+        if !(1..=MAX_SEARCH_RESULTS).contains(&limit) {
+            return Err(DomainError::validation("limit must be between 1 and 100"));
+        }
+        if workspace.is_some_and(|w| w != caller.workspace_id) {
+            return Err(DomainError::Forbidden);
+        }
+        if name.contains('\0') {
+            // No stored name can hold NUL, so nothing matches.
+            return Ok(Vec::new());
+        }
+        let found = self
+            .catalog
+            .find_projects(caller.workspace_id, &name.to_lowercase(), limit)
+            .await?;
+        let workspace = self.workspace(caller.workspace_id).await?;
+        let mut clients: HashMap<ClientId, Option<Client>> = HashMap::new();
+        let mut payloads = Vec::with_capacity(found.len());
+        for project in &found {
+            let client = match project.client_id {
+                Some(id) => match clients.get(&id) {
+                    Some(known) => known.clone(),
+                    None => {
+                        let read = self.clients.get(caller.workspace_id, id).await?;
+                        clients.insert(id, read.clone());
+                        read
+                    }
+                },
+                None => None,
+            };
+            payloads.push(payload::project(project, client.as_ref(), &workspace));
+        }
+        Ok(payloads)
     }
 
     /// Creates a task of one of the workspace's projects; `NotFound("project")` otherwise.
@@ -242,13 +298,16 @@ impl CatalogService {
         &self,
         caller: &Principal,
         project: ProjectId,
+        filter: &ListFilter,
         page: PageRequest,
     ) -> DomainResult<Page<Task>> {
         self.catalog
             .project(caller.workspace_id, project)
             .await?
             .ok_or(DomainError::NotFound("project"))?;
-        self.catalog.tasks(caller.workspace_id, project, page).await
+        self.catalog
+            .tasks(caller.workspace_id, project, filter, page)
+            .await
     }
 
     /// Creates a tag; a name the workspace has (case-insensitively) is `AlreadyExists`.
@@ -264,8 +323,13 @@ impl CatalogService {
         Ok(tag)
     }
 
-    /// A page of the workspace's tags.
-    pub async fn tags(&self, caller: &Principal, page: PageRequest) -> DomainResult<Page<Tag>> {
-        self.catalog.tags(caller.workspace_id, page).await
+    /// A page of the workspace's tags that pass `filter`.
+    pub async fn tags(
+        &self,
+        caller: &Principal,
+        filter: &ListFilter,
+        page: PageRequest,
+    ) -> DomainResult<Page<Tag>> {
+        self.catalog.tags(caller.workspace_id, filter, page).await
     }
 }

@@ -7,7 +7,7 @@ use crate::error::{DomainError, DomainResult};
 use crate::ids::{ClientId, EventId, WorkspaceId};
 use crate::model::{
     Client, ClientDraft, ClientPatch, ClientStatus, ClientType, Event, EventSubject, EventType,
-    Page, PageRequest, Principal, Workspace,
+    ListFilter, Page, PageRequest, Principal, Workspace,
 };
 use crate::payload;
 use crate::ports::{ClientRepository, Clock, IdGenerator, WorkspaceRepository, WriteOutcome};
@@ -90,9 +90,14 @@ impl ClientService {
             .ok_or(DomainError::NotFound("client"))
     }
 
-    /// A page of the caller's clients, newest first.
-    pub async fn list(&self, caller: &Principal, page: PageRequest) -> DomainResult<Page<Client>> {
-        self.clients.list(caller.workspace_id, page).await
+    /// A page of the caller's clients that pass `filter`, newest first.
+    pub async fn list(
+        &self,
+        caller: &Principal,
+        filter: &ListFilter,
+        page: PageRequest,
+    ) -> DomainResult<Page<Client>> {
+        self.clients.list(caller.workspace_id, filter, page).await
     }
 
     /// Applies `patch` to the caller's client `id` and records `CLIENT_UPDATED` with the fields

@@ -392,6 +392,20 @@ impl TimeEntryService {
             .filter(|e| e.workspace_id == caller.workspace_id))
     }
 
+    /// The caller's running timer in the `TIMER_STARTED` shape, as an array for a platform's
+    /// look-up: one element, or none when no timer runs.
+    pub async fn running_payloads(
+        &self,
+        caller: &Principal,
+    ) -> DomainResult<Vec<TimeEntryPayload>> {
+        match self.current(caller).await? {
+            Some(entry) => Ok(vec![
+                self.payload_of(&entry, EntryAction::StartTimer).await?,
+            ]),
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// Creates a finished entry by hand (`end > start`, both truncated to whole seconds) and
     /// records `TIME_ENTRY_CREATED`.
     pub async fn create_manual(

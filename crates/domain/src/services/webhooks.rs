@@ -253,12 +253,32 @@ impl WebhookService {
         &self,
         caller: &Principal,
     ) -> DomainResult<Vec<(Subscription, WebhookHealth)>> {
+        self.list_where(caller, |_| true).await
+    }
+
+    /// [`Self::list`], narrowed to the subscriptions whose URL is exactly `url` as stored (the
+    /// text subscribed, trimmed): how a platform finds the hook it made before (n8n's
+    /// `checkExists`, Make's `attach`).
+    pub async fn list_with_url(
+        &self,
+        caller: &Principal,
+        url: &str,
+    ) -> DomainResult<Vec<(Subscription, WebhookHealth)>> {
+        let url = url.trim();
+        self.list_where(caller, |s| s.url == url).await
+    }
+
+    async fn list_where(
+        &self,
+        caller: &Principal,
+        keep: impl Fn(&Subscription) -> bool,
+    ) -> DomainResult<Vec<(Subscription, WebhookHealth)>> {
         let subscriptions = self
             .subscriptions
             .list(caller.workspace_id, caller.user_id)
             .await?;
-        let mut listed = Vec::with_capacity(subscriptions.len());
-        for subscription in subscriptions {
+        let mut listed = Vec::new();
+        for subscription in subscriptions.into_iter().filter(|s| keep(s)) {
             listed.push(self.with_health(subscription).await?);
         }
         Ok(listed)

@@ -7,10 +7,10 @@ use time::Date;
 use crate::error::{DomainError, DomainResult};
 use crate::ids::UserId;
 use crate::model::{
-    InvoiceNumberPattern, Member, Page, PageRequest, Principal, Role, Rounding, RoundingMode,
-    Workspace, WorkspaceSettings,
+    InvoiceNumberPattern, ListFilter, Member, Page, PageRequest, Principal, Role, Rounding,
+    RoundingMode, Workspace, WorkspaceSettings,
 };
-use crate::ports::{UserRepository, WorkspaceRepository, WriteOutcome};
+use crate::ports::{Clock, UserRepository, WorkspaceRepository, WriteOutcome};
 use crate::values::{Currency, Name, TimeZoneName};
 
 /// Changes to a workspace: `None` keeps a field; `lock_before: Some(None)` clears the lock date.
@@ -89,6 +89,7 @@ impl WorkspacePatch {
 pub struct WorkspaceService {
     workspaces: Arc<dyn WorkspaceRepository>,
     users: Arc<dyn UserRepository>,
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for WorkspaceService {
@@ -99,8 +100,16 @@ impl std::fmt::Debug for WorkspaceService {
 
 impl WorkspaceService {
     /// Builds the service on its ports.
-    pub fn new(workspaces: Arc<dyn WorkspaceRepository>, users: Arc<dyn UserRepository>) -> Self {
-        Self { workspaces, users }
+    pub fn new(
+        workspaces: Arc<dyn WorkspaceRepository>,
+        users: Arc<dyn UserRepository>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            workspaces,
+            users,
+            clock,
+        }
     }
 
     /// The caller's workspace with its settings (every role may read them).
@@ -140,9 +149,10 @@ impl WorkspaceService {
     pub async fn members(
         &self,
         caller: &Principal,
+        filter: &ListFilter,
         page: PageRequest,
     ) -> DomainResult<Page<Member>> {
-        self.users.members(caller.workspace_id, page).await
+        self.users.members(caller.workspace_id, filter, page).await
     }
 
     /// Gives the member `user` `role`: owners and admins may, but only an owner makes or unmakes
@@ -166,7 +176,13 @@ impl WorkspaceService {
         }
         // Made only if the role is still the one the permission was decided on.
         self.users
-            .set_role(caller.workspace_id, user, Some(member.role), role)
+            .set_role(
+                caller.workspace_id,
+                user,
+                Some(member.role),
+                role,
+                self.clock.now(),
+            )
             .await
     }
 }

@@ -200,9 +200,10 @@ impl timetrack_domain::ports::ClientRepository for AlwaysRaced {
     async fn list(
         &self,
         workspace: WorkspaceId,
+        filter: &ListFilter,
         page: PageRequest,
     ) -> timetrack_domain::DomainResult<Page<Client>> {
-        timetrack_domain::ports::ClientRepository::list(&*self.inner, workspace, page).await
+        timetrack_domain::ports::ClientRepository::list(&*self.inner, workspace, filter, page).await
     }
     async fn search(
         &self,

@@ -64,6 +64,7 @@ impl Tables {
             email: user.email.clone(),
             role: membership.role,
             joined_at: membership.at,
+            updated_at: membership.updated_at,
         })
     }
 }
@@ -92,6 +93,7 @@ impl UserRepository for InMemoryStore {
             user: user.id,
             role,
             at,
+            updated_at: at,
         });
         Ok(role)
     }
@@ -118,6 +120,7 @@ impl UserRepository for InMemoryStore {
             user,
             role,
             at,
+            updated_at: at,
         });
         Ok(role)
     }
@@ -125,6 +128,7 @@ impl UserRepository for InMemoryStore {
     async fn members(
         &self,
         workspace: WorkspaceId,
+        filter: &ListFilter,
         page: PageRequest,
     ) -> DomainResult<Page<Member>> {
         let t = self.tables();
@@ -133,6 +137,9 @@ impl UserRepository for InMemoryStore {
             .iter()
             .filter(|m| m.workspace == workspace)
             .filter_map(|m| t.member_of(m))
+            .filter(|m| {
+                filter.admits(&m.name, m.updated_at) || filter.admits(&m.email, m.updated_at)
+            })
             .filter(|m| {
                 page.after
                     .is_none_or(|c| (m.joined_at, m.id.0) > (c.created_at, c.id))
@@ -160,6 +167,7 @@ impl UserRepository for InMemoryStore {
         user: UserId,
         expected: Option<Role>,
         role: Role,
+        at: OffsetDateTime,
     ) -> DomainResult<Member> {
         let mut t = self.tables();
         let owners = t
@@ -179,6 +187,7 @@ impl UserRepository for InMemoryStore {
             return Err(DomainError::Conflict(LAST_OWNER.into()));
         }
         membership.role = role;
+        membership.updated_at = at;
         let membership = membership.clone();
         t.member_of(&membership)
             .ok_or(DomainError::NotFound("member"))

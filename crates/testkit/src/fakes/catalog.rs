@@ -80,19 +80,43 @@ impl CatalogRepository for InMemoryStore {
     async fn projects(
         &self,
         workspace: WorkspaceId,
+        filter: &ListFilter,
         page: PageRequest,
     ) -> DomainResult<Page<Project>> {
         let items = self
             .tables()
             .projects
             .iter()
-            .filter(|p| p.workspace_id == workspace)
+            .filter(|p| p.workspace_id == workspace && filter.admits(&p.name, p.updated_at))
             .cloned()
             .collect();
         Ok(page_of(items, page, |p| Cursor {
             created_at: p.created_at,
             id: p.id.0,
         }))
+    }
+
+    async fn find_projects(
+        &self,
+        workspace: WorkspaceId,
+        needle: &str,
+        limit: u32,
+    ) -> DomainResult<Vec<Project>> {
+        let mut found: Vec<Project> = self
+            .tables()
+            .projects
+            .iter()
+            .filter(|p| p.workspace_id == workspace && p.name.to_lowercase().contains(needle))
+            .cloned()
+            .collect();
+        found.sort_by(|a, b| {
+            let exact = |p: &Project| p.name.to_lowercase() == needle;
+            exact(b)
+                .cmp(&exact(a))
+                .then((b.created_at, b.id.0).cmp(&(a.created_at, a.id.0)))
+        });
+        found.truncate(limit as usize);
+        Ok(found)
     }
 
     async fn create_task(&self, task: &Task) -> DomainResult<()> {
@@ -113,6 +137,7 @@ impl CatalogRepository for InMemoryStore {
         &self,
         workspace: WorkspaceId,
         project: ProjectId,
+        filter: &ListFilter,
         page: PageRequest,
     ) -> DomainResult<Page<Task>> {
         let items = self
@@ -120,6 +145,7 @@ impl CatalogRepository for InMemoryStore {
             .tasks
             .iter()
             .filter(|t| t.workspace_id == workspace && t.project_id == project)
+            .filter(|t| filter.admits(&t.name, t.updated_at))
             .cloned()
             .collect();
         Ok(page_of(items, page, |t| Cursor {
@@ -145,12 +171,17 @@ impl CatalogRepository for InMemoryStore {
         Ok(())
     }
 
-    async fn tags(&self, workspace: WorkspaceId, page: PageRequest) -> DomainResult<Page<Tag>> {
+    async fn tags(
+        &self,
+        workspace: WorkspaceId,
+        filter: &ListFilter,
+        page: PageRequest,
+    ) -> DomainResult<Page<Tag>> {
         let items = self
             .tables()
             .tags
             .iter()
-            .filter(|t| t.workspace_id == workspace)
+            .filter(|t| t.workspace_id == workspace && filter.admits(&t.name, t.created_at))
             .cloned()
             .collect();
         Ok(page_of(items, page, |t| Cursor {

@@ -31,12 +31,18 @@ impl ClientRepository for InMemoryStore {
             .cloned())
     }
 
-    async fn list(&self, workspace: WorkspaceId, page: PageRequest) -> DomainResult<Page<Client>> {
+    async fn list(
+        &self,
+        workspace: WorkspaceId,
+        filter: &ListFilter,
+        page: PageRequest,
+    ) -> DomainResult<Page<Client>> {
         let mut clients: Vec<Client> = self
             .tables()
             .clients
             .iter()
             .filter(|c| c.workspace_id == workspace)
+            .filter(|c| filter.admits(&c.name, c.updated_at))
             .filter(|c| {
                 page.after
                     .is_none_or(|after| (c.created_at, c.id.0) < (after.created_at, after.id))

@@ -27,7 +27,7 @@ use timetrack_domain::model::{
     ReplayWindow, Subscription, SubscriptionChange, SubscriptionFilters, SubscriptionStatus, Tag,
     Task, TimeEntry, User, WebhookId, Workspace,
 };
-use timetrack_domain::model::{Member, Role, WorkspaceSettings};
+use timetrack_domain::model::{ListFilter, Member, Role, WorkspaceSettings};
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, Clock, DeliveryLog, EntryFilter,
     EventFeed, HostResolver, IDEMPOTENCY_RETENTION, IdGenerator, IdempotencyBegin,
@@ -64,6 +64,7 @@ struct Membership {
     user: UserId,
     role: Role,
     at: OffsetDateTime,
+    updated_at: OffsetDateTime,
 }
 
 #[derive(Debug, Default)]

@@ -1,0 +1,2 @@
+-- Undoes up.sql.
+ALTER TABLE memberships DROP COLUMN updated_at;
