@@ -44,6 +44,11 @@ const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[
         "when each membership last changed, for the members list's updated_since: memberships \
          in use take their creation time, which a remade database cannot do",
     ),
+    (
+        "2026-11-28-000007_entries_by_project",
+        "an index of entries by project and start, for what an invoice bills: a database in use \
+         gains it without being remade",
+    ),
 ];
 
 #[test]
@@ -149,6 +154,7 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
         >::establish(&url)
         .unwrap();
         for version in [
+            "20261128000007",
             "20261128000006",
             "20261128000005",
             "20261128000004",

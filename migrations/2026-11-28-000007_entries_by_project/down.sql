@@ -1,0 +1,2 @@
+-- Undoes up.sql.
+DROP INDEX time_entries_project_start_idx;
