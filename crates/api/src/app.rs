@@ -47,14 +47,16 @@ fn app_with(
         InitError = (),
     >,
 > {
+    let state = web::Data::new(state);
     App::new()
-        .app_data(web::Data::new(state))
+        .app_data(state.clone())
         .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
         .app_data(
             web::PathConfig::default()
                 .error_handler(|_, _| json_error_value(StatusCode::NOT_FOUND, "Not found")),
         )
         .configure(routes)
+        .service(crate::mcp::scope(state))
         .default_service(web::to(|| async {
             json_error(StatusCode::NOT_FOUND, "Not found")
         }))

@@ -299,6 +299,11 @@ impl<T, R> JsonBody<T, R> {
     pub fn into_inner(self) -> T {
         self.0
     }
+
+    /// A body parsed elsewhere (the MCP tools hand the REST handlers their arguments so).
+    pub fn of(value: T) -> Self {
+        Self(value, PhantomData)
+    }
 }
 
 impl<T: DeserializeOwned + 'static, R: BodyRejection + 'static> FromRequest for JsonBody<T, R> {
@@ -328,6 +333,11 @@ impl<T, R> JsonOrEmpty<T, R> {
     /// The parsed body.
     pub fn into_inner(self) -> T {
         self.0
+    }
+
+    /// A body parsed elsewhere (the MCP tools hand the REST handlers their arguments so).
+    pub fn of(value: T) -> Self {
+        Self(value, PhantomData)
     }
 }
 

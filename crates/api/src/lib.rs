@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
+pub mod mcp;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;

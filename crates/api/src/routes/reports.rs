@@ -643,13 +643,24 @@ pub async fn summary(
     query: QueryParams<ReportQuery>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    let csv = query.wants_csv(&req)?;
+    summary_of(state, caller, query, csv).await
+}
+
+/// The summary `query` asks for, as CSV or JSON: the REST handler's work, which the MCP tool
+/// `summary_report` shares.
+pub(crate) async fn summary_of(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryParams<ReportQuery>,
+    csv: bool,
+) -> Result<HttpResponse, ApiError> {
     let group_by = GroupKey::parse_list(
         query
             .group_by
             .as_deref()
             .ok_or_else(|| invalid("group_by is required: one to three of client, project, task, user, tag, day, week, month"))?,
     )?;
-    let csv = query.wants_csv(&req)?;
     let scope = scope(&state, &caller.0, &query).await?;
     let summary = state.reports.summary(&caller.0, &scope, &group_by).await?;
     let v = scope.visibility;

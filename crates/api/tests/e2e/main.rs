@@ -43,6 +43,11 @@ fn json_stdout(out: &Output) -> Value {
 /// Creates a workspace (with `workspace_args`), a user Ada and an API key through the CLI, and
 /// returns the key.
 fn seed_account(url: &str, workspace_args: &[&str]) -> String {
+    seed_account_for(url, workspace_args, "Ada", "ada@example.com")
+}
+
+/// [`seed_account`] for a user of `name` and `email`.
+fn seed_account_for(url: &str, workspace_args: &[&str], name: &str, email: &str) -> String {
     let mut args = vec!["admin", "create-workspace"];
     args.extend_from_slice(workspace_args);
     let ws = json_stdout(&run(&args, url));
@@ -54,9 +59,9 @@ fn seed_account(url: &str, workspace_args: &[&str]) -> String {
             "--workspace",
             &ws_id,
             "--name",
-            "Ada",
+            name,
             "--email",
-            "ada@example.com",
+            email,
         ],
         url,
     ));

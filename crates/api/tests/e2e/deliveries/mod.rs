@@ -14,6 +14,7 @@ use super::{ServerProcess, json_stdout, run, seed_account, serve};
 
 mod console;
 mod hostile;
+mod mcp;
 mod metrics;
 mod operate;
 mod payloads;

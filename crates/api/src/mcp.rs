@@ -1,0 +1,530 @@
+//! The Model Context Protocol server at `/mcp` (docs/integration-guide.md, section 7): the REST
+//! API's own handlers offered as tools to an assistant, over Streamable HTTP.
+//!
+//! A request is admitted as every REST request is (the bearer key, its rate limit, 401 and 429
+//! as JSON) before the protocol sees it; the caller it names travels to the tool in the request's
+//! extensions. Each tool then calls the REST handler of the same operation with that caller, so
+//! ownership, roles, isolation, validation, events and answers are the REST API's by
+//! construction: a tool's result is the REST answer's JSON, its failure the REST error body as
+//! a tool error (`{"error": "No running timer"}`), never a protocol error.
+//!
+//! The server is stateless (no `Mcp-Session-Id`, nothing kept between requests): every `POST`
+//! is answered on its own, so an abandoned client holds no memory and any process of several can
+//! answer any request.
+
+use std::sync::Arc;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::{Next, from_fn};
+use actix_web::{HttpMessage, HttpResponse, ResponseError, web};
+use rmcp::handler::server::tool::Extension;
+use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::{ServerHandler, schemars, tool, tool_handler, tool_router};
+use rmcp_actix_web::transport::StreamableHttpService;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use timetrack_domain::model::Principal;
+
+use crate::error::ApiError;
+use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, Unread};
+use crate::routes::{catalog, events, find_client, me, reports, time_entries};
+use crate::state::AppState;
+
+/// The path the server answers at.
+pub const PATH: &str = "/mcp";
+
+/// Largest JSON-RPC message accepted, as for REST bodies.
+const MAX_MESSAGE_BYTES: usize = crate::app::MAX_BODY_BYTES;
+
+/// The tools, on the application's state.
+#[derive(Clone)]
+pub struct Tools {
+    state: web::Data<AppState>,
+    tool_router: ToolRouter<Self>,
+}
+
+impl std::fmt::Debug for Tools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tools").finish_non_exhaustive()
+    }
+}
+
+/// `find_clients`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct FindClients {
+    /// Part of the client's name; matched ignoring case, newest client first.
+    pub name: String,
+}
+
+/// `list_projects`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ListProjects {
+    /// Only projects whose name contains this text, ignoring case.
+    pub q: Option<String>,
+}
+
+/// `start_timer`, and the entry's fields of `log_time` (every one optional).
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+pub struct EntryInput {
+    /// What the time is for.
+    pub description: Option<String>,
+    /// A project of the workspace (UUID).
+    pub project_id: Option<String>,
+    /// A task of that project (UUID).
+    pub task_id: Option<String>,
+    /// Tags of the workspace (UUIDs).
+    pub tag_ids: Option<Vec<String>>,
+    /// Whether the time is billable (the project's default when absent).
+    pub billable: Option<bool>,
+}
+
+impl EntryInput {
+    /// The REST body's fields.
+    fn body(self) -> Map<String, Value> {
+        let mut body = Map::new();
+        body.insert("description".into(), json!(self.description));
+        body.insert("project_id".into(), json!(self.project_id));
+        body.insert("task_id".into(), json!(self.task_id));
+        body.insert("tag_ids".into(), json!(self.tag_ids.unwrap_or_default()));
+        body.insert("billable".into(), json!(self.billable));
+        body
+    }
+}
+
+/// `log_time`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct LogTime {
+    /// Start, RFC 3339 (e.g. `2026-11-28T09:00:00+01:00`).
+    pub start: String,
+    /// End, RFC 3339, after the start.
+    pub end: String,
+    /// The entry's fields.
+    #[serde(flatten)]
+    pub entry: EntryInput,
+}
+
+/// `list_time_entries`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ListTimeEntries {
+    /// Entries starting at or after this instant (RFC 3339).
+    pub from: String,
+    /// Entries starting before this instant (RFC 3339).
+    pub to: String,
+    /// Only this project's entries (UUID).
+    pub project_id: Option<String>,
+    /// Only this member's entries (UUID).
+    pub user_id: Option<String>,
+}
+
+/// `summary_report`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct SummaryReport {
+    /// First day, `YYYY-MM-DD`.
+    pub from: String,
+    /// Last day, inclusive, `YYYY-MM-DD` (at most 366 days after `from`).
+    pub to: String,
+    /// One to three of client, project, task, user, tag, day, week, month, comma-separated
+    /// (e.g. `project,day`).
+    pub group_by: String,
+}
+
+/// `recent_events`.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+pub struct RecentEvents {
+    /// Event types, comma-separated (e.g. `TIMER_STARTED,TIMER_STOPPED`); every type when
+    /// absent.
+    pub types: Option<String>,
+    /// The `next_cursor` of an earlier answer, to read on from there (oldest first); absent,
+    /// the newest events, newest first.
+    pub after: Option<String>,
+    /// Events per answer, 1 to 1000 (100 when absent).
+    pub limit: Option<u32>,
+}
+
+/// Most entries `list_time_entries` answers.
+const MAX_LISTED_ENTRIES: usize = 200;
+/// Most pages of 200 entries `list_time_entries` reads to find them (a project's entries among
+/// everyone's).
+const MAX_READ_PAGES: usize = 25;
+
+#[tool_router]
+impl Tools {
+    /// The tools on `state`.
+    pub fn new(state: web::Data<AppState>) -> Self {
+        Self {
+            state,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(
+        description = "Who the API key belongs to: the user (with their role) and the workspace (name, time zone, currency). Call this first to learn the workspace."
+    )]
+    async fn whoami(&self, Extension(parts): Extension<http::request::Parts>) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            of_json(me::me(self.state.clone(), caller).await)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Find the workspace's clients whose name contains the given text (ignoring case), newest first, at most 100. Answers {clients: [...]}, empty when none matches."
+    )]
+    async fn find_clients(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<FindClients>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            let body =
+                json!({"workspace_id": caller.0.workspace_id.to_string(), "name": input.name});
+            let body = parsed(body)?;
+            let found = find_client::find(self.state.clone(), caller, JsonBody::of(body)).await;
+            of_json_under("clients", found)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "List the workspace's projects, newest first (up to 200), optionally only those whose name contains q (ignoring case). Answers {data: [...], next_cursor}."
+    )]
+    async fn list_projects(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<ListProjects>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            let query = parsed(json!({"q": input.q, "limit": 200}))?;
+            of_response(
+                catalog::list_projects(self.state.clone(), caller, QueryParams(query)).await,
+            )
+        })
+        .await
+    }
+
+    #[tool(
+        description = "The caller's running timer, or {timer: null} when none runs. Answers {timer: {...}}."
+    )]
+    async fn current_timer(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            of_json_under(
+                "timer",
+                time_entries::current(self.state.clone(), caller).await,
+            )
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Start a timer for the caller now (a running one is stopped first). All fields optional: description, project_id, task_id, tag_ids, billable. Answers the running entry; fires TIMER_STARTED."
+    )]
+    async fn start_timer(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<EntryInput>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            let body = parsed(Value::Object(input.body()))?;
+            of_response(
+                time_entries::start(self.state.clone(), caller, JsonOrEmpty::of(body)).await,
+            )
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Stop the caller's running timer now. Answers the stopped entry with its duration; fails with 'No running timer' when none runs. Fires TIMER_STOPPED."
+    )]
+    async fn stop_timer(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            of_json(
+                time_entries::stop(self.state.clone(), caller, JsonOrEmpty::of(Unread {})).await,
+            )
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Record finished time for the caller: start and end (RFC 3339), optionally description, project_id, task_id, tag_ids, billable. Answers the entry; fires TIME_ENTRY_CREATED."
+    )]
+    async fn log_time(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<LogTime>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            let mut body = input.entry.body();
+            body.insert("start".into(), json!(input.start));
+            body.insert("end".into(), json!(input.end));
+            let body = parsed(Value::Object(body))?;
+            of_response(time_entries::create(self.state.clone(), caller, JsonBody::of(body)).await)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "The time entries that start within [from, to) (RFC 3339), latest first, optionally of one project or one member; at most 200. Answers {data: [...], truncated}."
+    )]
+    async fn list_time_entries(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<ListTimeEntries>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            let mut listed: Vec<Value> = Vec::new();
+            let mut cursor: Option<String> = None;
+            let mut truncated = false;
+            // Pages of the REST list, narrowed to the project here (the list has no project
+            // filter); at most MAX_READ_PAGES of them, so one call stays one bounded read.
+            for _ in 0..MAX_READ_PAGES {
+                let query = parsed(json!({
+                    "from": input.from,
+                    "to": input.to,
+                    "user_id": input.user_id,
+                    "limit": 200,
+                    "cursor": cursor,
+                }))?;
+                let page = body_of(
+                    time_entries::list(self.state.clone(), caller, QueryParams(query)).await,
+                )?;
+                for entry in page["data"].as_array().into_iter().flatten() {
+                    let wanted = input
+                        .project_id
+                        .as_deref()
+                        .is_none_or(|p| entry["project_id"].as_str() == Some(p));
+                    if wanted {
+                        if listed.len() == MAX_LISTED_ENTRIES {
+                            truncated = true;
+                            break;
+                        }
+                        listed.push(entry.clone());
+                    }
+                }
+                cursor = page["next_cursor"].as_str().map(str::to_owned);
+                if truncated || cursor.is_none() {
+                    break;
+                }
+            }
+            // Stopped with entries left unread: the answer is not the whole period.
+            truncated |= cursor.is_some();
+            Ok(CallToolResult::structured(
+                json!({"data": listed, "truncated": truncated}),
+            ))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Hours and amounts from from to to (days, YYYY-MM-DD, inclusive) grouped by one to three of client, project, task, user, tag, day, week, month (e.g. group_by 'project,day'), with totals per currency. Members see only their own time, and amounts only where the workspace lets them."
+    )]
+    async fn summary_report(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<SummaryReport>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            let query = parsed(json!({
+                "from": input.from,
+                "to": input.to,
+                "group_by": input.group_by,
+            }))?;
+            of_response(
+                reports::summary_of(self.state.clone(), caller, QueryParams(query), false).await,
+            )
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Recent events of the workspace (timers started and stopped, entries, clients, projects, ...), newest first; with after (a next_cursor) the events after it, oldest first. Optional types (comma-separated) and limit. Answers {data: [...], next_cursor}."
+    )]
+    async fn recent_events(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<RecentEvents>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            let before = input.after.is_none().then_some("latest");
+            let query = parsed(json!({
+                "types": input.types,
+                "after": input.after,
+                "before": before,
+                "limit": input.limit,
+            }))?;
+            of_json(events::feed(self.state.clone(), caller, QueryParams(query)).await)
+        })
+        .await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Tools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("timetrack", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "timetrack: time tracking. Start with whoami. Times are RFC 3339, days \
+                 YYYY-MM-DD, amounts integer minor units of their currency. A failed tool \
+                 answers {\"error\": ...} with the API's message.",
+            )
+    }
+}
+
+/// What a failed tool answers: the REST API's error body, `{"error", "detail"?}`.
+type Failure = Value;
+
+/// A tool's work, its failure made a tool error (never a protocol error).
+async fn settle(work: impl Future<Output = Result<CallToolResult, Failure>>) -> CallToolResult {
+    work.await.unwrap_or_else(CallToolResult::structured_error)
+}
+
+/// The caller the admission step put in the request, as the REST extractor would give it.
+fn caller(parts: &http::request::Parts) -> Result<Caller, Failure> {
+    // The transport carries the hook's extensions as one value in the request's extensions.
+    parts
+        .extensions
+        .get::<rmcp::model::Extensions>()
+        .and_then(|hooked| hooked.get::<Principal>())
+        .copied()
+        .map(Caller)
+        .ok_or_else(|| json!({"error": "Unauthorized"}))
+}
+
+/// `value` read as a REST body or query type; a field of the wrong shape is the REST API's 400.
+fn parsed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, Failure> {
+    // Absent optional inputs are left out rather than sent as null, as a REST client would.
+    let value = match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .collect::<Map<String, Value>>(),
+        ),
+        other => other,
+    };
+    serde_json::from_value(value)
+        .map_err(|e| json!({"error": "Invalid request parameters", "detail": e.to_string()}))
+}
+
+/// A REST error's body.
+fn failure(err: &ApiError) -> Failure {
+    err.error_response()
+        .into_body()
+        .try_into_bytes()
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .unwrap_or_else(|| json!({"error": err.to_string()}))
+}
+
+/// The JSON of a handler's answer, or the error body of its failure.
+fn body_of(result: Result<HttpResponse, ApiError>) -> Result<Value, Failure> {
+    let response = result.map_err(|e| failure(&e))?;
+    let status = response.status();
+    let value = response
+        .into_body()
+        .try_into_bytes()
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .unwrap_or(Value::Null);
+    if status.is_success() {
+        Ok(value)
+    } else {
+        Err(value)
+    }
+}
+
+/// A handler's `HttpResponse` as a tool result.
+fn of_response(result: Result<HttpResponse, ApiError>) -> Result<CallToolResult, Failure> {
+    body_of(result).map(structured)
+}
+
+/// A handler's JSON answer as a tool result.
+fn of_json<T: serde::Serialize>(
+    result: Result<web::Json<T>, ApiError>,
+) -> Result<CallToolResult, Failure> {
+    let web::Json(body) = result.map_err(|e| failure(&e))?;
+    let value = serde_json::to_value(body).map_err(|e| json!({"error": e.to_string()}))?;
+    Ok(structured(value))
+}
+
+/// A handler's JSON answer as a tool result, under `key` (an array or a null is no object).
+fn of_json_under<T: serde::Serialize>(
+    key: &str,
+    result: Result<web::Json<T>, ApiError>,
+) -> Result<CallToolResult, Failure> {
+    let web::Json(body) = result.map_err(|e| failure(&e))?;
+    let value = serde_json::to_value(body).map_err(|e| json!({"error": e.to_string()}))?;
+    Ok(CallToolResult::structured(json!({ key: value })))
+}
+
+/// Structured content is an object: anything else is put under `value`.
+fn structured(value: Value) -> CallToolResult {
+    match value {
+        Value::Object(_) => CallToolResult::structured(value),
+        other => CallToolResult::structured(json!({ "value": other })),
+    }
+}
+
+/// Admits a request to `/mcp` as every REST request is admitted (key, rate limit), or answers
+/// the REST API's 401 or 429; the admitted caller goes along in the request's extensions.
+async fn admit(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    match crate::extract::admit(req.request()).await {
+        Ok(principal) => {
+            req.extensions_mut().insert(principal);
+            Ok(next.call(req).await?.map_into_left_body())
+        }
+        Err(err) => Ok(req
+            .into_response(err.error_response())
+            .map_into_right_body()),
+    }
+}
+
+/// The `/mcp` scope on `state`: admission, then the Streamable HTTP transport, stateless.
+pub fn scope(
+    state: web::Data<AppState>,
+) -> actix_web::Scope<
+    impl actix_web::dev::ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    let service = StreamableHttpService::builder()
+        .service_factory(Arc::new(move || Ok(Tools::new(state.clone()))))
+        .session_manager(Arc::new(NeverSessionManager::default()))
+        .stateful_mode(false)
+        .json_response(true)
+        .max_request_body_bytes(MAX_MESSAGE_BYTES)
+        // Every request carries a key: a page that rebinds a name to this host has none.
+        .allowed_hosts(Vec::new())
+        .on_request_fn(|req, extensions| {
+            if let Some(principal) = req.extensions().get::<Principal>() {
+                extensions.insert(*principal);
+            }
+        })
+        .build();
+    service.scope_with_path(PATH).wrap(from_fn(admit))
+}

@@ -1,0 +1,295 @@
+//! The MCP server at `/mcp`, driven by the official Python SDK (`mcp` from PyPI) against the real
+//! binary: the tools listed with their schemas, each called, the events they cause delivered to
+//! a subscribed webhook, failures as tool errors with the API's message, a bad key refused, and
+//! another workspace out of reach.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{Setup, body_of, on, received_until};
+
+/// The `mcp` package, installed on first use.
+fn mcp_sdk() -> std::path::PathBuf {
+    static INSTALLED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            timetrack_testkit::python_package(
+                std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+                "mcp==1.30.0",
+                "mcp",
+            )
+        })
+        .clone()
+}
+
+/// Runs the SDK client (`mcp_client.py`) with `key` and `calls`; what it printed.
+async fn client(s: &Setup, key: &str, calls: Value) -> Value {
+    let case = json!({"url": format!("{}/mcp", s.server.base), "key": key, "calls": calls});
+    let sdk = mcp_sdk();
+    tokio::task::spawn_blocking(move || {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/e2e/deliveries/mcp_client.py"
+        );
+        let mut child = Command::new("python3")
+            .arg(script)
+            .env("PYTHONPATH", sdk)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(case.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "the client printed no JSON ({e}): {}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    })
+    .await
+    .unwrap()
+}
+
+/// The result of the `n`th call, checked to be a success.
+fn ok(out: &Value, n: usize) -> &Value {
+    let result = &out["results"][n];
+    assert_eq!(result["is_error"], false, "call {n}: {result}");
+    &result["structured"]
+}
+
+/// The result of the `n`th call, checked to be a tool error; its structured body.
+fn failed(out: &Value, n: usize) -> &Value {
+    let result = &out["results"][n];
+    assert_eq!(result["is_error"], true, "call {n}: {result}");
+    &result["structured"]
+}
+
+#[tokio::test]
+async fn an_assistant_lists_and_calls_every_tool_through_the_official_sdk() {
+    let s = Setup::new().await;
+    let (_, _) = s
+        .subscribe("/mcp-hook", &["TIMER_STARTED", "TIMER_STOPPED"])
+        .await;
+    let (status, client) = s.post("/api/clients", json!({"name": "Lumina Ltd"})).await;
+    assert_eq!(status, 201, "{client}");
+    let (status, project) = s
+        .post(
+            "/api/projects",
+            json!({"name": "Website", "client_id": client["id"]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{project}");
+    let project_id = project["id"].as_str().unwrap();
+
+    let out = client_calls(
+        &s,
+        json!([
+            ["whoami", {}],
+            ["find_clients", {"name": "lumina"}],
+            ["list_projects", {"q": "web"}],
+            ["current_timer", {}],
+            ["start_timer", {"description": "Through MCP", "project_id": project_id}],
+            ["current_timer", {}],
+            ["stop_timer", {}],
+            ["stop_timer", {}],
+            ["log_time", {"start": "2026-11-02T09:00:00Z", "end": "2026-11-02T10:30:00Z", "description": "Logged", "project_id": project_id}],
+            ["list_time_entries", {"from": "2026-11-01T00:00:00Z", "to": "2026-11-03T00:00:00Z", "project_id": project_id}],
+            ["summary_report", {"from": "2026-11-01", "to": "2026-11-30", "group_by": "project"}],
+            ["recent_events", {"types": "TIMER_STARTED", "limit": 5}],
+            ["log_time", {"start": "2026-11-02T10:00:00Z", "end": "2026-11-02T09:00:00Z"}],
+            ["start_timer", {"project_id": "not-a-uuid"}],
+            ["summary_report", {"from": "2026-11-30", "to": "2026-11-01", "group_by": "project"}],
+        ]),
+    )
+    .await;
+
+    let tools: Vec<&str> = out["tools"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{out}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut sorted = tools.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted,
+        [
+            "current_timer",
+            "find_clients",
+            "list_projects",
+            "list_time_entries",
+            "log_time",
+            "recent_events",
+            "start_timer",
+            "stop_timer",
+            "summary_report",
+            "whoami",
+        ]
+    );
+    assert_eq!(out["server"], "timetrack");
+    // Each tool says what it does, and its input schema names the REST API's fields.
+    for tool in &tools {
+        assert!(
+            out["descriptions"][tool]
+                .as_str()
+                .is_some_and(|d| d.len() > 30),
+            "{tool}"
+        );
+        assert_eq!(out["tools"][tool]["type"], "object", "{tool}");
+    }
+    assert_eq!(
+        out["tools"]["log_time"]["required"],
+        json!(["start", "end"]),
+        "{}",
+        out["tools"]["log_time"]
+    );
+    assert!(out["tools"]["start_timer"]["properties"]["project_id"].is_object());
+
+    assert_eq!(ok(&out, 0)["user"]["name"], "Ada");
+    assert_eq!(ok(&out, 0)["workspace"]["name"], "Deliveries");
+    assert_eq!(ok(&out, 1)["clients"][0]["name"], "Lumina Ltd");
+    assert_eq!(ok(&out, 2)["data"][0]["name"], "Website");
+    assert_eq!(ok(&out, 3), &json!({"timer": null}));
+    let started = ok(&out, 4);
+    assert_eq!(started["description"], "Through MCP");
+    assert_eq!(started["running"], true);
+    assert_eq!(ok(&out, 5)["timer"]["id"], started["id"]);
+    let stopped = ok(&out, 6);
+    assert_eq!(
+        (&stopped["id"], &stopped["running"]),
+        (&started["id"], &json!(false))
+    );
+    assert_eq!(failed(&out, 7)["error"], "No running timer");
+    let logged = ok(&out, 8);
+    assert_eq!(logged["duration"], 5400);
+    let listed = ok(&out, 9);
+    assert_eq!(listed["truncated"], false);
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["data"][0]["id"], logged["id"]);
+    let summary = ok(&out, 10);
+    assert!(
+        summary["groups"].as_array().is_some_and(|g| !g.is_empty()),
+        "{summary}"
+    );
+    let events = ok(&out, 11);
+    assert_eq!(events["data"][0]["type"], "TIMER_STARTED", "{events}");
+    assert!(
+        failed(&out, 12)["error"]
+            .as_str()
+            .is_some_and(|e| !e.is_empty()),
+        "{}",
+        out["results"][12]
+    );
+    assert_eq!(failed(&out, 13)["error"], "Invalid request parameters");
+    assert!(failed(&out, 14)["error"].is_string());
+
+    // The timer started through MCP reached the subscribed webhook, as any other would.
+    let received = received_until(&s, Duration::from_secs(10), |r| {
+        on(r, "/mcp-hook").len() >= 2
+    })
+    .await;
+    let hooks = on(&received, "/mcp-hook");
+    let bodies: Vec<Value> = hooks.iter().map(|r| body_of(r)).collect();
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b["id"] == started["id"] && b["action"] == "start_timer"),
+        "{bodies:?}"
+    );
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b["id"] == started["id"] && b["action"] == "stop_timer"),
+        "{bodies:?}"
+    );
+}
+
+async fn client_calls(s: &Setup, calls: Value) -> Value {
+    client(s, &s.key, calls).await
+}
+
+#[tokio::test]
+async fn a_bad_key_is_refused_and_another_workspace_stays_out_of_reach() {
+    let s = Setup::new().await;
+    let refused = client(&s, "tt_not_a_real_key", json!([["whoami", {}]])).await;
+    let why = refused["failed"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{refused}"));
+    assert!(why.contains("401"), "{why}");
+
+    // Without a key at all, the endpoint answers 401 JSON, as every other.
+    let res = s
+        .client
+        .post(format!("{}/mcp", s.server.base))
+        .header("Accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 401);
+    assert_eq!(
+        res.json::<Value>().await.unwrap(),
+        json!({"error": "Unauthorized"})
+    );
+
+    // Another workspace's project: refused as through REST, nothing started.
+    let other_key = other_workspace_key(&s).await;
+    let (status, theirs) = s.post("/api/projects", json!({"name": "Mine"})).await;
+    assert_eq!(status, 201);
+    let out = client(
+        &s,
+        &other_key,
+        json!([
+            ["start_timer", {"project_id": theirs["id"]}],
+            ["find_clients", {"name": "a"}],
+            ["current_timer", {}],
+        ]),
+    )
+    .await;
+    assert!(failed(&out, 0)["error"].is_string(), "{out}");
+    assert_eq!(ok(&out, 1), &json!({"clients": []}));
+    assert_eq!(ok(&out, 2), &json!({"timer": null}));
+
+    // Malformed JSON-RPC and unknown methods are protocol errors, never a 5xx.
+    for body in [
+        "{",
+        r#"{"jsonrpc":"2.0","id":1,"method":"no/such/method"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"log_time","arguments":{"start":7}}}"#,
+    ] {
+        let res = s
+            .client
+            .post(format!("{}/mcp", s.server.base))
+            .bearer_auth(&s.key)
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        let text = res.text().await.unwrap();
+        assert!(status < 500, "{body}: {status} {text}");
+    }
+}
+
+/// A key of a second workspace on the same database, for a user of its own.
+async fn other_workspace_key(s: &Setup) -> String {
+    let url = s._db.url().to_owned();
+    tokio::task::spawn_blocking(move || {
+        super::super::seed_account_for(&url, &["--name", "Other"], "Grace", "grace@example.com")
+    })
+    .await
+    .unwrap()
+}
