@@ -56,7 +56,7 @@ fn app_with(
                 .error_handler(|_, _| json_error_value(StatusCode::NOT_FOUND, "Not found")),
         )
         .configure(routes)
-        .service(crate::mcp::scope(state))
+        .service(crate::mcp::scope(state, MAX_BODY_BYTES))
         .default_service(web::to(|| async {
             json_error(StatusCode::NOT_FOUND, "Not found")
         }))

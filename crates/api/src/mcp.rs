@@ -36,9 +36,6 @@ use crate::state::AppState;
 /// The path the server answers at.
 pub const PATH: &str = "/mcp";
 
-/// Largest JSON-RPC message accepted, as for REST bodies.
-const MAX_MESSAGE_BYTES: usize = crate::app::MAX_BODY_BYTES;
-
 /// The tools, on the application's state.
 #[derive(Clone)]
 pub struct Tools {
@@ -500,9 +497,11 @@ async fn admit(
     }
 }
 
-/// The `/mcp` scope on `state`: admission, then the Streamable HTTP transport, stateless.
+/// The `/mcp` scope on `state`: admission, then the Streamable HTTP transport, stateless, taking
+/// JSON-RPC messages of at most `max_message_bytes` (the application's body limit).
 pub fn scope(
     state: web::Data<AppState>,
+    max_message_bytes: usize,
 ) -> actix_web::Scope<
     impl actix_web::dev::ServiceFactory<
         ServiceRequest,
@@ -517,7 +516,7 @@ pub fn scope(
         .session_manager(Arc::new(NeverSessionManager::default()))
         .stateful_mode(false)
         .json_response(true)
-        .max_request_body_bytes(MAX_MESSAGE_BYTES)
+        .max_request_body_bytes(max_message_bytes)
         // Every request carries a key: a page that rebinds a name to this host has none.
         .allowed_hosts(Vec::new())
         .on_request_fn(|req, extensions| {

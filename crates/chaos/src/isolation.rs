@@ -582,6 +582,7 @@ fn keyed_operations(document: &Value) -> Result<BTreeMap<Operation, bool>> {
 /// whose answers must hold A's data only. Sent in this order.
 fn attack_table(a: &Attacker, b: &Victim) -> Vec<Probe> {
     let find = &format!("{TRIGGERS}/clients/find");
+    let projects_find = &format!("{TRIGGERS}/projects/find");
     let (a_space, b_space) = (&a.workspace_id, &b.workspace_id);
     let b_client = b.word("client name");
     let mut table = vec![
@@ -610,6 +611,16 @@ fn attack_table(a: &Attacker, b: &Victim) -> Vec<Probe> {
         probe("POST", find, OK).with(json!({"workspace_id": a_space, "name": b_client})),
         probe("POST", find, OK).with(json!({"workspace_id": a_space, "name": "bravo"})),
         probe("POST", find, OK).with(json!({"workspace_id": a_space, "name": "e"})),
+        // The project find and the running-timer look-up answer A's own, whatever is named.
+        probe("POST", projects_find, &[403]).with(json!({"workspace_id": b_space, "name": "a"})),
+        probe("POST", projects_find, OK).with(json!({"name": b.word("project name")})),
+        probe("POST", projects_find, OK).with(json!({"name": "e"})),
+        probe("GET", &format!("{TRIGGERS}/time-entries/running"), OK),
+        probe(
+            "GET",
+            &format!("{WEBHOOKS}?url=https%3A%2F%2Fexample.com%2Fhook"),
+            OK,
+        ),
         probe("POST", "/api/projects", REFUSED)
             .with(json!({"name": "Alpha project", "client_id": b.client_id})),
         probe("POST", "/api/time-entries", REFUSED)
