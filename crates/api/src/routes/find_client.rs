@@ -57,13 +57,19 @@ pub async fn find(
             body.limit.map(|l| l.0),
         )
         .await
-        .map_err(|e| match e {
-            DomainError::Validation(why) => {
-                ApiError::bad_request("Invalid request parameters").with_detail(why)
-            }
-            other => other.into(),
-        })?;
+        .map_err(invalid_params)?;
     Ok(web::Json(
         clients.into_iter().map(ClientResponse::from).collect(),
     ))
+}
+
+/// A search's error as the published search answers it: a broken rule is 400 `Invalid request
+/// parameters` with the rule as `detail`; anything else as every endpoint answers it.
+pub(crate) fn invalid_params(err: DomainError) -> ApiError {
+    match err {
+        DomainError::Validation(why) => {
+            ApiError::bad_request("Invalid request parameters").with_detail(why)
+        }
+        other => other.into(),
+    }
 }

@@ -3,7 +3,6 @@
 
 use actix_web::web;
 use serde::Deserialize;
-use timetrack_domain::DomainError;
 use timetrack_domain::ids::WorkspaceId;
 use timetrack_domain::payload::{ProjectPayload, TimeEntryPayload};
 use uuid::Uuid;
@@ -11,6 +10,7 @@ use uuid::Uuid;
 use crate::error::ApiError;
 use crate::extract::{Caller, InvalidParams, JsonBody, WholeNumber};
 use crate::openapi::fields;
+use crate::routes::find_client::invalid_params;
 use crate::state::AppState;
 
 /// Body of the project find.
@@ -56,12 +56,7 @@ pub async fn find_projects(
             body.limit.map(|l| l.0),
         )
         .await
-        .map_err(|e| match e {
-            DomainError::Validation(why) => {
-                ApiError::bad_request("Invalid request parameters").with_detail(why)
-            }
-            other => other.into(),
-        })?;
+        .map_err(invalid_params)?;
     Ok(web::Json(found))
 }
 

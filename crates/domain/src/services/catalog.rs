@@ -15,8 +15,7 @@ use crate::payload::{self, ProjectPayload};
 use crate::ports::{
     CatalogRepository, ClientRepository, Clock, IdGenerator, WorkspaceRepository, WriteOutcome,
 };
-use crate::services::clients::MAX_SEARCH_RESULTS;
-use crate::values::{MAX_NAME_CHARS, Name};
+use crate::values::Name;
 
 /// Changes to a project: `None` keeps a field; `client_id: Some(None)` clears the client.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -228,21 +227,10 @@ impl CatalogService {
         name: &str,
         limit: Option<u32>,
     ) -> DomainResult<Vec<ProjectPayload>> {
-        let chars = name.chars().count();
-        if chars == 0 || chars > MAX_NAME_CHARS {
-            return Err(DomainError::validation("name must be 1 to 255 characters"));
-        }
-        let limit = limit.unwrap_or(MAX_SEARCH_RESULTS);
-        if !(1..=MAX_SEARCH_RESULTS).contains(&limit) {
-            return Err(DomainError::validation("limit must be between 1 and 100"));
-        }
-        if workspace.is_some_and(|w| w != caller.workspace_id) {
-            return Err(DomainError::Forbidden);
-        }
-        if name.contains('\0') {
-            // No stored name can hold NUL, so nothing matches.
+        let workspace = workspace.unwrap_or(caller.workspace_id);
+        let Some(limit) = super::clients::search_limit(caller, workspace, name, limit)? else {
             return Ok(Vec::new());
-        }
+        };
         let found = self
             .catalog
             .find_projects(caller.workspace_id, &name.to_lowercase(), limit)

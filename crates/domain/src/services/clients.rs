@@ -16,6 +16,31 @@ use crate::values::{Currency, Email, MAX_NAME_CHARS, Text};
 /// Most results of a client search.
 pub const MAX_SEARCH_RESULTS: u32 = 100;
 
+/// The rules of a search by name (the published client search, and the project find that
+/// follows it): `name` of 1 to 255 characters and `limit` of 1 to [`MAX_SEARCH_RESULTS`] (the
+/// most when absent), else `Validation`; `workspace` the caller's, else `Forbidden`. The limit
+/// to search with, or `None` when nothing can match (a name holding NUL, which no stored name
+/// can).
+pub(crate) fn search_limit(
+    caller: &Principal,
+    workspace: WorkspaceId,
+    name: &str,
+    limit: Option<u32>,
+) -> DomainResult<Option<u32>> {
+    let chars = name.chars().count();
+    if chars == 0 || chars > MAX_NAME_CHARS {
+        return Err(DomainError::validation("name must be 1 to 255 characters"));
+    }
+    let limit = limit.unwrap_or(MAX_SEARCH_RESULTS);
+    if !(1..=MAX_SEARCH_RESULTS).contains(&limit) {
+        return Err(DomainError::validation("limit must be between 1 and 100"));
+    }
+    if workspace != caller.workspace_id {
+        return Err(DomainError::Forbidden);
+    }
+    Ok((!name.contains('\0')).then_some(limit))
+}
+
 /// Client operations, always inside the caller's workspace.
 #[derive(Clone)]
 pub struct ClientService {
@@ -184,21 +209,9 @@ impl ClientService {
         name: &str,
         limit: Option<u32>,
     ) -> DomainResult<Vec<Client>> {
-        let chars = name.chars().count();
-        if chars == 0 || chars > MAX_NAME_CHARS {
-            return Err(DomainError::validation("name must be 1 to 255 characters"));
-        }
-        let limit = limit.unwrap_or(MAX_SEARCH_RESULTS);
-        if !(1..=MAX_SEARCH_RESULTS).contains(&limit) {
-            return Err(DomainError::validation("limit must be between 1 and 100"));
-        }
-        if workspace != caller.workspace_id {
-            return Err(DomainError::Forbidden);
-        }
-        if name.contains('\0') {
-            // No stored name can hold NUL, so nothing matches.
+        let Some(limit) = search_limit(caller, workspace, name, limit)? else {
             return Ok(Vec::new());
-        }
+        };
         self.clients
             .search(workspace, &Client::name_key(name), limit)
             .await
