@@ -161,7 +161,29 @@ async fn two_processes_show_delivery_ids_and_cursors_alike_and_never_the_stored_
     assert_eq!(ids, [from_a[2].to_string(), from_a[3].to_string()]);
 
     // The feed's cursors name no stored transaction id or sequence, and travel between
-    // processes.
+    // processes. The feed holds back events younger than the oldest transaction running in
+    // the cluster (docs/decisions.md, the catch-up feed), and other tests' transactions run beside this one:
+    // wait until it shows every stored event before reading it in pages.
+    let stored_events: i64 = sql
+        .query_one("SELECT count(*) FROM events", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let shown = get(&a.base, "/events").await["data"]
+            .as_array()
+            .unwrap()
+            .len();
+        if shown as i64 >= stored_events {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the feed shows {shown} of {stored_events} events after a minute"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let numbers: Vec<String> = sql
         .query("SELECT txid::text, seq::text FROM events", &[])
         .await
