@@ -17,6 +17,7 @@ use timetrack_testkit::{ServeCommand, ServerProcess, TestDatabase};
 mod cli;
 mod deliveries;
 mod process;
+mod zapier;
 
 const BIN: &str = env!("CARGO_BIN_EXE_timetrack");
 
