@@ -31,6 +31,7 @@
 //! | `serve --secret-key` | `TIMETRACK_SECRET_KEY` | required with `DATABASE_URL`; else `<data-dir>/secret.key` |
 //! | `serve --previous-secret-keys` | `TIMETRACK_PREVIOUS_SECRET_KEYS` | none (during a key rotation) |
 //! | `serve --trusted-proxies` | `TIMETRACK_TRUSTED_PROXIES` | none (addresses or CIDR ranges) |
+//! | `mcp --base-url` | `TIMETRACK_BASE_URL` | required (the key: `TIMETRACK_API_KEY`, environment only) |
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -108,6 +109,19 @@ pub enum Command {
     /// Create workspaces, users and API keys; revoke keys. Each prints one JSON object.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// Serve the MCP tools over stdio for a desktop assistant, relaying each call to the `/mcp`
+    /// endpoint of a running timetrack with the key in `TIMETRACK_API_KEY`.
+    Mcp(McpSettings),
+}
+
+/// Settings of `mcp`.
+#[derive(Debug, Clone, Args)]
+pub struct McpSettings {
+    /// Address of the timetrack whose tools are served, such as `https://timetrack.example.com`
+    /// (the key is read from `TIMETRACK_API_KEY`, never from the command line, which other users
+    /// of the machine can see).
+    #[arg(long, env = "TIMETRACK_BASE_URL", hide_env_values = true)]
+    pub base_url: String,
 }
 
 /// Settings of `serve`.

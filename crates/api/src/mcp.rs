@@ -376,14 +376,20 @@ impl Tools {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Tools {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("timetrack", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "timetrack: time tracking. Start with whoami. Times are RFC 3339, days \
-                 YYYY-MM-DD, amounts integer minor units of their currency. A failed tool \
-                 answers {\"error\": ...} with the API's message.",
-            )
+        server_config()
     }
+}
+
+/// What the server says of itself at `initialize`: tools, its name and version, how to use it.
+/// `timetrack mcp` (stdio) says the same.
+pub fn server_config() -> ServerConfig {
+    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        .with_server_info(Implementation::new("timetrack", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "timetrack: time tracking. Start with whoami. Times are RFC 3339, days \
+             YYYY-MM-DD, amounts integer minor units of their currency. A failed tool \
+             answers {\"error\": ...} with the API's message.",
+        )
 }
 
 /// What a failed tool answers: the REST API's error body, `{"error", "detail"?}`.

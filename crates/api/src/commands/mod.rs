@@ -3,6 +3,7 @@
 mod admin;
 mod database;
 mod demo;
+mod mcp;
 mod serve;
 
 use std::io::Write;
@@ -24,6 +25,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             print_json(&applied)
         }
         Some(Command::Admin(command)) => admin::run(&cli.global, command).await,
+        Some(Command::Mcp(settings)) => mcp::run(&settings).await,
         None => unreachable!("Cli::parse_args always yields a command"),
     }
 }

@@ -26,7 +26,23 @@ fn mcp_sdk() -> std::path::PathBuf {
 
 /// Runs the SDK client (`mcp_client.py`) with `key` and `calls`; what it printed.
 async fn client(s: &Setup, key: &str, calls: Value) -> Value {
-    let case = json!({"url": format!("{}/mcp", s.server.base), "key": key, "calls": calls});
+    run_client(json!({"url": format!("{}/mcp", s.server.base), "key": key, "calls": calls})).await
+}
+
+/// Runs the SDK's stdio client on `timetrack mcp --base-url <server>` with `key` in
+/// `TIMETRACK_API_KEY`, making `calls`; what it printed.
+async fn stdio_client(s: &Setup, key: &str, calls: Value) -> Value {
+    run_client(json!({
+        "command": crate::BIN,
+        "args": ["mcp", "--base-url", s.server.base],
+        "env": {"TIMETRACK_API_KEY": key, "PATH": std::env::var("PATH").unwrap_or_default()},
+        "calls": calls,
+    }))
+    .await
+}
+
+/// Runs `mcp_client.py` on `case`; what it printed.
+async fn run_client(case: Value) -> Value {
     let sdk = mcp_sdk();
     tokio::task::spawn_blocking(move || {
         let script = concat!(
@@ -292,4 +308,105 @@ async fn other_workspace_key(s: &Setup) -> String {
     })
     .await
     .unwrap()
+}
+
+#[tokio::test]
+async fn timetrack_mcp_serves_the_same_tools_over_stdio_to_the_official_sdk() {
+    let s = Setup::new().await;
+    s.subscribe("/stdio-hook", &["TIMER_STARTED"]).await;
+    let out = stdio_client(
+        &s,
+        &s.key,
+        json!([
+            ["whoami", {}],
+            ["start_timer", {"description": "From the desktop"}],
+            ["current_timer", {}],
+            ["stop_timer", {}],
+            ["stop_timer", {}],
+        ]),
+    )
+    .await;
+    assert_eq!(out["server"], "timetrack", "{out}");
+    let mut tools: Vec<&String> = out["tools"].as_object().unwrap().keys().collect();
+    tools.sort_unstable();
+    let http = client(&s, &s.key, json!([])).await;
+    let mut over_http: Vec<&String> = http["tools"].as_object().unwrap().keys().collect();
+    over_http.sort_unstable();
+    assert_eq!(tools, over_http, "the same tools as /mcp");
+    assert_eq!(out["tools"], http["tools"], "with the same schemas");
+    assert_eq!(ok(&out, 0)["user"]["name"], "Ada");
+    let started = ok(&out, 1);
+    assert_eq!(started["description"], "From the desktop");
+    assert_eq!(ok(&out, 2)["timer"]["id"], started["id"]);
+    assert_eq!(ok(&out, 3)["id"], started["id"]);
+    assert_eq!(failed(&out, 4)["error"], "No running timer");
+    // The timer started over stdio went through the server: its event reached the webhook.
+    let received = received_until(&s, Duration::from_secs(10), |r| {
+        !on(r, "/stdio-hook").is_empty()
+    })
+    .await;
+    let hooks = on(&received, "/stdio-hook");
+    assert_eq!(body_of(hooks[0])["id"], started["id"]);
+
+    // A bad key stops the server at start, with the server's reason, before any call.
+    let refused = stdio_client(&s, "tt_not_a_real_key", json!([["whoami", {}]])).await;
+    assert!(refused["failed"].is_string(), "{refused}");
+    let bad = Command::new(crate::BIN)
+        .args(["mcp", "--base-url", &s.server.base])
+        .env("TIMETRACK_API_KEY", "tt_not_a_real_key")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(said.contains("Unauthorized (HTTP 401)"), "{said}");
+    assert!(
+        bad.stdout.is_empty(),
+        "stdout is the protocol's: {}",
+        String::from_utf8_lossy(&bad.stdout)
+    );
+}
+
+#[tokio::test]
+async fn a_flood_past_the_rate_limit_is_refused_with_429_never_a_5xx() {
+    let s = Setup::with(&[
+        ("TIMETRACK_RATE_LIMIT_PER_SECOND", "1000"),
+        ("TIMETRACK_RATE_LIMIT_PER_MINUTE", "5"),
+    ])
+    .await;
+    let call = |n: u64| {
+        s.client
+            .post(format!("{}/mcp", s.server.base))
+            .bearer_auth(&s.key)
+            .header("Accept", "application/json, text/event-stream")
+            .json(&json!({
+                "jsonrpc": "2.0", "id": n, "method": "tools/call",
+                "params": {"name": "whoami", "arguments": {}}
+            }))
+            .send()
+    };
+    let answers = futures_util::future::join_all((0..30).map(call)).await;
+    let (mut served, mut limited) = (0, 0);
+    for res in answers {
+        let res = res.unwrap();
+        match res.status().as_u16() {
+            200 => served += 1,
+            429 => {
+                limited += 1;
+                let wait: u64 = res.headers()["retry-after"]
+                    .to_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                assert!((1..=60).contains(&wait), "Retry-After {wait}");
+                assert_eq!(
+                    res.json::<Value>().await.unwrap(),
+                    json!({"error": "Too many requests"})
+                );
+            }
+            other => panic!("{other}: {}", res.text().await.unwrap()),
+        }
+    }
+    assert!((1..=5).contains(&served), "{served} served");
+    assert_eq!(served + limited, 30);
 }

@@ -1,7 +1,9 @@
 """An MCP client on the official Python SDK (`mcp` from PyPI), for the end-to-end tests.
 
 Reads {"url", "key", "calls": [[tool, arguments], ...]} on stdin, connects over Streamable
-HTTP with the key as a bearer token, lists the tools, calls each in turn and prints
+HTTP with the key as a bearer token (or, given {"command", "args", "env"} instead of "url",
+starts that stdio server as the SDK's stdio client does), lists the tools, calls each in turn
+and prints
 {"tools": {name: input schema}, "results": [{"tool", "is_error", "structured", "text"}]}
 as JSON; a connection that fails prints {"failed": "<why>"}.
 """
@@ -10,13 +12,30 @@ import asyncio
 import json
 import sys
 
-from mcp import ClientSession
+from contextlib import asynccontextmanager
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
 
 
+@asynccontextmanager
+async def connect(case):
+    """The read and write streams of the case's transport."""
+    if "command" in case:
+        server = StdioServerParameters(
+            command=case["command"], args=case["args"], env=case["env"]
+        )
+        async with stdio_client(server) as (read, write):
+            yield read, write
+    else:
+        headers = {"Authorization": f"Bearer {case['key']}"}
+        async with streamablehttp_client(case["url"], headers=headers) as (read, write, _):
+            yield read, write
+
+
 async def main(case):
-    headers = {"Authorization": f"Bearer {case['key']}"}
-    async with streamablehttp_client(case["url"], headers=headers) as (read, write, _):
+    async with connect(case) as (read, write):
         async with ClientSession(read, write) as session:
             info = await session.initialize()
             listed = await session.list_tools()
