@@ -7,8 +7,8 @@
 //! search on a large dataset beside the same query run directly through a pool, the machine's
 //! HTTPS and commit rates, the server's peak memory, a replay of a large history beside live
 //! traffic and the feed read whole, two server processes on one database against one, an
-//! outage of one subscriber and its recovery, what ordering and filters cost, and reports and a
-//! rate change on a workspace of a million entries. See
+//! outage of one subscriber and its recovery, what ordering and filters cost, reports and a
+//! rate change on a workspace of a million entries, and the MCP server. See
 //! `docs/benchmarks.md`.
 
 mod cpu;
@@ -18,6 +18,7 @@ mod fanout;
 mod hang;
 mod lean;
 mod limits;
+mod mcp;
 mod outage;
 mod replay;
 mod report;
@@ -89,6 +90,9 @@ pub enum Workload {
     Hang,
     /// Summary and detailed reports and a rate change on a workspace of 1,000,000 entries.
     Reports,
+    /// An MCP `start_timer` until its webhook delivery at a steady rate, and the MCP layer's
+    /// cost per call against the same REST call.
+    Mcp,
 }
 
 impl Options {
@@ -131,6 +135,11 @@ pub struct Sizes {
     /// Entries of the reports workspace, and the month summaries asked for one after another.
     pub report_entries: usize,
     pub report_month_requests: usize,
+    /// Rate and duration of the MCP end-to-end part, and calls of each door per repetition of
+    /// its overhead part.
+    pub mcp_rate: u32,
+    pub mcp_seconds: u64,
+    pub mcp_overhead_calls: usize,
 }
 
 impl Sizes {
@@ -153,6 +162,9 @@ impl Sizes {
             fanout_events: 2_000,
             report_entries: 1_000_000,
             report_month_requests: 200,
+            mcp_rate: 50,
+            mcp_seconds: 20,
+            mcp_overhead_calls: 500,
         }
     }
 
@@ -175,6 +187,9 @@ impl Sizes {
             fanout_events: 40,
             report_entries: 20_000,
             report_month_requests: 10,
+            mcp_rate: 50,
+            mcp_seconds: 1,
+            mcp_overhead_calls: 10,
         }
     }
 }
@@ -260,6 +275,12 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
     } else {
         None
     };
+    let mcp = if options.runs(Workload::Mcp) {
+        env.settle().await?;
+        Some(mcp::measure(&env, &server, sizes).await?)
+    } else {
+        None
+    };
     let reports = if options.runs(Workload::Reports) {
         env.settle().await?;
         Some(reports::measure(&env, &server, sizes).await?)
@@ -305,6 +326,7 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
         fanout,
         hang,
         reports,
+        mcp,
     };
     report.write(&options.report)?;
     progress(&format!("report written to {}", options.report.display()));

@@ -13,6 +13,7 @@ use crate::delivery::{Latency, Throughput};
 use crate::fanout::{self, Fanout};
 use crate::hang::{self, Hang};
 use crate::limits::{COMMIT_CONNECTIONS, HTTPS_CONCURRENCY, HTTPS_WIDE_CONCURRENCY, Limits};
+use crate::mcp::Mcp;
 use crate::outage::{self, Outage};
 use crate::replay::Replay;
 use crate::reports::Reports;
@@ -43,6 +44,7 @@ pub struct Report {
     pub fanout: Option<Fanout>,
     pub hang: Option<Hang>,
     pub reports: Option<Reports>,
+    pub mcp: Option<Mcp>,
 }
 
 /// A target and whether it was met.
@@ -102,6 +104,12 @@ impl Report {
         }
         if let Some(r) = &self.reports {
             failures.extend(r.failures.iter().cloned());
+        }
+        if let Some(m) = self.mcp.as_ref().filter(|m| m.lost > 0 || m.failed > 0) {
+            failures.push(format!(
+                "mcp: {} deliveries lost, {} calls failed",
+                m.lost, m.failed
+            ));
         }
         if let Some(h) = self.hang.as_ref().filter(|h| h.lost > 0) {
             failures.push(format!("hang: {} deliveries lost", h.lost));
@@ -304,6 +312,21 @@ impl Report {
                     met: f.filter_ratio() >= 0.9,
                 },
             ]);
+        }
+        if let Some(m) = &self.mcp {
+            targets.push(Target {
+                what: format!(
+                    "MCP `start_timer` to its webhook delivery, end to end, at {} calls/s",
+                    m.rate
+                ),
+                goal: "p99 ≤ 10 ms in every run".into(),
+                measured: format!(
+                    "{:.2} ms (worst run {:.2})",
+                    m.e2e_p99.median(),
+                    worst(&m.e2e_p99)
+                ),
+                met: worst(&m.e2e_p99) <= 10.0,
+            });
         }
         if let Some(r) = &self.reports {
             targets.extend([
@@ -917,6 +940,52 @@ impl Report {
                     plan
                 );
             }
+        }
+        if let Some(m) = &self.mcp {
+            let _ = writeln!(
+                md,
+                "## 12. The MCP server\n\n\
+                 An assistant's `start_timer` through `POST /mcp` (Streamable HTTP, JSON answers, \
+                 the server stateless), {} calls a second for {} s ({} calls) from ten members of a \
+                 new workspace in turn, with a webhook subscribed to `TIMER_STARTED`; each start \
+                 also stops its member's timer before it. Measured from sending the call until the receiver has the \
+                 timer's delivery.\n\n\
+                 | p50 | p95 | p99 | the call's own answer, p99 | lost | failed calls |\n\
+                 |---|---|---|---|---|---|\n\
+                 | {} ms | {} ms | {} ms | {} ms | {} | {} |\n\n\
+                 What the protocol layer costs: the same operation through its REST endpoint and \
+                 through the MCP tool (which calls the same handler), {} calls one after another \
+                 through each door per repetition, on kept-alive connections. The answer time is \
+                 the median per call; the server's CPU is its user and system time per call over \
+                 the block.\n\n\
+                 | operation | REST answer | MCP answer | MCP / REST | REST server CPU | MCP server \
+                 CPU | MCP / REST |\n|---|---|---|---|---|---|---|",
+                m.rate,
+                self.sizes.mcp_seconds,
+                m.calls,
+                m.e2e_p50.show(2),
+                m.e2e_p95.show(2),
+                m.e2e_p99.show(2),
+                m.answer_p99.show(2),
+                m.lost,
+                m.failed,
+                self.sizes.mcp_overhead_calls,
+            );
+            for o in &m.overhead {
+                let ratio = |a: &Repeated, b: &Repeated| a.median() / b.median().max(1e-9);
+                let _ = writeln!(
+                    md,
+                    "| {} | {} µs | {} µs | {:.2} | {} µs | {} µs | {:.2} |",
+                    o.operation,
+                    o.rest_us.show(0),
+                    o.mcp_us.show(0),
+                    ratio(&o.mcp_us, &o.rest_us),
+                    o.rest_cpu_us.show(0),
+                    o.mcp_cpu_us.show(0),
+                    ratio(&o.mcp_cpu_us, &o.rest_cpu_us),
+                );
+            }
+            let _ = writeln!(md);
         }
         md
     }
