@@ -298,6 +298,27 @@ async fn a_bad_key_is_refused_and_another_workspace_stays_out_of_reach() {
         let text = res.text().await.unwrap();
         assert!(status < 500, "{body}: {status} {text}");
     }
+
+    // A message past the body limit (64 KiB) is refused before the protocol reads it, as a
+    // REST body is.
+    let oversized = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "log_time", "arguments": {"description": "x".repeat(100_000)}}
+    });
+    let res = s
+        .client
+        .post(format!("{}/mcp", s.server.base))
+        .bearer_auth(&s.key)
+        .header("Accept", "application/json, text/event-stream")
+        .json(&oversized)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 413);
+    assert_eq!(
+        res.json::<Value>().await.unwrap(),
+        json!({"error": "Payload too large"})
+    );
 }
 
 /// A key of a second workspace on the same database, for a user of its own.
