@@ -72,17 +72,7 @@ impl McpRelay {
         let mut authorization = HeaderValue::from_str(&format!("Bearer {}", api_key.trim()))
             .context("TIMETRACK_API_KEY holds characters a header cannot carry")?;
         authorization.set_sensitive(true);
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in rustls_native_certs::load_native_certs().certs {
-            let _ = roots.add(cert);
-        }
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .context("TLS protocol versions")?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        let tls = super::client_tls(None)?;
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -25,8 +25,6 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::connect::dns::Name;
 use hyper_util::rt::TokioExecutor;
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
 use timetrack_domain::delivery::{
     AttemptOutcome, AttemptReport, FailureReason, ResponseExcerpt, WebhookRequest,
 };
@@ -144,31 +142,7 @@ impl std::fmt::Debug for HyperWebhookSender {
 impl HyperWebhookSender {
     /// Builds the sender; fails if the extra roots cannot be read or no root is usable.
     pub fn new(settings: SenderSettings) -> Result<Self> {
-        let mut roots = rustls::RootCertStore::empty();
-        let native = rustls_native_certs::load_native_certs();
-        for cert in native.certs {
-            // A system root rustls cannot use is skipped, as browsers do.
-            let _ = roots.add(cert);
-        }
-        if let Some(path) = &settings.extra_roots {
-            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-                .with_context(|| format!("reading extra roots from {}", path.display()))?
-                .collect::<Result<_, _>>()
-                .with_context(|| format!("parsing extra roots in {}", path.display()))?;
-            anyhow::ensure!(!certs.is_empty(), "{} holds no certificate", path.display());
-            for cert in certs {
-                roots
-                    .add(cert)
-                    .with_context(|| format!("adding a root from {}", path.display()))?;
-            }
-        }
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .context("TLS protocol versions")?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        let tls = super::client_tls(settings.extra_roots.as_deref())?;
 
         let mut http = HttpConnector::new_with_resolver(GuardedResolver {
             allow_private: settings.allow_private_targets,
