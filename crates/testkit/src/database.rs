@@ -306,6 +306,16 @@ pub async fn recreate_database(server_url: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Held while a package is checked for and installed: tests of one process run on several
+/// threads, and two installs into the same directory at once would break each other, so every
+/// caller gets a complete directory without guarding the call itself.
+fn installing() -> std::sync::MutexGuard<'static, ()> {
+    static INSTALLS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    INSTALLS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A directory under `target/` holding the PyPI package `spec` (`name==version`), installed there
 /// with `python3 -m pip --target` unless `module` is already in it; for tests that check the
 /// service against independent implementations (`standardwebhooks`, `openapi-spec-validator`).
@@ -315,6 +325,7 @@ pub async fn recreate_database(server_url: &str, name: &str) -> Result<()> {
 ///
 /// When pip is missing or the install fails: the test cannot check what it is for.
 pub fn python_package(target_tmp: &std::path::Path, spec: &str, module: &str) -> PathBuf {
+    let _one_at_a_time = installing();
     let dir = target_tmp.join(spec.replace("==", "-"));
     if !dir.join(module).exists() {
         let out = std::process::Command::new("python3")
@@ -343,6 +354,7 @@ pub fn python_package(target_tmp: &std::path::Path, spec: &str, module: &str) ->
 /// `target_tmp` on first use: for checking the service against independent implementations in
 /// JavaScript (`standardwebhooks`).
 pub fn npm_package(target_tmp: &std::path::Path, spec: &str, module: &str) -> PathBuf {
+    let _one_at_a_time = installing();
     let dir = target_tmp.join(format!("npm-{}", spec.replace(['@', '/'], "-")));
     let modules = dir.join("node_modules");
     if !modules.join(module).exists() {

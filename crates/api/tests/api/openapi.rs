@@ -596,16 +596,11 @@ const SPEC_VALIDATOR: &str = "openapi-spec-validator==0.9.0";
 
 /// A directory holding `openapi-spec-validator`, installed on first use with pip.
 fn spec_validator() -> std::path::PathBuf {
-    static INSTALLED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    INSTALLED
-        .get_or_init(|| {
-            timetrack_testkit::python_package(
-                std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
-                SPEC_VALIDATOR,
-                "openapi_spec_validator",
-            )
-        })
-        .clone()
+    timetrack_testkit::python_package(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        SPEC_VALIDATOR,
+        "openapi_spec_validator",
+    )
 }
 
 #[actix_web::test]

@@ -12,16 +12,11 @@ use super::{Setup, body_of, on, received_until};
 
 /// The `mcp` package, installed on first use.
 fn mcp_sdk() -> std::path::PathBuf {
-    static INSTALLED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    INSTALLED
-        .get_or_init(|| {
-            timetrack_testkit::python_package(
-                std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
-                "mcp==1.30.0",
-                "mcp",
-            )
-        })
-        .clone()
+    timetrack_testkit::python_package(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "mcp==1.30.0",
+        "mcp",
+    )
 }
 
 /// Runs the SDK client (`mcp_client.py`) with `key` and `calls`; what it printed.

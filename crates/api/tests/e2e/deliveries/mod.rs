@@ -43,16 +43,11 @@ fn assert_signed(received: &Received, secret: &str) {
 /// The path holding the `standardwebhooks` package from PyPI, installed on first use: an
 /// implementation of the scheme independent of the service's.
 fn standard_webhooks() -> std::path::PathBuf {
-    static INSTALLED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    INSTALLED
-        .get_or_init(|| {
-            timetrack_testkit::python_package(
-                std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
-                "standardwebhooks==1.1.0",
-                "standardwebhooks",
-            )
-        })
-        .clone()
+    timetrack_testkit::python_package(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "standardwebhooks==1.1.0",
+        "standardwebhooks",
+    )
 }
 
 /// Runs a verifier (`program`, which reads a case `{secret, body, headers}` of `received` on
@@ -134,14 +129,11 @@ fn guides_node_example() -> String {
 /// Verifies a delivery with the guide's Node.js example, on the npm `standardwebhooks`
 /// package.
 fn assert_verified_by_the_guides_node_example(received: &Received, secret: &str) {
-    static MODULES: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    let modules = MODULES.get_or_init(|| {
-        timetrack_testkit::npm_package(
-            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
-            "standardwebhooks@1.1.1",
-            "standardwebhooks",
-        )
-    });
+    let modules = timetrack_testkit::npm_package(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "standardwebhooks@1.1.1",
+        "standardwebhooks",
+    );
     let script = format!(
         "{}\nconst c = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n\
          verify(c.secret, c.body, c.headers);\nconsole.log('verified');\n",
@@ -299,16 +291,11 @@ async fn settled(s: &Setup, id: &str, delivery: &str) -> Value {
 
 /// The `jsonschema` package (draft 2020-12), an independent validator.
 fn json_schema_package() -> std::path::PathBuf {
-    static INSTALLED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    INSTALLED
-        .get_or_init(|| {
-            timetrack_testkit::python_package(
-                std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
-                "jsonschema==4.26.0",
-                "jsonschema",
-            )
-        })
-        .clone()
+    timetrack_testkit::python_package(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "jsonschema==4.26.0",
+        "jsonschema",
+    )
 }
 
 /// Validates every one of `received` against the schema the event-type catalog gives for its
