@@ -67,19 +67,22 @@ fn tool_call(id: u64, tool: &str, arguments: &Value) -> Value {
     })
 }
 
-/// Sends `message` to `/mcp`; the tool's structured result, or why there is none.
-async fn call_mcp(server: &Server, key: &str, message: &Value) -> Result<Value> {
-    let res = server
-        .http
-        .post(format!("{}/mcp", server.base))
+/// Sends `message` to `<base>/mcp` with `key`; the tool's structured result, or why there is
+/// none (an HTTP error, an answer that is not JSON, a tool error), with what was answered.
+async fn call_mcp(http: &reqwest::Client, base: &str, key: &str, message: &Value) -> Result<Value> {
+    let res = http
+        .post(format!("{base}/mcp"))
         .bearer_auth(key)
         .header("Accept", "application/json, text/event-stream")
         .json(message)
         .send()
         .await?;
     let status = res.status();
-    let body: Value = res.json().await?;
-    anyhow::ensure!(status == 200, "/mcp answered {status}: {body}");
+    let text = res.text().await?;
+    let body = serde_json::from_str::<Value>(&text)
+        .ok()
+        .filter(|_| status == 200)
+        .with_context(|| format!("/mcp answered {status}: {text}"))?;
     let result = &body["result"];
     anyhow::ensure!(result["isError"] != true, "tool error: {body}");
     Ok(result["structuredContent"].clone())
@@ -150,36 +153,17 @@ async fn end_to_end(
             // The member's previous call answered first (the wait counts: it is measured from
             // the tick).
             let _turn = turn.lock().await;
-            let res = server_http
-                .post(format!("{base}/mcp"))
-                .bearer_auth(&key)
-                .header("Accept", "application/json, text/event-stream")
-                .json(&message)
-                .send()
-                .await;
-            let body = match res {
-                Ok(res) => {
-                    let status = res.status();
-                    let text = res.text().await.unwrap_or_default();
-                    (status == 200)
-                        .then(|| serde_json::from_str::<Value>(&text).ok())
-                        .flatten()
-                        .ok_or_else(|| format!("{status} {text}"))
-                }
-                Err(err) => Err(err.to_string()),
-            };
+            let answer = call_mcp(&server_http, &base, &key, &message).await;
             let answered = Instant::now();
-            match body {
-                Ok(b) if b["result"]["structuredContent"]["id"].is_string() => {
-                    let id = b["result"]["structuredContent"]["id"]
-                        .as_str()
-                        .unwrap_or_default();
+            match answer {
+                Ok(timer) if timer["id"].is_string() => {
+                    let id = timer["id"].as_str().unwrap_or_default();
                     sent.lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .insert(id.to_owned(), (at, answered));
                 }
                 other => {
-                    let why = other.map_or_else(|e| e, |b| b.to_string());
+                    let why = other.map_or_else(|e| format!("{e:#}"), |b| b.to_string());
                     failed
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
@@ -274,7 +258,11 @@ async fn overhead(
             _ => json!({"description": format!("{tag} mcp {n}")}),
         };
         let message = tool_call(n as u64, operation, &arguments);
-        async move { call_mcp(server, key, &message).await.map(|_| ()) }
+        async move {
+            call_mcp(&server.http, &server.base, key, &message)
+                .await
+                .map(|_| ())
+        }
     };
     // A few calls of each first, so that both doors start warm.
     for n in 0..10 {
@@ -282,41 +270,37 @@ async fn overhead(
         mcp(n).await?;
     }
     for _ in 0..sizes.runs {
-        let mut times = Latencies::default();
-        let cpu_before = CpuSample::now(server.pid());
-        for n in 0..calls {
-            let at = Instant::now();
-            rest(n).await?;
-            times.push(at.elapsed());
-        }
-        let cpu = CpuSample::now(server.pid())
-            .zip(cpu_before)
-            .and_then(|(after, before)| before.per_request(&after, calls))
-            .context("reading the server's CPU time")?;
-        figures.rest_us.push(times.percentile(50.0) * 1_000.0);
-        figures.rest_cpu_us.push(cpu.server);
-
-        let mut times = Latencies::default();
-        let cpu_before = CpuSample::now(server.pid());
-        for n in 0..calls {
-            let at = Instant::now();
-            mcp(n).await?;
-            times.push(at.elapsed());
-        }
-        let cpu = CpuSample::now(server.pid())
-            .zip(cpu_before)
-            .and_then(|(after, before)| before.per_request(&after, calls))
-            .context("reading the server's CPU time")?;
-        figures.mcp_us.push(times.percentile(50.0) * 1_000.0);
-        figures.mcp_cpu_us.push(cpu.server);
+        let (rest_us, rest_cpu_us) = block(server, calls, &rest).await?;
+        let (mcp_us, mcp_cpu_us) = block(server, calls, &mcp).await?;
+        figures.rest_us.push(rest_us);
+        figures.rest_cpu_us.push(rest_cpu_us);
+        figures.mcp_us.push(mcp_us);
+        figures.mcp_cpu_us.push(mcp_cpu_us);
         progress(&format!(
-            "mcp overhead {operation}: REST median {:.0} µs (server CPU {:.0} µs), MCP median {:.0} µs \
-             (server CPU {:.0} µs) per call",
-            figures.rest_us.0.last().copied().unwrap_or_default(),
-            figures.rest_cpu_us.0.last().copied().unwrap_or_default(),
-            figures.mcp_us.0.last().copied().unwrap_or_default(),
-            figures.mcp_cpu_us.0.last().copied().unwrap_or_default(),
+            "mcp overhead {operation}: REST median {rest_us:.0} µs (server CPU {rest_cpu_us:.0} µs), \
+             MCP median {mcp_us:.0} µs (server CPU {mcp_cpu_us:.0} µs) per call"
         ));
     }
     Ok(figures)
+}
+
+/// `calls` calls of `call` one after another: the median answer time and the server's CPU time
+/// per call over the block, both in µs.
+async fn block<F, Fut>(server: &Server, calls: usize, call: F) -> Result<(f64, f64)>
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    let mut times = Latencies::default();
+    let cpu_before = CpuSample::now(server.pid());
+    for n in 0..calls {
+        let at = Instant::now();
+        call(n).await?;
+        times.push(at.elapsed());
+    }
+    let cpu = CpuSample::now(server.pid())
+        .zip(cpu_before)
+        .and_then(|(after, before)| before.per_request(&after, calls))
+        .context("reading the server's CPU time")?;
+    Ok((times.percentile(50.0) * 1_000.0, cpu.server))
 }
