@@ -126,7 +126,7 @@ async fn end_workspace(env: &Environment, workspace_id: &str) -> Result<()> {
     let (client, driver) = connect(&env.database_url).await?;
     client
         .batch_execute(&format!(
-            "UPDATE webhook_subscriptions SET status = 'DELETED' \
+            "UPDATE webhook_subscriptions SET status = 'DELETED', disabled_reason = NULL \
              WHERE workspace_id = '{workspace_id}'; \
              UPDATE deliveries SET status = 'CANCELLED' \
              WHERE workspace_id = '{workspace_id}' AND status = 'PENDING'; \

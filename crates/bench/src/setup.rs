@@ -200,7 +200,7 @@ async fn clear_earlier_runs(url: &str) -> Result<()> {
         .context("connecting to the bench database")?;
     client
         .batch_execute(
-            "UPDATE webhook_subscriptions SET status = 'DELETED', updated_at = now() \
+            "UPDATE webhook_subscriptions SET status = 'DELETED', disabled_reason = NULL, updated_at = now() \
              WHERE status <> 'DELETED'; \
              TRUNCATE delivery_attempts, delivery_leases, deliveries, events",
         )

@@ -163,6 +163,7 @@ impl ApiKeyRepository for PgApiKeyRepository {
                 )
                 .set((
                     webhook_subscriptions::status.eq("DISABLED"),
+                    webhook_subscriptions::disabled_reason.eq("key_revoked"),
                     webhook_subscriptions::updated_at.eq(at),
                 ))
                 .execute(conn)

@@ -515,6 +515,8 @@ async fn end_subscription(
     )
     .set((
         webhook_subscriptions::status.eq(status),
+        // Disabled by the worker only for failing (`docs/decisions.md`, Pausing a webhook).
+        webhook_subscriptions::disabled_reason.eq((status == "DISABLED").then_some("failing")),
         webhook_subscriptions::updated_at.eq(at),
     ))
     .execute(conn)

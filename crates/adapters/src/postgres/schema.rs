@@ -257,6 +257,7 @@ diesel::table! {
         filter_billable -> Nullable<Bool>,
         failing_attempts -> Int4,
         recovered_at -> Nullable<Timestamptz>,
+        disabled_reason -> Nullable<Text>,
     }
 }
 

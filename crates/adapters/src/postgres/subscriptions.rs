@@ -7,8 +7,8 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ApiKeyId, ClientId, ProjectId, UserId, WorkspaceId};
 use timetrack_domain::model::{
-    AttemptSummary, AuditEntry, EventType, HourlyStats, Subscription, SubscriptionChange,
-    SubscriptionFilters, SubscriptionStatus, WebhookId,
+    AttemptSummary, AuditEntry, DisabledReason, EventType, HourlyStats, Subscription,
+    SubscriptionChange, SubscriptionFilters, SubscriptionStatus, WebhookId,
 };
 use timetrack_domain::ports::SubscriptionRepository;
 use timetrack_domain::{DomainError, DomainResult};
@@ -42,6 +42,7 @@ struct SubscriptionRow {
     filter_client_ids: Option<Vec<Option<Uuid>>>,
     filter_user_ids: Option<Vec<Option<Uuid>>>,
     filter_billable: Option<bool>,
+    disabled_reason: Option<String>,
 }
 
 /// The filter columns of [`SubscriptionFilters`]: `None` where no such filter is given.
@@ -210,6 +211,11 @@ impl TryFrom<SubscriptionRow> for Subscription {
             description: row.description,
             secret: row.secret,
             status: SubscriptionStatus::parse(&row.status)?,
+            disabled_reason: row
+                .disabled_reason
+                .as_deref()
+                .map(DisabledReason::parse)
+                .transpose()?,
             created_at: row.created_at,
             updated_at: row.updated_at,
             previous_secret_expires_at: row.previous_secret_expires_at,
@@ -253,6 +259,7 @@ impl From<&Subscription> for SubscriptionRow {
             filter_client_ids: filters.1,
             filter_user_ids: filters.2,
             filter_billable: filters.3,
+            disabled_reason: s.disabled_reason.map(|r| r.as_str().to_owned()),
         }
     }
 }
@@ -476,6 +483,7 @@ impl SubscriptionRepository for PgSubscriptionRepository {
                 diesel::update(webhook_subscriptions::table.find(id))
                     .set((
                         webhook_subscriptions::status.eq("ACTIVE"),
+                        webhook_subscriptions::disabled_reason.eq(None::<&str>),
                         webhook_subscriptions::failing_since.eq(None::<OffsetDateTime>),
                         webhook_subscriptions::failing_notified_at.eq(None::<OffsetDateTime>),
                         webhook_subscriptions::streak_reset_at.eq(Some(audit_row.created_at)),
@@ -571,6 +579,7 @@ impl SubscriptionRepository for PgSubscriptionRepository {
                 diesel::update(webhook_subscriptions::table.find(id))
                     .set((
                         webhook_subscriptions::status.eq("DELETED"),
+                        webhook_subscriptions::disabled_reason.eq(None::<&str>),
                         webhook_subscriptions::updated_at.eq(audit_row.created_at),
                     ))
                     .execute(conn)
@@ -584,6 +593,48 @@ impl SubscriptionRepository for PgSubscriptionRepository {
             })
             .await
             .map_err(|e| map_db_error(e, "deleting a subscription"))?;
+        if found {
+            Ok(())
+        } else {
+            Err(DomainError::NotFound("webhook"))
+        }
+    }
+
+    async fn disable(&self, id: &WebhookId, audit: &AuditEntry) -> DomainResult<()> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let id = id.as_str();
+        let audit_row = AuditRow::from(audit);
+        let found = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let status: Option<String> = webhook_subscriptions::table
+                    .find(id)
+                    .select(webhook_subscriptions::status)
+                    .for_update()
+                    .first(conn)
+                    .await
+                    .optional()?;
+                match status.as_deref() {
+                    None | Some("DELETED") => return Ok(false),
+                    Some("DISABLED") => return Ok(true),
+                    Some(_) => {}
+                }
+                diesel::update(webhook_subscriptions::table.find(id))
+                    .set((
+                        webhook_subscriptions::status.eq("DISABLED"),
+                        webhook_subscriptions::disabled_reason.eq(DisabledReason::Manual.as_str()),
+                        webhook_subscriptions::updated_at.eq(audit_row.created_at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                cancel_queued(conn, id, audit_row.created_at).await?;
+                diesel::insert_into(audit_log::table)
+                    .values(&audit_row)
+                    .execute(conn)
+                    .await?;
+                Ok(true)
+            })
+            .await
+            .map_err(|e| map_db_error(e, "pausing a subscription"))?;
         if found {
             Ok(())
         } else {

@@ -4,6 +4,7 @@ use super::*;
 
 contract!(subscriptions_are_listed_per_member_and_changed_unless_deleted);
 contract!(subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly);
+contract!(a_paused_subscription_says_why_until_enabled);
 
 /// An API key of `member` in `ws`, stored.
 pub(crate) async fn stored_key(s: &Subject, n: u128, ws: &Workspace, member: &User) -> ApiKey {
@@ -34,6 +35,7 @@ pub(crate) fn subscription(n: usize, key: &ApiKey, minutes: i64) -> Subscription
         description: Some(format!("Zap {n}")),
         secret: format!("whsec_{n:0>32}"),
         status: SubscriptionStatus::Active,
+        disabled_reason: None,
         created_at: at,
         updated_at: at,
         previous_secret_expires_at: None,
@@ -212,6 +214,11 @@ async fn subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly(s:
     for id in [&second.id, &third.id] {
         let after = s.subscriptions.get(id).await.unwrap().unwrap();
         assert_eq!(after.status, SubscriptionStatus::Disabled, "{id}");
+        assert_eq!(
+            after.disabled_reason,
+            Some(DisabledReason::KeyRevoked),
+            "{id}"
+        );
     }
     let late = subscription(4, &key, 3);
     assert!(matches!(
@@ -222,5 +229,73 @@ async fn subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly(s:
         s.subscriptions.get(&late.id).await.unwrap(),
         None,
         "nothing stored"
+    );
+}
+
+async fn a_paused_subscription_says_why_until_enabled(s: Subject) {
+    let (ws, member) = seeded(&s, 1).await;
+    let key = stored_key(&s, 50, &ws, &member).await;
+    let hook = subscription(1, &key, 0);
+    s.subscriptions.create(&hook, 2).await.unwrap();
+    let audit = |action: &'static str, hours: i64| AuditEntry {
+        workspace_id: ws.id,
+        actor_user_id: Some(member.id),
+        action,
+        target_type: "webhook",
+        target_id: hook.id.to_string(),
+        reason: None,
+        at: T0 + Duration::hours(hours),
+    };
+    s.subscriptions
+        .disable(&hook.id, &audit("webhook.disabled", 1))
+        .await
+        .unwrap();
+    let paused = s.subscriptions.get(&hook.id).await.unwrap().unwrap();
+    assert_eq!(
+        (paused.status, paused.disabled_reason, paused.updated_at),
+        (
+            SubscriptionStatus::Disabled,
+            Some(DisabledReason::Manual),
+            T0 + Duration::hours(1)
+        )
+    );
+    // Again: as it is.
+    s.subscriptions
+        .disable(&hook.id, &audit("webhook.disabled", 2))
+        .await
+        .unwrap();
+    let again = s.subscriptions.get(&hook.id).await.unwrap().unwrap();
+    assert_eq!(again.updated_at, T0 + Duration::hours(1), "unchanged");
+
+    s.subscriptions
+        .enable(&hook.id, 2, &audit("webhook.enabled", 3))
+        .await
+        .unwrap();
+    let resumed = s.subscriptions.get(&hook.id).await.unwrap().unwrap();
+    assert_eq!(
+        (resumed.status, resumed.disabled_reason),
+        (SubscriptionStatus::Active, None)
+    );
+
+    s.subscriptions
+        .delete(&hook.id, &audit("webhook.deleted", 4))
+        .await
+        .unwrap();
+    let unknown = WebhookId::parse("wh_zzzzzzzzzzzzzzzzzzzzzzzz").unwrap();
+    for id in [&hook.id, &unknown] {
+        assert!(
+            matches!(
+                s.subscriptions
+                    .disable(id, &audit("webhook.disabled", 5))
+                    .await,
+                Err(DomainError::NotFound("webhook"))
+            ),
+            "{id}"
+        );
+    }
+    let deleted = s.subscriptions.get(&hook.id).await.unwrap().unwrap();
+    assert_eq!(
+        (deleted.status, deleted.disabled_reason),
+        (SubscriptionStatus::Deleted, None)
     );
 }

@@ -49,6 +49,11 @@ const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[
         "an index of entries by project and start, for what an invoice bills: a database in use \
          gains it without being remade",
     ),
+    (
+        "2026-11-29-000001_disabled_reason",
+        "why a webhook is disabled (paused by its owner, failing, its key revoked): webhooks \
+         disabled in a database in use get theirs from their key",
+    ),
 ];
 
 #[test]
@@ -154,6 +159,7 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
         >::establish(&url)
         .unwrap();
         for version in [
+            "20261129000001",
             "20261128000007",
             "20261128000006",
             "20261128000005",
@@ -221,6 +227,82 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
         .await
         .unwrap();
     assert_eq!(settings.get::<_, i64>(0), 3);
+}
+
+/// Webhooks disabled before the reason was kept get one: `key_revoked` when their key is revoked,
+/// else `failing` (the only two ways there were); active and deleted ones none.
+#[tokio::test]
+async fn webhooks_disabled_before_reasons_get_theirs_from_their_key() {
+    let db = TestDatabase::new().await;
+    let url = db.url().to_owned();
+    tokio::task::spawn_blocking(move || {
+        use diesel::Connection as _;
+        use diesel_migrations::MigrationHarness as _;
+        let mut conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper::<
+            diesel_async::AsyncPgConnection,
+        >::establish(&url)
+        .unwrap();
+        let reverted = conn
+            .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
+            .unwrap();
+        assert_eq!(reverted.to_string(), "20261129000001");
+    })
+    .await
+    .unwrap();
+    let client = sql_client(db.url()).await;
+    client
+        .batch_execute(
+            "INSERT INTO workspaces (id, name, created_at) VALUES \
+               ('00000000-0000-0000-0000-00000000000a', 'A', now()); \
+             INSERT INTO users (id, name, email, created_at) VALUES \
+               ('00000000-0000-0000-0000-000000000001', 'One', 'one@example.com', now()); \
+             INSERT INTO memberships (workspace_id, user_id, created_at) VALUES \
+               ('00000000-0000-0000-0000-00000000000a', '00000000-0000-0000-0000-000000000001', now()); \
+             INSERT INTO api_keys (id, workspace_id, user_id, key_prefix, key_hash, created_at, revoked_at) \
+             SELECT ('00000000-0000-0000-0000-0000000000c' || k)::uuid, \
+                    '00000000-0000-0000-0000-00000000000a', '00000000-0000-0000-0000-000000000001', \
+                    'tt_' || k, sha256(k::bytea), now(), CASE WHEN k = '2' THEN now() END \
+             FROM (VALUES ('1'), ('2')) AS v(k); \
+             INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, \
+                                                secret, status, created_at, updated_at) \
+             SELECT v.id, '00000000-0000-0000-0000-00000000000a', \
+                    '00000000-0000-0000-0000-000000000001', \
+                    ('00000000-0000-0000-0000-0000000000c' || v.k)::uuid, 'https://x.example/h', \
+                    ARRAY['CLIENT_CREATED'], 'whsec_x', v.status, now(), now() \
+             FROM (VALUES ('wh_aaaaaaaaaaaaaaaaaaaaaaaa', '1', 'DISABLED'), \
+                          ('wh_bbbbbbbbbbbbbbbbbbbbbbbb', '2', 'DISABLED'), \
+                          ('wh_cccccccccccccccccccccccc', '1', 'ACTIVE'), \
+                          ('wh_dddddddddddddddddddddddd', '2', 'DELETED')) AS v(id, k, status);",
+        )
+        .await
+        .unwrap();
+    run_migrations(db.url()).await.unwrap();
+    let reasons: Vec<String> = client
+        .query(
+            "SELECT left(id, 4) || ' ' || coalesce(disabled_reason, '-') \
+             FROM webhook_subscriptions ORDER BY id",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(
+        reasons,
+        ["wh_a failing", "wh_b key_revoked", "wh_c -", "wh_d -"]
+    );
+    // From now on a disabled webhook always says why.
+    let refused = client
+        .batch_execute(
+            "UPDATE webhook_subscriptions SET status = 'DISABLED' \
+             WHERE id = 'wh_cccccccccccccccccccccccc'",
+        )
+        .await;
+    assert!(
+        refused.is_err(),
+        "a DISABLED webhook without a reason is refused"
+    );
 }
 
 /// The installation's key (ADR 0018) is made by the migrations once, kept by later runs, and

@@ -43,6 +43,7 @@ async fn subscribed(f: &Fixture, secrets: &SecretBox) -> Subscription {
         description: None,
         secret: SECRET.into(),
         status: SubscriptionStatus::Active,
+        disabled_reason: None,
         created_at: at,
         updated_at: at,
         previous_secret_expires_at: None,
@@ -184,9 +185,10 @@ async fn a_rotation_reseals_plain_and_old_values_under_the_new_key() {
     // A value from before encryption at rest, too.
     diesel::sql_query(
         "INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, \
-             events, secret, status, created_at, updated_at) SELECT 'wh_plainplainplainplainpla', \
-             workspace_id, user_id, api_key_id, url, events, 'whsec_plain', status, created_at, \
-             updated_at FROM webhook_subscriptions",
+             events, secret, status, disabled_reason, created_at, updated_at) \
+             SELECT 'wh_plainplainplainplainpla', workspace_id, user_id, api_key_id, url, events, \
+             'whsec_plain', status, disabled_reason, created_at, updated_at \
+             FROM webhook_subscriptions",
     )
     .execute(&mut f.db.pool().get().await.unwrap())
     .await

@@ -209,6 +209,7 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         endpoint!(webhooks::get),
         endpoint!(webhooks::update),
         endpoint!(webhooks::enable),
+        endpoint!(webhooks::disable),
         endpoint!(webhooks::rotate_secret),
         endpoint!(webhooks::delete),
         endpoint!(webhooks::stats),

@@ -342,6 +342,11 @@ pub struct WebhookObject {
     events: Vec<&'static str>,
     /// `ACTIVE` or `DISABLED`.
     status: &'static str,
+    /// Why it is `DISABLED`: `manual` (paused by its owner with `POST .../disable`), `failing`
+    /// (its deliveries failed for the disable-after period) or `key_revoked` (its API key was
+    /// revoked; it cannot be enabled again). Null when `ACTIVE`.
+    #[schema(value_type = Option<String>, example = "manual")]
+    disabled_reason: Option<&'static str>,
     description: Option<String>,
     /// The subscription's filters; `{}` when none.
     #[schema(value_type = Object)]
@@ -385,6 +390,7 @@ impl WebhookObject {
             id: subscription.id.to_string(),
             url: subscription.url,
             status: subscription.status.as_str(),
+            disabled_reason: subscription.disabled_reason.map(|r| r.as_str()),
             description: subscription.description,
             filters: FiltersObject::from(&subscription.filters),
             created_at: rfc3339(subscription.created_at),
@@ -603,6 +609,37 @@ pub async fn update(
         .update(&caller.0, &webhook_id(&id)?, change)
         .await?;
     tracing::info!(webhook_id = %subscription.id, user_id = %caller.0.user_id, "webhook changed");
+    Ok(web::Json(WebhookResponse {
+        success: true,
+        webhook: WebhookObject::new(subscription, health),
+    }))
+}
+
+/// `POST .../webhooks/{id}/disable`: pauses the caller's own `ACTIVE` webhook (audited). It
+/// becomes `DISABLED` with `disabled_reason: "manual"`: its pending deliveries are cancelled, new
+/// events are not queued for it and it is not counted as failing, until `.../enable` resumes it
+/// (with `replay_since`, what it missed meanwhile is queued). A `DISABLED` one is left as it is.
+#[utoipa::path(
+    operation_id = "disableWebhook",
+    post,
+    path = "/api/integrations/automation/webhooks/{id}/disable",
+    tag = "Webhooks",
+    summary = "Pause one's own subscription until it is enabled again",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
+    responses(
+        (status = 200, description = "The webhook, disabled", body = WebhookResponse),
+        (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn disable(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<web::Json<WebhookResponse>, ApiError> {
+    let (subscription, health) = state.webhooks.disable(&caller.0, &webhook_id(&id)?).await?;
+    tracing::info!(webhook_id = %subscription.id, user_id = %caller.0.user_id, "webhook paused");
     Ok(web::Json(WebhookResponse {
         success: true,
         webhook: WebhookObject::new(subscription, health),

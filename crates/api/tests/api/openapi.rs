@@ -72,6 +72,7 @@ fn served() -> Vec<(&'static str, String)> {
         ("get", "/webhooks/{id}"),
         ("patch", "/webhooks/{id}"),
         ("post", "/webhooks/{id}/enable"),
+        ("post", "/webhooks/{id}/disable"),
         ("post", "/webhooks/{id}/rotate-secret"),
         ("delete", "/webhooks/{id}"),
         ("get", "/webhooks/{id}/stats"),

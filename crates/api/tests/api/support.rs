@@ -245,9 +245,10 @@ impl TestApp {
             .join(",");
         self.execute(&format!(
             "INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, \
-             secret, status, created_at, updated_at) \
+             secret, status, disabled_reason, created_at, updated_at) \
              SELECT '{id}', k.workspace_id, k.user_id, k.id, 'https://example.com/hook', \
-             ARRAY[{events}], 'whsec_test', '{status}', now(), now() \
+             ARRAY[{events}], 'whsec_test', '{status}', \
+             CASE WHEN '{status}' = 'DISABLED' THEN 'failing' END, now(), now() \
              FROM api_keys k WHERE k.workspace_id = '{}' LIMIT 1",
             workspace.id
         ))

@@ -159,7 +159,7 @@ async fn the_webhook_object_reports_health_from_the_attempts_and_never_the_secre
 
     // Disabled (its key revoked, say): the state says so.
     t.execute(&format!(
-        "UPDATE webhook_subscriptions SET status = 'DISABLED' WHERE id = '{id}'"
+        "UPDATE webhook_subscriptions SET status = 'DISABLED', disabled_reason = 'failing' WHERE id = '{id}'"
     ))
     .await;
     let (_, _, body) = call(&app, request("GET", &auth, &format!("/{id}"), None)).await;
@@ -409,7 +409,7 @@ async fn enable_makes_a_disabled_webhook_active_again_once_and_audited() {
          ('00000000-0000-0000-0000-0000000000e2', '{id}', 1, now() - interval '5 days', 10, 500, 'HTTP 500'), \
          ('00000000-0000-0000-0000-0000000000e2', '{id}', 2, now() - interval '1 hour', 10, 500, 'HTTP 500')) AS v(ev, s, a, t, l, c, e) \
          ON d.event_id = v.ev::uuid AND d.subscription_id = v.s; \
-         UPDATE webhook_subscriptions SET status = 'DISABLED', \
+         UPDATE webhook_subscriptions SET status = 'DISABLED', disabled_reason = 'failing', \
          failing_since = now() - interval '5 days' WHERE id = '{id}'",
         ws = t.workspace.id
     ))
@@ -448,12 +448,14 @@ async fn enable_makes_a_disabled_webhook_active_again_once_and_audited() {
         still["webhook"]["status"], "DISABLED",
         "a refused request changes nothing"
     );
+    assert_eq!(still["webhook"]["disabled_reason"], "failing");
 
     let (status, _, answer) = call(&app, enable(None)).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["success"], true);
     assert_eq!(answer["replayed"], 0, "no replay asked for");
     assert_eq!(answer["webhook"]["status"], "ACTIVE");
+    assert_eq!(answer["webhook"]["disabled_reason"], Value::Null);
     // The failure streak is cleared; the facts of the last attempt stay.
     let health = &answer["webhook"]["health"];
     assert_eq!(health["failing_since"], Value::Null, "{health}");
@@ -475,7 +477,7 @@ async fn enable_makes_a_disabled_webhook_active_again_once_and_audited() {
 
     // Not the owner's: 404, untouched.
     t.execute(&format!(
-        "UPDATE webhook_subscriptions SET status = 'DISABLED' WHERE id = '{id}'"
+        "UPDATE webhook_subscriptions SET status = 'DISABLED', disabled_reason = 'failing' WHERE id = '{id}'"
     ))
     .await;
     let eve = colleague(&t).await;
@@ -503,7 +505,7 @@ async fn enable_refuses_a_revoked_keys_webhook_and_one_over_the_cap() {
     let auth = t.bearer().1;
     let first = subscribed(&t, &app, "https://hooks.example.com/1").await;
     t.execute(&format!(
-        "UPDATE webhook_subscriptions SET status = 'DISABLED' WHERE id = '{first}'"
+        "UPDATE webhook_subscriptions SET status = 'DISABLED', disabled_reason = 'failing' WHERE id = '{first}'"
     ))
     .await;
     let second = subscribed(&t, &app, "https://hooks.example.com/2").await;
@@ -548,6 +550,113 @@ async fn enable_refuses_a_revoked_keys_webhook_and_one_over_the_cap() {
     );
     let (_, _, still) = call(&app, request("GET", &auth, &format!("/{third}"), None)).await;
     assert_eq!(still["webhook"]["status"], "DISABLED");
+    assert_eq!(still["webhook"]["disabled_reason"], "key_revoked");
+}
+
+#[actix_web::test]
+async fn disable_pauses_a_webhook_until_enable_resumes_it() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let id = subscribed(&t, &app, "https://hooks.example.com/h").await;
+    let auth = t.bearer().1;
+    let client = |name: &str| keyed("POST", "/api/clients", &auth, Some(json!({"name": name})));
+    let deliveries = |status: &str| {
+        format!(
+            "SELECT count(*) AS n FROM deliveries WHERE subscription_id = '{id}' \
+             AND status = '{status}'"
+        )
+    };
+    let (status, _, _) = call(&app, client("Before the pause")).await;
+    assert_eq!(status, 201);
+    assert_eq!(t.scalar(&deliveries("PENDING")).await, 1);
+
+    let (status, _, answer) = call(
+        &app,
+        request("POST", &auth, &format!("/{id}/disable"), None),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["success"], true);
+    let paused = &answer["webhook"];
+    assert_eq!(paused["status"], "DISABLED");
+    assert_eq!(paused["disabled_reason"], "manual");
+    assert_eq!(paused["health"]["state"], "disabled");
+    assert_eq!(paused["health"]["failing_since"], Value::Null);
+    // What was queued is cancelled; what happens now is not queued for it.
+    assert_eq!(t.scalar(&deliveries("PENDING")).await, 0);
+    assert_eq!(t.scalar(&deliveries("CANCELLED")).await, 1);
+    let (status, _, _) = call(&app, client("During the pause")).await;
+    assert_eq!(status, 201);
+    assert_eq!(
+        t.scalar(&format!(
+            "SELECT count(*) AS n FROM deliveries WHERE subscription_id = '{id}'"
+        ))
+        .await,
+        1
+    );
+    let audited = format!(
+        "SELECT count(*) AS n FROM audit_log WHERE action = 'webhook.disabled' \
+         AND target_id = '{id}' AND actor_user_id = '{}' AND reason = 'paused by its owner'",
+        t.user.id
+    );
+    assert_eq!(t.scalar(&audited).await, 1);
+
+    // Again: 200, as it is, nothing more written; an empty JSON body is accepted too.
+    let (status, _, answer) = call(
+        &app,
+        request("POST", &auth, &format!("/{id}/disable"), Some(json!({}))),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["webhook"]["disabled_reason"], "manual");
+    assert_eq!(t.scalar(&audited).await, 1);
+
+    // Another member's, an unknown or a malformed id: 404, untouched.
+    let eve = colleague(&t).await;
+    for (who, path) in [
+        (&eve, format!("/{id}/disable")),
+        (&auth, "/wh_0000000000000000/disable".to_owned()),
+        (&auth, "/nope/disable".to_owned()),
+    ] {
+        let (status, _, answer) = call(&app, request("POST", who, &path, None)).await;
+        assert_eq!(
+            (status, error_of(&answer)),
+            (404, json!({"error": "Webhook not found"})),
+            "{path}"
+        );
+    }
+
+    // Enable resumes it, and replays what it missed since the pause began.
+    let (status, _, answer) = call(
+        &app,
+        request(
+            "POST",
+            &auth,
+            &format!("/{id}/enable"),
+            Some(json!({"replay_since": time::OffsetDateTime::now_utc()
+                .saturating_sub(time::Duration::minutes(5))
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap()})),
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["webhook"]["status"], "ACTIVE");
+    assert_eq!(answer["webhook"]["disabled_reason"], Value::Null);
+    assert_eq!(
+        answer["replayed"], 2,
+        "both events, the cancelled and the never queued"
+    );
+    assert_eq!(t.scalar(&deliveries("PENDING")).await, 2);
+
+    // A deleted one cannot be paused.
+    call(&app, request("DELETE", &auth, &format!("/{id}"), None)).await;
+    let (status, _, _) = call(
+        &app,
+        request("POST", &auth, &format!("/{id}/disable"), None),
+    )
+    .await;
+    assert_eq!(status, 404);
 }
 
 #[actix_web::test]

@@ -294,7 +294,7 @@ async fn a_test_delivery_is_queued_for_this_webhook_only_also_when_disabled() {
 
     // Disabled: still queued (to check a repaired endpoint before enabling it).
     t.execute(&format!(
-        "UPDATE webhook_subscriptions SET status = 'DISABLED' WHERE id = '{id}'"
+        "UPDATE webhook_subscriptions SET status = 'DISABLED', disabled_reason = 'failing' WHERE id = '{id}'"
     ))
     .await;
     let (status, _, body) = call(&app, request("POST", &auth, &format!("/{id}/test"), None)).await;
@@ -389,7 +389,7 @@ async fn resend_queues_the_same_event_again_whatever_the_original_became() {
         );
     }
     t.execute(&format!(
-        "UPDATE webhook_subscriptions SET status = 'DISABLED' WHERE id = '{id}'"
+        "UPDATE webhook_subscriptions SET status = 'DISABLED', disabled_reason = 'failing' WHERE id = '{id}'"
     ))
     .await;
     let (status, _, body) = call(

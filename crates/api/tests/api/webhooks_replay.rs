@@ -114,7 +114,7 @@ async fn replay_queues_what_the_webhook_missed_in_the_window_oldest_first() {
         (404, json!({"error": "Webhook not found"}))
     );
     t.execute(&format!(
-        "UPDATE webhook_subscriptions SET status = 'DISABLED' WHERE id = '{id}'"
+        "UPDATE webhook_subscriptions SET status = 'DISABLED', disabled_reason = 'failing' WHERE id = '{id}'"
     ))
     .await;
     let (got, _, answer) = call(&app, replay(json!({"since": since}))).await;

@@ -39,8 +39,8 @@ pub use time_entry::{EntrySource, TimeEntry};
 pub use user::User;
 pub use webhook::{
     AttemptSummary, AuditEntry, DeliveryAttempt, DeliveryDetail, DeliveryId, DeliveryKind,
-    DeliveryQuery, DeliveryRecord, DeliveryStatus, HealthState, HourlyStats, ReplayOutcome,
-    ReplayWindow, Subscription, SubscriptionChange, SubscriptionFilters, SubscriptionStatus,
-    WebhookHealth, WebhookId,
+    DeliveryQuery, DeliveryRecord, DeliveryStatus, DisabledReason, HealthState, HourlyStats,
+    ReplayOutcome, ReplayWindow, Subscription, SubscriptionChange, SubscriptionFilters,
+    SubscriptionStatus, WebhookHealth, WebhookId,
 };
 pub use workspace::{InvoiceNumberPattern, Rounding, RoundingMode, Workspace, WorkspaceSettings};

@@ -178,7 +178,8 @@ pub fn generate_secret(random: &dyn RandomSource) -> String {
 pub enum SubscriptionStatus {
     /// Receives deliveries (set on creation).
     Active,
-    /// Receives nothing: its key was revoked or its deliveries failed for too long.
+    /// Receives nothing: paused by its owner, its key was revoked, or its deliveries failed for
+    /// too long ([`DisabledReason`]).
     Disabled,
     /// Deleted by its owner or by a `410 Gone`; receives nothing.
     Deleted,
@@ -204,6 +205,41 @@ impl SubscriptionStatus {
                 "unknown subscription status {other}"
             ))),
         }
+    }
+}
+
+/// Why a subscription is `DISABLED`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisabledReason {
+    /// Its deliveries failed without a success for the disable-after period.
+    Failing,
+    /// The API key it was created with was revoked (it cannot be enabled again).
+    KeyRevoked,
+    /// Its owner paused it (`POST .../disable`).
+    Manual,
+}
+
+impl DisabledReason {
+    /// Every reason.
+    pub const ALL: [Self; 3] = [Self::Failing, Self::KeyRevoked, Self::Manual];
+
+    /// The published spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Failing => "failing",
+            Self::KeyRevoked => "key_revoked",
+            Self::Manual => "manual",
+        }
+    }
+
+    /// Parses the published spelling.
+    pub fn parse(text: &str) -> DomainResult<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|r| r.as_str() == text)
+            .ok_or_else(|| {
+                DomainError::Unexpected(anyhow::anyhow!("unknown disabled reason {text}"))
+            })
     }
 }
 
@@ -288,6 +324,8 @@ pub struct Subscription {
     pub secret: String,
     /// Active, disabled or deleted.
     pub status: SubscriptionStatus,
+    /// Why it is disabled; `None` unless `status` is `Disabled`.
+    pub disabled_reason: Option<DisabledReason>,
     /// Creation time.
     pub created_at: OffsetDateTime,
     /// Last change.

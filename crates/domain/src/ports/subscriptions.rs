@@ -48,6 +48,13 @@ pub trait SubscriptionRepository: Send + Sync {
     async fn enable(&self, id: &WebhookId, max_active: u32, audit: &AuditEntry)
     -> DomainResult<()>;
 
+    /// Pauses an `ACTIVE` subscription: it becomes `DISABLED` with reason `manual`, its pending
+    /// deliveries are cancelled (never sent) and `audit` is written, with `updated_at` =
+    /// `audit.at`, in one transaction. A `DISABLED` one is left as it is, its reason kept (no
+    /// audit row). MUST return `NotFound("webhook")`, changing nothing, for no subscription or a
+    /// deleted one.
+    async fn disable(&self, id: &WebhookId, audit: &AuditEntry) -> DomainResult<()>;
+
     /// The subscription's attempts in 24 hourly buckets (UTC), oldest first, the last one the
     /// hour of `now`; an hour without attempts has zero counts and no durations.
     async fn hourly_stats(

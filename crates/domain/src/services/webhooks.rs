@@ -235,6 +235,7 @@ impl WebhookService {
             description,
             secret: generate_secret(self.random.as_ref()),
             status: SubscriptionStatus::Active,
+            disabled_reason: None,
             created_at: now,
             updated_at: now,
             previous_secret_expires_at: None,
@@ -393,6 +394,30 @@ impl WebhookService {
             self.clock.now(),
         );
         self.subscriptions.delete(&subscription.id, &audit).await
+    }
+
+    /// Pauses the caller's own `ACTIVE` subscription (audited): it becomes `DISABLED` with reason
+    /// `manual`, receives nothing (its pending deliveries are cancelled, new events are not
+    /// queued for it) and is not counted as failing, until [`enable`](Self::enable) resumes it;
+    /// what it missed can be replayed then. A `DISABLED` one is left as it is, its reason kept.
+    /// `NotFound("webhook")` as for [`get`](Self::get).
+    pub async fn disable(
+        &self,
+        caller: &Principal,
+        id: &WebhookId,
+    ) -> DomainResult<(Subscription, WebhookHealth)> {
+        let subscription = self.live(caller, id).await?;
+        if subscription.status == SubscriptionStatus::Active {
+            let audit = owner_audit(
+                caller,
+                &subscription,
+                "webhook.disabled",
+                "paused by its owner".into(),
+                self.clock.now(),
+            );
+            self.subscriptions.disable(&subscription.id, &audit).await?;
+        }
+        self.get(caller, id).await
     }
 
     /// Makes the caller's own `DISABLED` subscription `ACTIVE` again, its failure streak cleared

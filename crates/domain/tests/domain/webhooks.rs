@@ -388,6 +388,7 @@ fn health_is_decided_by_the_latest_attempt_and_the_status() {
     assert_eq!(of(&sub, Some(later), None), HealthState::Failing);
     let disabled = Subscription {
         status: SubscriptionStatus::Disabled,
+        disabled_reason: Some(DisabledReason::Failing),
         ..sub
     };
     assert_eq!(

@@ -267,6 +267,7 @@ impl ApiKeyRepository for InMemoryStore {
             .filter(|s| s.api_key_id == id && s.status == SubscriptionStatus::Active)
         {
             subscription.status = SubscriptionStatus::Disabled;
+            subscription.disabled_reason = Some(DisabledReason::KeyRevoked);
             subscription.updated_at = at;
             disabled.push(subscription.id.clone());
         }

@@ -22,10 +22,10 @@ use timetrack_domain::ids::{
 use timetrack_domain::masked::Masks;
 use timetrack_domain::model::{
     ApiKey, AttemptSummary, AuditEntry, Client, Cursor, DeliveryDetail, DeliveryId, DeliveryKind,
-    DeliveryQuery, DeliveryRecord, DeliveryStatus, EntrySource, Event, EventType, FeedEvent,
-    FeedPosition, FeedRead, HourlyStats, KeyHash, Page, PageRequest, Project, ReplayOutcome,
-    ReplayWindow, Subscription, SubscriptionChange, SubscriptionFilters, SubscriptionStatus, Tag,
-    Task, TimeEntry, User, WebhookId, Workspace,
+    DeliveryQuery, DeliveryRecord, DeliveryStatus, DisabledReason, EntrySource, Event, EventType,
+    FeedEvent, FeedPosition, FeedRead, HourlyStats, KeyHash, Page, PageRequest, Project,
+    ReplayOutcome, ReplayWindow, Subscription, SubscriptionChange, SubscriptionFilters,
+    SubscriptionStatus, Tag, Task, TimeEntry, User, WebhookId, Workspace,
 };
 use timetrack_domain::model::{ListFilter, Member, Role, WorkspaceSettings};
 use timetrack_domain::ports::{
@@ -180,6 +180,7 @@ impl InMemoryStore {
         let mut t = self.tables();
         if let Some(s) = t.subscriptions.iter_mut().find(|s| &s.id == subscription) {
             s.status = SubscriptionStatus::Disabled;
+            s.disabled_reason = Some(DisabledReason::Failing);
         }
     }
 

@@ -116,6 +116,7 @@ impl SubscriptionRepository for InMemoryStore {
         }
         if let Some(stored) = t.subscriptions.iter_mut().find(|s| &s.id == id) {
             stored.status = SubscriptionStatus::Active;
+            stored.disabled_reason = None;
             stored.updated_at = audit.at;
         }
         t.audit.push(audit.clone());
@@ -171,6 +172,29 @@ impl SubscriptionRepository for InMemoryStore {
             return Ok(());
         }
         subscription.status = SubscriptionStatus::Deleted;
+        subscription.disabled_reason = None;
+        subscription.updated_at = audit.at;
+        for (sub, record) in &mut t.deliveries {
+            if sub == id && record.status == DeliveryStatus::Pending {
+                record.status = DeliveryStatus::Cancelled;
+            }
+        }
+        t.audit.push(audit.clone());
+        Ok(())
+    }
+
+    async fn disable(&self, id: &WebhookId, audit: &AuditEntry) -> DomainResult<()> {
+        let mut t = self.tables();
+        let subscription = t
+            .subscriptions
+            .iter_mut()
+            .find(|s| &s.id == id && s.status != SubscriptionStatus::Deleted)
+            .ok_or(DomainError::NotFound("webhook"))?;
+        if subscription.status == SubscriptionStatus::Disabled {
+            return Ok(());
+        }
+        subscription.status = SubscriptionStatus::Disabled;
+        subscription.disabled_reason = Some(DisabledReason::Manual);
         subscription.updated_at = audit.at;
         for (sub, record) in &mut t.deliveries {
             if sub == id && record.status == DeliveryStatus::Pending {

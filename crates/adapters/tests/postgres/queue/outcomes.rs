@@ -333,10 +333,10 @@ async fn a_subscription_failing_for_five_days_is_disabled_and_its_queue_cancelle
     assert_eq!(
         text(
             &db,
-            "SELECT status AS v FROM webhook_subscriptions WHERE id LIKE 'wh_a%'"
+            "SELECT status || ' ' || disabled_reason AS v FROM webhook_subscriptions WHERE id LIKE 'wh_a%'"
         )
         .await,
-        "DISABLED"
+        "DISABLED failing"
     );
     assert_eq!(text(&db, "SELECT string_agg(status, ',' ORDER BY status) AS v FROM deliveries WHERE subscription_id LIKE 'wh_a%'").await, "CANCELLED,FAILED");
     assert_eq!(
@@ -551,7 +551,7 @@ async fn a_round_asked_to_claim_only_if_held_back_claims_what_its_attempts_held_
     assert_eq!(first.len(), 2);
     sql(
         &db,
-        "UPDATE webhook_subscriptions SET status = 'ACTIVE' WHERE id LIKE 'wh_b%'",
+        "UPDATE webhook_subscriptions SET status = 'ACTIVE', disabled_reason = NULL WHERE id LIKE 'wh_b%'",
     )
     .await;
     let done: Vec<_> = first

@@ -660,9 +660,10 @@ async fn a_claim_reads_the_subscriptions_with_due_deliveries_only() {
         sql: claim,
         ..
     } = claiming_connection(&db).await;
-    sql(&db, "INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, secret, status, created_at, updated_at) \
+    sql(&db, "INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, secret, status, created_at, updated_at, disabled_reason) \
               SELECT 'wh_' || lpad(g::text, 24, '0'), workspace_id, user_id, api_key_id, url, events, secret, \
-                     CASE WHEN g % 4 = 0 THEN 'DISABLED' ELSE 'ACTIVE' END, created_at, updated_at \
+                     CASE WHEN g % 4 = 0 THEN 'DISABLED' ELSE 'ACTIVE' END, created_at, updated_at, \
+                     CASE WHEN g % 4 = 0 THEN 'failing' END \
               FROM webhook_subscriptions CROSS JOIN generate_series(1, 2000) g WHERE id LIKE 'wh_a%'").await;
     client.batch_execute("BEGIN").await.unwrap();
     // The counts may still hold the connection's earlier claims, not yet reported.

@@ -191,6 +191,11 @@ async fn a_webhook_down_for_days_is_reported_disabled_tested_enabled_and_given_w
         "DISABLED",
         "a test does not enable"
     );
+    assert_eq!(
+        s.get(&base).await["webhook"]["disabled_reason"],
+        "failing",
+        "disabled by the worker for failing"
+    );
     let (status, enabled) = s
         .post(
             &format!("{base}/enable"),
