@@ -15,13 +15,20 @@ export const session = {
 };
 
 /** A failed call: `message` is the API's own error message, ready to show; `detail` what the API
- * said about it, when it did. */
+ * said about it, when it did ([`describe`] shows both). */
 export class ApiError extends Error {
   constructor(status, message, detail) {
     super(message);
     this.status = status;
     this.detail = typeof detail === "string" ? detail : undefined;
   }
+}
+
+/** What to show for a failure: the API's message, then its detail ("Invalid URL format: http is
+ * refused ..."), or the error's own text. */
+export function describe(err) {
+  if (err instanceof ApiError) return err.detail ? `${err.message}: ${err.detail}` : err.message;
+  return String(err?.message ?? err);
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -33,8 +40,9 @@ export function whenUnauthorized(handler) {
 }
 
 /**
- * Calls the API. Reads (GET) are tried again after a lost connection, up to three times; writes
- * never are, since the first may have arrived. A 429 says when to try again.
+ * Calls the API. Reads (GET) are tried again after a lost connection, and after a 429 once its
+ * Retry-After has passed, up to three times; writes never are, since the first may have arrived.
+ * A 429 that is shown says when to try again.
  */
 export async function api(method, path, body, key = session.key) {
   const read = method === "GET";
@@ -71,6 +79,15 @@ export async function api(method, path, body, key = session.key) {
       data = null;
     }
     if (response.ok) return data;
+    // A read refused for the rate limit is tried again when the server says it may be (up to a
+    // minute away), so the view being read is not lost to a burst of reads.
+    if (response.status === 429 && read && attempt < 3) {
+      const wait = Number(response.headers.get("Retry-After"));
+      if (Number.isFinite(wait) && wait >= 0 && wait <= 60) {
+        await sleep(wait * 1000 + 100);
+        continue;
+      }
+    }
     let message =
       data && typeof data.error === "string" ? data.error : `HTTP ${response.status}`;
     if (response.status === 429) {

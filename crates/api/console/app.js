@@ -1,11 +1,12 @@
 // The delivery console: a page over the public JSON API, for the owner of the API key it holds.
 
-import { api, ApiError, HOOKS, hook, query, session, whenUnauthorized } from "./api.js";
+import { api, ApiError, describe, HOOKS, hook, query, session, whenUnauthorized } from "./api.js";
 import { statsCharts } from "./chart.js";
 import { reportParams, reportsView } from "./reports.js";
 import { invoiceParams, invoiceView, invoicesView, newInvoiceView } from "./invoices.js";
 import {
-  append, clear, copyButton, field, h, localToRfc3339, replace, say, status, when,
+  append, clear, copyButton, field, h, localToRfc3339, relative, replace, rfc3339ToLocal, say, stamp,
+  status, when, zoneName,
 } from "./dom.js";
 
 const main = document.getElementById("main");
@@ -17,11 +18,16 @@ const signOut = document.getElementById("signout");
 let me = null;
 let catalog = null;
 
-const message = (err) => (err instanceof ApiError ? err.message : String(err?.message ?? err));
+const message = describe;
+
+/** The address whose view the page shows now (set when a view is shown). */
+let shownHash = null;
 
 function show(...children) {
+  main.removeAttribute("aria-busy");
   replace(main, ...children);
   main.focus({ preventScroll: true });
+  shownHash = location.hash;
 }
 
 /**
@@ -33,20 +39,34 @@ function view() {
   generation += 1;
   const ticket = generation;
   const current = () => ticket === generation;
+  // Read again in place (Refresh, after a write, another page of the same view): what is shown
+  // stays until the new answer arrives, and a failed read does not wipe it.
+  const again = () => main.childElementCount > 0 && shownHash === location.hash;
   return {
     current,
     show: (...children) => {
       if (current()) show(...children);
     },
     loading: (what) => {
-      if (current()) show(h("p", { class: "loading" }, `Loading ${what}…`));
+      if (!current()) return;
+      if (again()) main.setAttribute("aria-busy", "true");
+      else show(h("p", { class: "loading" }, `Loading ${what}…`));
     },
     failure: (err, retry) => {
       if (!current()) return;
-      show(
-        h("p", { class: "status error", role: "alert" }, message(err)),
-        retry ? h("button", { type: "button", onclick: retry }, "Try again") : null,
-      );
+      main.removeAttribute("aria-busy");
+      // Not found stays not found: a way back instead of "Try again".
+      const gone = err instanceof ApiError && err.status === 404;
+      const banner = h("div", { class: "status error banner", role: "alert" }, message(err), " ",
+        gone
+          ? h("a", { href: "#/webhooks" }, "Back to the webhooks")
+          : retry ? h("button", { type: "button", onclick: retry }, "Try again") : null);
+      if (again() && !gone) {
+        main.querySelector(".banner")?.remove();
+        main.prepend(banner);
+      } else {
+        show(banner);
+      }
     },
   };
 }
@@ -58,9 +78,24 @@ function lastAnswer(code, error) {
   return status ? `${status}: ${error}` : error;
 }
 
-function badge(state) {
+/** The health badge; a webhook its owner paused reads "paused". */
+function badge(state, w = undefined) {
   const known = ["healthy", "failing", "disabled", "unknown"].includes(state) ? state : "unknown";
-  return h("span", { class: `badge ${known}` }, known);
+  const text = known === "disabled" && w?.disabled_reason === "manual" ? "paused" : known;
+  return h("span", { class: `badge ${known}` }, text);
+}
+
+/** Why a webhook is disabled, in words (`W.disabled_reason`). */
+const DISABLED_WHY = {
+  manual: "paused by its owner",
+  failing: "its deliveries failed for too long",
+  key_revoked: "the API key it was created with was revoked",
+};
+
+function statusText(w) {
+  if (w.status !== "DISABLED") return w.status;
+  const why = DISABLED_WHY[w.disabled_reason];
+  return why ? `DISABLED: ${why}` : "DISABLED";
 }
 
 async function eventTypes() {
@@ -151,13 +186,13 @@ async function webhooksView() {
       return h("li", { class: "card hook" },
         h("div", { class: "hook-head" },
           h("a", { href: `#/webhooks/${encodeURIComponent(w.id)}`, class: "url" }, w.url),
-          badge(health.state)),
+          badge(health.state, w)),
         w.description ? h("p", { class: "description" }, w.description) : null,
         h("dl", { class: "facts" },
-          h("dt", {}, "Status"), h("dd", {}, w.status),
+          h("dt", {}, "Status"), h("dd", {}, statusText(w)),
           h("dt", {}, "Events"), h("dd", {}, w.events.join(", ")),
-          h("dt", {}, "Last success"), h("dd", {}, when(health.last_success_at)),
-          h("dt", {}, "Failing since"), h("dd", {}, when(health.failing_since)),
+          h("dt", {}, "Last success"), h("dd", {}, stamp(health.last_success_at, { ago: true })),
+          h("dt", {}, "Failing since"), h("dd", {}, stamp(health.failing_since, { ago: true })),
           h("dt", {}, "Pending"), h("dd", {}, String(health.pending_deliveries ?? 0))));
     }))
     : h("p", { class: "empty" }, "No webhooks yet. Subscribe one to start receiving events.");
@@ -273,9 +308,9 @@ async function newWebhookView() {
 // ---------------------------------------------------------------------------------------------
 // One webhook
 
-function action(label, run, { danger = false } = {}) {
+function action(label, run, { danger = false, name = undefined } = {}) {
   const out = status();
-  const button = h("button", { type: "button", class: danger ? "danger" : "" }, label);
+  const button = h("button", { type: "button", class: danger ? "danger" : "", "aria-label": name }, label);
   button.addEventListener("click", async () => {
     button.disabled = true;
     try {
@@ -289,7 +324,85 @@ function action(label, run, { danger = false } = {}) {
   return { button, out };
 }
 
-async function webhookView(id) {
+/**
+ * A question asked before a change that cannot be taken back: hidden until `ask()`, then the
+ * focus is on *Cancel* (Enter alone never confirms) and Escape cancels. `run(out)` does the change.
+ */
+function confirmation(question, yes, run, { danger = false, back } = {}) {
+  const box = h("div", { class: "confirm", hidden: true, role: "group", "aria-label": yes });
+  const confirmed = action(yes, run, { danger });
+  const cancel = () => {
+    box.hidden = true;
+    back?.focus();
+  };
+  const no = h("button", { type: "button", class: "quiet", onclick: cancel }, "Cancel");
+  box.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      cancel();
+    }
+  });
+  const text = h("p", {});
+  append(box, text, h("div", { class: "actions" }, confirmed.button, no), confirmed.out);
+  return {
+    box,
+    ask: () => {
+      replace(text, typeof question === "function" ? question() : question);
+      clear(confirmed.out);
+      box.hidden = false;
+      no.focus();
+    },
+  };
+}
+
+/** Seconds in words: "1 day", "2 h 30 min", "45 s". */
+function duration(seconds) {
+  const parts = [];
+  for (const [size, unit] of [[86400, "day"], [3600, "h"], [60, "min"], [1, "s"]]) {
+    const n = Math.floor(seconds / size);
+    if (n > 0) {
+      parts.push(unit === "day" ? `${n} ${n === 1 ? "day" : "days"}` : `${n} ${unit}`);
+      seconds -= n * size;
+    }
+  }
+  return parts.slice(0, 2).join(" ") || "0 s";
+}
+
+/** What a rotation with the "valid for" field's value will do, and the value to send. */
+function rotationPlan(raw) {
+  const text = raw.trim();
+  if (text === "") {
+    return {
+      body: {},
+      says: `The current secret keeps signing beside the new one for 1 day (86400 s, the default), until ${when(new Date(Date.now() + 86400_000).toISOString())}.`,
+    };
+  }
+  if (!/^\d+$/.test(text)) {
+    // Sent as typed: the API says what is wrong with it.
+    return { body: { previous_valid_for_seconds: text }, says: "Enter whole seconds from 0 to 604800, or leave it empty for 1 day." };
+  }
+  const seconds = Number(text);
+  if (seconds === 0) {
+    return {
+      body: { previous_valid_for_seconds: 0 },
+      says: "The current secret stops signing at once: a receiver still verifying with it rejects every delivery from now on.",
+    };
+  }
+  return {
+    body: { previous_valid_for_seconds: seconds },
+    says: seconds > 604800
+      ? "At most 604800 seconds (7 days)."
+      : `The current secret keeps signing beside the new one for ${duration(seconds)}, until ${when(new Date(Date.now() + seconds * 1000).toISOString())}.`,
+  };
+}
+
+/**
+ * One webhook. Every write (save, rotate, pause, enable, replay) is followed by reading the
+ * webhook again, and the page is drawn from that answer, so it always shows the server's state;
+ * `flash` carries the write's outcome (and a new secret) into the new drawing, beside the control
+ * that made it.
+ */
+async function webhookView(id, flash = undefined) {
   const v = view();
   v.loading("the webhook");
   let w;
@@ -302,10 +415,13 @@ async function webhookView(id) {
       api("GET", `${hook(id)}/stats`).then((a) => a.buckets),
     ]);
   } catch (err) {
-    v.failure(err, () => webhookView(id));
+    v.failure(err, () => webhookView(id, flash));
     return;
   }
   const health = w.health ?? {};
+  const redraw = (next) => {
+    if (v.current()) webhookView(id, next);
+  };
 
   // Settings
   const url = h("input", { type: "url", value: w.url, required: true });
@@ -328,7 +444,7 @@ async function webhookView(id) {
         description: description.value,
         filters: filters.read(),
       });
-      say(saved, "Saved.", true);
+      redraw({ op: "save", text: "Saved." });
     } catch (err) {
       say(saved, message(err));
     }
@@ -346,24 +462,70 @@ async function webhookView(id) {
     out.append(" ", h("a", { href: `#/webhooks/${encodeURIComponent(id)}/deliveries` }, "See the delivery log"));
   });
 
-  const validFor = h("input", { type: "number", min: 0, max: 604800, value: 86400 });
+  const validFor = h("input", { type: "number", min: 0, max: 604800, placeholder: "86400 (1 day)" });
+  const plan = h("p", { class: "hint", "aria-live": "polite" });
+  const showPlan = () => replace(plan, rotationPlan(validFor.value).says);
+  validFor.addEventListener("input", showPlan);
+  showPlan();
   const rotated = h("div");
-  const rotate = action("Rotate secret", async (out) => {
-    const seconds = Number(validFor.value);
-    const answer = await api("POST", `${hook(id)}/rotate-secret`, { previous_valid_for_seconds: seconds });
-    clear(out);
-    replace(rotated, secretShown(answer.secret, answer.previous_expires_at
-      ? `The previous secret still signs until ${when(answer.previous_expires_at)}.`
-      : "The previous secret no longer signs."));
-  });
+  const rotate = action("Rotate secret…", async () => rotateConfirm.ask());
+  const rotateConfirm = confirmation(
+    () => `Rotate the signing secret now? ${rotationPlan(validFor.value).says}`,
+    "Yes, rotate the secret",
+    async () => {
+      const answer = await api("POST", `${hook(id)}/rotate-secret`, rotationPlan(validFor.value).body);
+      redraw({
+        op: "rotate",
+        text: "Rotated.",
+        secret: answer.secret,
+        note: answer.previous_expires_at
+          ? `The previous secret still signs until ${when(answer.previous_expires_at)}.`
+          : "The previous secret no longer signs.",
+      });
+    },
+    { back: rotate.button },
+  );
 
-  const replaySince = h("input", { type: "datetime-local" });
-  const enable = action("Enable", async (out) => {
+  // Pause (when active) or enable (when disabled, unless its key was revoked).
+  const replaySince = h("input", {
+    type: "datetime-local",
+    value: w.status === "DISABLED"
+      ? rfc3339ToLocal(w.disabled_reason === "manual" ? w.updated_at : health.failing_since ?? w.updated_at)
+      : "",
+  });
+  const enable = action("Enable", async () => {
     const since = localToRfc3339(replaySince.value);
     const answer = await api("POST", `${hook(id)}/enable`, since ? { replay_since: since } : {});
-    say(out, `Enabled${answer.replayed ? `; ${answer.replayed} failed events queued again` : ""}.`, true);
-    statusCell.textContent = answer.webhook.status;
+    redraw({
+      op: "state",
+      text: `Enabled${since ? `; ${answer.replayed} missed ${answer.replayed === 1 ? "event" : "events"} queued again` : ""}.`,
+    });
   });
+  const pause = action("Pause…", async () => pauseConfirm.ask());
+  const pauseConfirm = confirmation(
+    "Pause this webhook? Nothing is sent to it and its queued deliveries are cancelled until you enable it again; then replay from the pause to receive what it missed.",
+    "Yes, pause it",
+    async () => {
+      await api("POST", `${hook(id)}/disable`);
+      redraw({ op: "state", text: "Paused. Enable it to resume." });
+    },
+    { back: pause.button },
+  );
+  let stateOp;
+  if (w.status === "ACTIVE") {
+    stateOp = h("div", { class: "op" },
+      h("p", {}, "Pause deliveries while the receiver is down for maintenance."),
+      pause.button, pause.out, pauseConfirm.box);
+  } else if (w.disabled_reason === "key_revoked") {
+    stateOp = h("div", { class: "op" },
+      h("p", {}, "Disabled because the API key it was created with was revoked: it cannot be enabled. Subscribe again with a live key."));
+  } else {
+    stateOp = h("div", { class: "op" },
+      h("p", {}, `Disabled: ${DISABLED_WHY[w.disabled_reason] ?? "it receives nothing"}.`),
+      field(`Replay what it missed since (optional, ${zoneName()})`, replaySince,
+        "Filled in with when it stopped receiving; clear it to enable without a replay"),
+      enable.button, enable.out);
+  }
 
   const from = h("input", { type: "datetime-local", required: true });
   const until = h("input", { type: "datetime-local" });
@@ -378,61 +540,71 @@ async function webhookView(id) {
     const end = localToRfc3339(until.value);
     if (end) body.until = end;
     const answer = await api("POST", `${hook(id)}/replay`, body);
-    say(out, `${answer.queued} events queued again${answer.truncated
-      ? `; more remain from ${when(answer.next_since)}` : ""}.`, true);
+    redraw({
+      op: "replay",
+      text: `${answer.queued} events queued again${answer.truncated
+        ? `; more remain from ${when(answer.next_since)}` : ""}.`,
+    });
   });
 
-  const confirmBox = h("div", { class: "confirm", hidden: true });
-  const del = action("Delete…", async () => {
-    confirmBox.hidden = false;
-    confirmBox.querySelector("button")?.focus();
-  }, { danger: true });
-  const really = action("Yes, delete this webhook", async (out) => {
-    await api("DELETE", hook(id));
-    say(out, "Deleted.", true);
-    location.hash = "#/webhooks";
-  }, { danger: true });
-  append(confirmBox,
-    h("p", {}, "Delete this webhook? Queued deliveries are cancelled and nothing more is sent to it."),
-    h("div", { class: "actions" }, really.button,
-      h("button", { type: "button", class: "quiet", onclick: () => { confirmBox.hidden = true; del.button.focus(); } }, "Cancel")),
-    really.out);
+  const del = action("Delete…", async () => deleteConfirm.ask(), { danger: true });
+  const deleteConfirm = confirmation(
+    "Delete this webhook? Queued deliveries are cancelled and nothing more is sent to it.",
+    "Yes, delete this webhook",
+    async (out) => {
+      await api("DELETE", hook(id));
+      say(out, "Deleted.", true);
+      location.hash = "#/webhooks";
+    },
+    { danger: true, back: del.button },
+  );
 
-  const statusCell = h("dd", {}, w.status);
+  // The last write's outcome, beside its control.
+  const flashed = { save: saved, rotate: rotate.out, state: w.status === "ACTIVE" ? pause.out : enable.out, replay: replay.out };
+  if (flash?.text && flashed[flash.op]) say(flashed[flash.op], flash.text, true);
+  if (flash?.secret) replace(rotated, secretShown(flash.secret, flash.note));
+
   v.show(
     h("p", { class: "crumbs" }, h("a", { href: "#/webhooks" }, "Webhooks"), " / ", w.id),
     h("div", { class: "title-row" },
-      h("h1", { class: "url" }, w.url), badge(health.state)),
+      h("h1", { class: "url" }, w.url), badge(health.state, w)),
     w.description ? h("p", { class: "description" }, w.description) : null,
     h("dl", { class: "facts card" },
-      h("dt", {}, "Status"), statusCell,
+      h("dt", {}, "Status"), h("dd", { class: "status-fact" }, statusText(w)),
       h("dt", {}, "Events"), h("dd", {}, w.events.join(", ")),
-      h("dt", {}, "Last success"), h("dd", {}, when(health.last_success_at)),
-      h("dt", {}, "Failing since"), h("dd", {}, when(health.failing_since)),
+      h("dt", {}, "Last success"), h("dd", {}, stamp(health.last_success_at)),
+      h("dt", {}, "Failing since"), h("dd", {}, stamp(health.failing_since)),
       h("dt", {}, "Consecutive failures"), h("dd", {}, String(health.consecutive_failures ?? 0)),
       h("dt", {}, "Last answer"), h("dd", {}, lastAnswer(health.last_status_code, health.last_error)),
       h("dt", {}, "Pending deliveries"), h("dd", {}, String(health.pending_deliveries ?? 0)),
       h("dt", {}, "Secret rotation"), h("dd", {}, w.secret_rotation
-        ? `previous secret signs until ${when(w.secret_rotation.previous_expires_at)}` : "—")),
+        ? ["previous secret signs until ", stamp(w.secret_rotation.previous_expires_at)] : "—")),
     h("p", {}, h("a", { class: "button", href: `#/webhooks/${encodeURIComponent(id)}/deliveries` }, "Delivery log")),
-    statsCharts(stats),
+    statsCharts(stats, chartWidth()),
     h("section", { class: "card ops", "aria-label": "Operations" },
       h("h2", {}, "Operations"),
       h("div", { class: "op" }, h("p", {}, "Send one signed WEBHOOK_TEST delivery to this URL (also when disabled)."),
         test.button, test.out),
       h("div", { class: "op" },
-        field("Previous secret stays valid for (seconds)", validFor, "0 stops it at once; at most 604800 (7 days)"),
-        rotate.button, rotate.out, rotated),
+        field("Previous secret stays valid for (seconds)", validFor, "Empty: 1 day; 0 stops it at once; at most 604800 (7 days)"),
+        plan, rotate.button, rotate.out, rotateConfirm.box, rotated),
+      stateOp,
       h("div", { class: "op" },
-        field("Replay failures since (optional, your local time)", replaySince),
-        enable.button, enable.out),
-      h("div", { class: "op" },
-        field("Replay from (your local time)", from),
-        field("Until (optional)", until),
+        field(`Replay from (${zoneName()})`, from),
+        field(`Until (optional, ${zoneName()})`, until),
         h("div", { class: "check" }, onlyFailed, h("label", { for: "only-failed" }, "Only events not yet delivered")),
         replay.button, replay.out),
-      h("div", { class: "op" }, del.button, del.out, confirmBox)),
+      h("div", { class: "op" }, del.button, del.out, deleteConfirm.box)),
     settings);
+  if (flash?.op && flashed[flash.op]) flashed[flash.op].scrollIntoView({ block: "nearest" });
+}
+
+/** The width one of the two 24-hour charts gets, in CSS pixels (style.css: side by side, or one
+ * above the other at 720 px and narrower; the figure's padding and border taken off). */
+function chartWidth() {
+  const narrow = window.matchMedia("(max-width: 720px)").matches;
+  const inner = main.clientWidth - (narrow ? 24 : 48);
+  return (narrow ? inner : (inner - 16) / 2) - 18;
 }
 
 /**
@@ -483,16 +655,13 @@ async function deliveriesView(id, params = {}) {
     deliveriesView(id, { status: statusFilter.value, event_type: typeFilter.value });
   });
 
-  // After a resend, the log is read again, unless the user has moved on meanwhile.
-  const reload = () => {
-    if (v.current()) deliveriesView(id, params);
-  };
-  const rows = page.data.map((d) => deliveryRow(id, d, reload));
+  const head = h("thead", {}, h("tr", {},
+    ["Created", "Event", "Kind", "Status", "Attempts", "Last answer", ""].map((c) => h("th", { scope: "col" }, c))));
+  // A resend's new delivery goes at the top of the log; the delivery being read stays open.
+  const added = (d) => head.after(deliveryRow(id, d, added));
+  const rows = page.data.map((d) => deliveryRow(id, d, added));
   const table = page.data.length
-    ? h("table", { class: "log" },
-      h("thead", {}, h("tr", {},
-        ["Created", "Event", "Kind", "Status", "Attempts", "Last answer", ""].map((c) => h("th", { scope: "col" }, c)))),
-      rows)
+    ? h("table", { class: "log" }, head, rows)
     : h("p", { class: "empty" }, "No deliveries match.");
   const paging = h("div", { class: "actions" },
     params.cursor ? h("button", { type: "button", class: "quiet", onclick: () => deliveriesView(id, { ...params, cursor: undefined }) }, "Newest") : null,
@@ -505,18 +674,20 @@ async function deliveriesView(id, params = {}) {
     filterForm, table, paging);
 }
 
-function deliveryRow(webhookId, d, reload) {
+function deliveryRow(webhookId, d, added) {
   const detail = h("tr", { class: "detail", hidden: true }, h("td", { colspan: 7 }));
-  const open = h("button", { type: "button", class: "quiet", "aria-expanded": "false" }, "Open");
+  const what = `delivery ${d.id} (${d.event_type})`;
+  const open = h("button", { type: "button", class: "quiet", "aria-expanded": "false", "aria-label": `Open ${what}` }, "Open");
   open.addEventListener("click", async () => {
     const opening = detail.hidden;
     detail.hidden = !opening;
     open.setAttribute("aria-expanded", String(opening));
     open.textContent = opening ? "Close" : "Open";
-    if (opening) await fillDetail(webhookId, d, detail.firstChild, reload);
+    open.setAttribute("aria-label", `${opening ? "Close" : "Open"} ${what}`);
+    if (opening) await fillDetail(webhookId, d, detail.firstChild, added);
   });
   const row = h("tr", { class: `delivery ${d.status.toLowerCase()}` },
-    h("td", { "data-label": "Created" }, when(d.created_at)),
+    h("td", { "data-label": "Created" }, stamp(d.created_at, { ago: true })),
     h("td", { "data-label": "Event" }, d.event_type),
     h("td", { "data-label": "Kind" }, d.kind),
     h("td", { "data-label": "Status" }, h("span", { class: `pill ${d.status.toLowerCase()}` }, d.status)),
@@ -526,7 +697,24 @@ function deliveryRow(webhookId, d, reload) {
   return h("tbody", {}, row, detail);
 }
 
-async function fillDetail(webhookId, d, cell, reload) {
+/**
+ * Where a pending delivery stands, in words: the next attempt ahead, or, when it is already due,
+ * that it waits its turn (deliveries about one subject go one at a time, in order, and a webhook
+ * has a limited number in flight), so a due time in the past does not read as lost.
+ */
+function pendingNote(d) {
+  if (d.status !== "PENDING") return null;
+  const due = d.next_attempt_at ? new Date(d.next_attempt_at).getTime() : Date.now();
+  if (due > Date.now() + 1000) {
+    return ["Next attempt ", stamp(d.next_attempt_at), ` (${relative(d.next_attempt_at)}).`];
+  }
+  return [
+    d.attempts ? "Due again since " : "Due since ", stamp(d.next_attempt_at), ": waiting its turn. Deliveries about the same subject are sent one at a time, in order, ",
+    "so it goes once the earlier ones are done, and each webhook has a few deliveries in flight at most.",
+  ];
+}
+
+async function fillDetail(webhookId, d, cell, added) {
   replace(cell, h("p", { class: "loading" }, "Loading…"));
   let full;
   try {
@@ -537,26 +725,30 @@ async function fillDetail(webhookId, d, cell, reload) {
   }
   const resend = action("Resend", async (out) => {
     const answer = await api("POST", `${hook(webhookId)}/deliveries/${encodeURIComponent(d.id)}/resend`);
-    say(out, `Queued again as ${answer.delivery.id}.`, true);
-    setTimeout(reload, 800);
-  });
+    say(out, `Queued again as delivery ${answer.delivery.id}, now at the top of the log.`, true);
+    added(answer.delivery);
+  }, { name: `Resend delivery ${d.id}` });
   const attempts = full.attempts_log?.length
     ? h("table", { class: "attempts" },
       h("thead", {}, h("tr", {}, ["#", "Started", "Duration", "Answer", "Error", "Response body"].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, full.attempts_log.map((a) => h("tr", {},
         h("td", { "data-label": "#" }, String(a.number)),
-        h("td", { "data-label": "Started" }, when(a.started_at)),
+        h("td", { "data-label": "Started" }, stamp(a.started_at)),
         h("td", { "data-label": "Duration" }, `${a.duration_ms} ms`),
         h("td", { "data-label": "Answer" }, a.status_code ? `HTTP ${a.status_code}` : "—"),
         h("td", { "data-label": "Error" }, a.error ?? "—"),
         h("td", { "data-label": "Response body" }, a.response_body ? h("code", {}, a.response_body) : "—")))))
-    : h("p", { class: "empty" }, "No attempt yet.");
+    : h("p", { class: "empty" }, full.status === "PENDING" ? "No attempt yet." : "No attempt was made.");
+  const payload = JSON.stringify(full.payload, null, 2);
   replace(cell,
     h("div", { class: "delivery-detail" },
-      h("p", {}, `Delivery #${full.id}, event `, h("code", {}, full.event_id),
-        full.next_attempt_at ? `; next attempt ${when(full.next_attempt_at)}` : ""),
+      h("p", {}, `Delivery #${full.id}, event `, h("code", {}, full.event_id), " ",
+        copyButton(full.event_id, "Copy id", `Copy the event id of delivery ${full.id}`)),
+      full.status === "PENDING" ? h("p", { class: "pending-note" }, pendingNote(full)) : null,
       h("h3", {}, "Attempts"), attempts,
-      h("h3", {}, "Payload"), h("pre", { class: "payload", tabindex: "0" }, JSON.stringify(full.payload, null, 2)),
+      h("div", { class: "title-row" }, h("h3", {}, "Payload"),
+        copyButton(payload, "Copy payload", `Copy the payload of delivery ${full.id}`)),
+      h("pre", { class: "payload", tabindex: "0" }, payload),
       h("div", { class: "actions" }, resend.button), resend.out));
 }
 
@@ -598,7 +790,7 @@ async function eventsView(params = {}) {
   const list = page.data.length
     ? h("ul", { class: "events-list" }, page.data.map((e) => h("li", { class: "card event" },
       h("details", {},
-        h("summary", {}, h("span", { class: "type" }, e.type), " ", h("span", { class: "time" }, when(e.created_at)),
+        h("summary", {}, h("span", { class: "type" }, e.type), " ", h("span", { class: "time" }, stamp(e.created_at, { ago: true })),
           " ", h("span", { class: "id" }, e.id)),
         h("pre", { class: "payload", tabindex: "0" }, JSON.stringify(e.payload, null, 2))))))
     : h("p", { class: "empty" }, newer.length ? "No older events." : "No events in the retained period.");
@@ -647,7 +839,7 @@ async function setupView() {
     `  -d '{"url": "https://example.com/hooks/timetrack", "events": ["TIMER_STARTED", "TIMER_STOPPED"]}'`,
   ].join("\n");
   const block = (title, code) => h("section", { class: "card snippet" },
-    h("div", { class: "title-row" }, h("h2", {}, title), copyButton(code)),
+    h("div", { class: "title-row" }, h("h2", {}, title), copyButton(code, "Copy", `Copy: ${title}`)),
     h("pre", { tabindex: "0" }, h("code", {}, code)));
   v.show(
     h("h1", {}, "Set up"),

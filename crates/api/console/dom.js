@@ -75,10 +75,58 @@ export function clear(el) {
   el.textContent = "";
 }
 
-/** `2026-11-26T18:30:05Z` as `2026-11-26 18:30:05 UTC`; "—" for none. */
+const pad = (n) => String(n).padStart(2, "0");
+
+/** The browser's time zone, short ("UTC", "GMT+1", "CET"), for labels. */
+export function zoneName(date = new Date()) {
+  const part = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" })
+    .formatToParts(date)
+    .find((p) => p.type === "timeZoneName");
+  return part ? part.value : "local time";
+}
+
+/** `2026-11-26T18:30:05Z` in the browser's time zone: `2026-11-26 19:30:05 GMT+1`; "—" for none. */
 export function when(rfc3339) {
   if (!rfc3339) return "—";
+  const date = new Date(rfc3339);
+  if (Number.isNaN(date.getTime())) return String(rfc3339);
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} `
+    + `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())} ${zoneName(date)}`;
+}
+
+/** `2026-11-26T18:30:05Z` as `2026-11-26 18:30:05 UTC`, the value as stored. */
+export function utc(rfc3339) {
   return String(rfc3339).replace("T", " ").replace(/(\.\d+)?Z$/, " UTC");
+}
+
+/** How long ago (or ahead) a time is, in words: "just now", "3 min ago", "in 2 h", "5 days ago". */
+export function relative(rfc3339, now = Date.now()) {
+  const seconds = Math.round((new Date(rfc3339).getTime() - now) / 1000);
+  const size = Math.abs(seconds);
+  if (size < 45) return "just now";
+  const [amount, unit] = size < 3600 ? [Math.round(size / 60), "min"]
+    : size < 86400 ? [Math.round(size / 3600), "h"]
+      : [Math.round(size / 86400), Math.round(size / 86400) === 1 ? "day" : "days"];
+  return seconds < 0 ? `${amount} ${unit} ago` : `in ${amount} ${unit}`;
+}
+
+/**
+ * A time as an element: local (or relative, with `ago`) as its text, the UTC value on hover and
+ * in `datetime`; "—" for none.
+ */
+export function stamp(rfc3339, { ago = false } = {}) {
+  if (!rfc3339) return "—";
+  const text = ago ? relative(rfc3339) : when(rfc3339);
+  const title = ago ? `${when(rfc3339)} (${utc(rfc3339)})` : utc(rfc3339);
+  return h("time", { datetime: rfc3339, title }, text);
+}
+
+/** An RFC 3339 time as the value of a `datetime-local` input (the browser's time zone). */
+export function rfc3339ToLocal(rfc3339) {
+  const date = new Date(rfc3339);
+  if (!rfc3339 || Number.isNaN(date.getTime())) return "";
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T`
+    + `${pad(date.getHours())}:${pad(date.getMinutes())}`;
 }
 
 /** A value from a `datetime-local` input (the browser's time zone) as RFC 3339 UTC. */
@@ -88,12 +136,14 @@ export function localToRfc3339(value) {
   return Number.isNaN(date.getTime()) ? null : date.toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
-/** A button that shows the secret-copying outcome next to itself. */
-export function copyButton(text, label = "Copy") {
+/** A button that copies `text` and shows the outcome next to itself; `name` is its accessible
+ * name when the label alone would not say what it copies. */
+export function copyButton(text, label = "Copy", name = undefined) {
   const note = h("span", { class: "copied", "aria-live": "polite" });
   const button = h("button", {
     type: "button",
     class: "quiet",
+    "aria-label": name,
     onclick: async () => {
       try {
         await navigator.clipboard.writeText(text);

@@ -85,7 +85,8 @@ let page = null;
       "--disable-background-networking", "--disable-component-update", "--disable-sync",
     ],
   });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  // A zone away from UTC, so that local times can be told from stored ones.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: "Europe/Prague" });
   page = await context.newPage();
   const foreign = [];
   context.on("request", (request) => {
@@ -123,6 +124,13 @@ let page = null;
         : el.labels.length === 0 && !el.getAttribute("aria-label")))
       .map((el) => el.outerHTML.slice(0, 80)));
     check(unlabelled.length === 0, `${view}: every control is labelled (${JSON.stringify(unlabelled)})`);
+  };
+  const uniqueNames = async (view) => {
+    const names = await page.evaluate(() => [...document.querySelectorAll("main button")]
+      .filter((el) => !el.closest("[hidden]"))
+      .map((el) => (el.getAttribute("aria-label") || el.textContent).trim()));
+    const repeated = names.filter((n, i) => names.indexOf(n) !== i);
+    check(repeated.length === 0, `${view}: no two buttons share an accessible name (${JSON.stringify([...new Set(repeated)])})`);
   };
   const fitsWidth = async (view) => {
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
@@ -190,17 +198,23 @@ let page = null;
   await testRow.waitFor();
   check((await testRow.textContent()).includes("DELIVERED") && (await testRow.textContent()).includes("test"),
     "the test delivery shows as DELIVERED in the log");
+  const created = testRow.locator("time").first();
+  check(/ago|just now/.test(await created.textContent()) && /GMT\+1/.test(await created.getAttribute("title"))
+    && / UTC\)$/.test(await created.getAttribute("title")),
+  `the log says when relatively, with the local time and UTC on hover (${await created.getAttribute("title")})`);
   await testRow.getByRole("button", { name: "Open" }).click();
   const attempt = page.locator(".attempts tbody tr").first();
   await attempt.waitFor();
   check((await attempt.textContent()).includes("HTTP 200"), "... with its attempt (HTTP 200)");
+  check((await attempt.locator("time").textContent()).includes("GMT+1"), "an attempt's start is in the browser's zone");
   await labelled("deliveries");
+  await uniqueNames("deliveries");
   await screenshot("delivery-log-test");
 
   // 4. The receiver answers 500: the webhook shows as failing.
   await ask({ respond: { path: "/hook", status: 500 } });
-  const created = await api("POST", "/api/clients", { name: XSS });
-  check(created.status === 201, "a client named with the XSS string is created");
+  const made = await api("POST", "/api/clients", { name: XSS });
+  check(made.status === 201, "a client named with the XSS string is created");
   await page.goto(`${BASE}/console#/webhooks/${encodeURIComponent(webhookId)}`);
   await until("the failing badge", async () => {
     await page.reload();
@@ -209,6 +223,15 @@ let page = null;
   });
   check(true, "a receiver answering 500 shows the webhook as failing");
   check(await page.locator(".chart rect.failed[height]:not([height='0'])").count() > 0, "... and the chart draws the failed attempt");
+  const axis = await page.evaluate(() => [...document.querySelectorAll("svg.chart")].map((svg) => ({
+    labels: [...svg.querySelectorAll("text.axis")].map((t) => t.textContent),
+    inside: [...svg.querySelectorAll("text.axis")].every((t) => t.getBBox().x >= 0),
+  })));
+  const stats = (await api("GET", `/api/integrations/automation/webhooks/${webhookId}/stats`)).body.buckets;
+  const slowest = Math.max(1, ...stats.map((b) => b.p95_ms ?? 0));
+  const top = axis[1].labels.find((l) => l.endsWith(" ms"));
+  check(axis.every((a) => a.inside) && Number(top.slice(0, -3)) >= slowest,
+    `the charts' axis labels are whole and the latency axis reaches the slowest p95 (${top} for ${slowest} ms)`);
   await screenshot("webhook-failing");
   // The view as a person first sees it (the README's picture).
   await page.evaluate(() => window.scrollTo(0, 0));
@@ -227,6 +250,8 @@ let page = null;
   await screenshot("delivery-failed-attempt");
   await page.getByRole("button", { name: "Resend" }).click();
   await page.getByText(/Queued again as/).waitFor();
+  check(await page.getByRole("button", { name: /^Resend/ }).isVisible() && await page.locator("tr.delivery", { hasText: "resend" }).count() === 1,
+    "a resend adds its delivery to the log and leaves the delivery being read open");
   await until("the resend delivered", async () => {
     await page.getByRole("button", { name: "Refresh" }).click();
     const row = page.locator("tr.delivery", { hasText: "resend" }).first();
@@ -240,11 +265,26 @@ let page = null;
   await page.goto(`${BASE}/console#/webhooks/${encodeURIComponent(webhookId)}`);
   await page.getByRole("button", { name: "Rotate secret" }).waitFor();
   check((await page.locator(".title-row .badge").textContent()) === "healthy", "the webhook is healthy again");
-  await page.getByLabel("Previous secret stays valid for (seconds)").fill("3600");
-  await page.getByRole("button", { name: "Rotate secret" }).click();
+  // Left empty, the field means the default day, and the page says so before anything happens.
+  check((await page.locator(".op .hint[aria-live]").textContent()).includes("for 1 day (86400 s, the default)"),
+    "with the validity left empty the page says the old secret keeps signing for 1 day");
+  await page.getByRole("button", { name: "Rotate secret…" }).click();
+  await page.getByRole("button", { name: "Yes, rotate the secret" }).waitFor();
+  check(await page.evaluate(() => document.activeElement?.textContent === "Cancel"), "Rotate asks first, with the focus on Cancel");
+  await page.keyboard.press("Escape");
+  check(await page.getByRole("button", { name: "Yes, rotate the secret" }).isHidden(), "... and Escape cancels it");
+  check((await api("GET", `/api/integrations/automation/webhooks/${webhookId}`)).body.webhook.secret_rotation === null, "... without rotating");
+  await page.getByRole("button", { name: "Rotate secret…" }).click();
+  await page.getByRole("button", { name: "Yes, rotate the secret" }).click();
   await page.getByText(/previous secret still signs until/).waitFor();
   const newSecret = (await page.locator(".secret-value").textContent()).trim();
   check(newSecret.startsWith("whsec_") && newSecret !== firstSecret, "Rotate secret shows a new secret");
+  const rotation = (await api("GET", `/api/integrations/automation/webhooks/${webhookId}`)).body.webhook.secret_rotation;
+  const left = (new Date(rotation.previous_expires_at).getTime() - Date.now()) / 1000;
+  check(left > 86400 - 300 && left <= 86400, `an empty validity rotated with the default day (${Math.round(left)} s left)`);
+  check((await page.locator(".status-fact").count()) === 1
+    && (await page.locator(".facts").textContent()).includes("previous secret signs until"),
+  "after Rotate the page shows the rotation window without a reload");
   await screenshot("secret-rotated");
   const before = (await ask({ received: "/hook" })).length;
   await page.getByRole("button", { name: "Send test" }).click();
@@ -254,6 +294,49 @@ let page = null;
   check(received.length > before && next.headers["webhook-signature"].split(" ").length === 2,
     "the next delivery carries two signatures");
   check(verifies(newSecret, next) && verifies(firstSecret, next), "... and verifies with the new secret and with the old");
+
+  // 6b. Pause, a refused replay, Enable: the page always shows the server's state; the API's
+  // detail is shown; Enable only where it applies.
+  check(await page.getByRole("button", { name: "Enable" }).count() === 0, "an active webhook is not offered Enable");
+  await page.getByRole("button", { name: "Pause…" }).click();
+  await page.getByRole("button", { name: "Yes, pause it" }).click();
+  await page.locator(".title-row .badge", { hasText: "paused" }).waitFor();
+  check((await page.locator(".status-fact").textContent()).includes("paused by its owner"), "a paused webhook says why it is disabled");
+  check((await api("GET", `/api/integrations/automation/webhooks/${webhookId}`)).body.webhook.disabled_reason === "manual", "... as the API does");
+  const pausedAt = await page.getByLabel(/^Replay what it missed since/).inputValue();
+  check(pausedAt !== "", `Enable offers to replay from the pause (${pausedAt})`);
+  await page.getByLabel(/^Replay from/).fill("2026-11-01T10:00");
+  await page.getByRole("button", { name: "Replay" }).click();
+  await page.getByText("Webhook is disabled").waitFor();
+  await screenshot("webhook-paused");
+  await page.getByRole("button", { name: "Enable" }).click();
+  await page.getByRole("button", { name: "Pause…" }).waitFor();
+  check(await page.getByText("Webhook is disabled").count() === 0 && (await page.locator(".title-row .badge").textContent()) !== "paused"
+    && (await page.locator(".status-fact").textContent()) === "ACTIVE",
+  "after Enable the badge, the status and the messages show the webhook active");
+  check((await page.locator(".op .status.ok").textContent()).includes("Enabled"), "... with the outcome beside the control");
+  // The API's detail beside the control.
+  await page.getByLabel(/^Replay from/).fill("2026-11-20T10:00");
+  await page.getByLabel(/^Until/).fill("2026-11-19T10:00");
+  await page.getByRole("button", { name: "Replay" }).click();
+  await page.getByText("until must be later than since").waitFor();
+  check(true, "a refused replay shows the API's detail (until must be later than since)");
+  const settingsForm = page.locator("form[aria-label='Settings']");
+  await settingsForm.getByLabel("URL (HTTPS)").fill("http://plain.example.com/hook");
+  await settingsForm.getByRole("button", { name: "Save changes" }).click();
+  await settingsForm.getByText(/http and other schemes are refused/).waitFor();
+  check(true, "a refused URL shows the API's detail (http is refused)");
+  await settingsForm.getByLabel("URL (HTTPS)").fill(`${RECEIVER}/hook`);
+  await settingsForm.getByLabel("Description").fill("Renamed in the page");
+  await settingsForm.getByRole("button", { name: "Save changes" }).click();
+  await page.locator("p.description", { hasText: "Renamed in the page" }).waitFor();
+  check(true, "after Save the page shows the saved description without a reload");
+  // An unknown webhook: not found, and a way back rather than Try again.
+  await page.goto(`${BASE}/console#/webhooks/wh_0000000000000000000000`);
+  await page.getByRole("alert").filter({ hasText: "Webhook not found" }).waitFor();
+  check(await page.getByRole("button", { name: "Try again" }).count() === 0
+    && await page.getByRole("link", { name: "Back to the webhooks" }).count() === 1,
+  "Webhook not found offers the way back, not Try again");
 
   // 7. Events, newest first, payloads as text.
   await page.locator("#nav").getByRole("link", { name: "Events" }).click();
@@ -265,6 +348,43 @@ let page = null;
   check(await page.locator("main img").count() === 0, "... and makes no element");
   await labelled("events");
   await screenshot("events");
+
+  // 7b. A delivery held behind an earlier one of its subject says that it waits.
+  check((await api("PATCH", `/api/integrations/automation/webhooks/${webhookId}`, { events: ["CLIENT_CREATED", "CLIENT_UPDATED"] })).status === 200,
+    "the webhook also takes CLIENT_UPDATED");
+  await ask({ respond: { path: "/hook", status: 500 } });
+  const held = (await api("POST", "/api/clients", { name: "Held Co" })).body;
+  await until("the creation's first attempt", async () => {
+    const log = (await api("GET", `/api/integrations/automation/webhooks/${webhookId}/deliveries?event_type=CLIENT_CREATED`)).body.data;
+    return log[0]?.attempts === 1;
+  });
+  check((await api("PATCH", `/api/clients/${held.id}`, { name: "Held Co Ltd" })).status === 200, "the client is renamed while its creation waits for a retry");
+  await ask({ respond: { path: "/hook", status: 200 } });
+  await page.goto(`${BASE}/console#/webhooks/${encodeURIComponent(webhookId)}/deliveries`);
+  const updatedRow = page.locator("tr.delivery", { hasText: "CLIENT_UPDATED" }).first();
+  await updatedRow.waitFor();
+  await updatedRow.getByRole("button", { name: /^Open/ }).click();
+  const note = page.locator(".pending-note").first();
+  await note.waitFor();
+  check((await note.textContent()).includes("waiting its turn"), `a held delivery says it waits its turn (${await note.textContent()})`);
+  await screenshot("delivery-held");
+  await updatedRow.getByRole("button", { name: /^Close/ }).click();
+  const retryRow = page.locator("tr.delivery", { hasText: "CLIENT_CREATED" }).first();
+  await retryRow.getByRole("button", { name: /^Open/ }).click();
+  await page.locator(".pending-note", { hasText: "Next attempt" }).waitFor();
+  check(true, "a delivery waiting for its retry says when, ahead");
+  // A read refused for the rate limit: the log stays and is read again after Retry-After.
+  let refusedOnce = false;
+  await page.route(/\/deliveries(\?|$)/, async (route) => {
+    if (refusedOnce) return route.continue();
+    refusedOnce = true;
+    return route.fulfill({ status: 429, headers: { "Retry-After": "1", "Content-Type": "application/json" }, body: JSON.stringify({ error: "Too many requests" }) });
+  });
+  await page.getByRole("button", { name: "Refresh" }).click();
+  await until("the log read again after the 429", async () => refusedOnce && await page.locator("main[aria-busy]").count() === 0);
+  check(await page.locator("tr.delivery").count() > 0 && await page.getByRole("alert").count() === 0,
+    "a 429 on a read keeps the log shown and reads it again after Retry-After");
+  await page.unroute(/\/deliveries(\?|$)/);
 
   // 8. Set up: the snippets verify a real delivery.
   await page.locator("#nav").getByRole("link", { name: "Set up" }).click();
@@ -286,6 +406,7 @@ let page = null;
   check((await page.locator("main").textContent()).includes(me.workspace.id), "the set-up view shows the workspace id");
   check((await page.locator(".snippet", { hasText: "Subscribe with curl" }).textContent()).includes(`${ORIGIN}/api/integrations/automation/webhooks/subscribe`),
     "... and a curl to subscribe on this server");
+  await uniqueNames("set-up");
   await screenshot("setup");
 
   // 8b. Reports: a month with a rate, two projects (one named with the XSS string) and three
@@ -422,7 +543,20 @@ let page = null;
   await page.goto(`${BASE}/console#/webhooks/${encodeURIComponent(webhookId)}`);
   await page.getByRole("button", { name: "Send test" }).waitFor();
   await fitsWidth("webhook");
+  const axisHeight = await page.evaluate(() => Math.min(...[...document.querySelectorAll("svg.chart text.axis")]
+    .map((t) => t.getBoundingClientRect().height)));
+  check(axisHeight >= 10, `at 390 px the charts' text is still readable (${axisHeight.toFixed(1)} px high)`);
   await screenshot("narrow-webhook");
+  await page.emulateMedia({ colorScheme: "dark" });
+  await screenshot("narrow-webhook-dark");
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.goto(`${BASE}/console#/webhooks/${encodeURIComponent(webhookId)}`);
+  await page.getByRole("button", { name: "Send test" }).waitFor();
+  const background = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+  check(background === "rgb(17, 21, 29)", `the page follows a dark colour scheme (${background})`);
+  await screenshot("webhook-dark");
+  await page.emulateMedia({ colorScheme: "light" });
+  await page.setViewportSize({ width: 390, height: 844 });
   // By keyboard this time: the link takes the focus and Enter follows it.
   await page.getByRole("link", { name: "Delivery log" }).focus();
   await page.keyboard.press("Enter");
@@ -435,6 +569,15 @@ let page = null;
   await page.goto(`${BASE}/console#/webhooks/${encodeURIComponent(webhookId)}`);
   await page.getByRole("button", { name: "Delete…" }).click();
   await page.getByRole("button", { name: "Yes, delete this webhook" }).waitFor();
+  check(await page.evaluate(() => document.activeElement?.textContent === "Cancel"), "the delete question has the focus on Cancel");
+  await page.keyboard.press("Enter");
+  check(await page.getByRole("button", { name: "Yes, delete this webhook" }).isHidden()
+    && (await api("GET", `/api/integrations/automation/webhooks/${webhookId}`)).status === 200,
+  "Enter there cancels: nothing is deleted");
+  await page.getByRole("button", { name: "Delete…" }).click();
+  await page.keyboard.press("Escape");
+  check(await page.getByRole("button", { name: "Yes, delete this webhook" }).isHidden(), "Escape cancels the delete question");
+  await page.getByRole("button", { name: "Delete…" }).click();
   await screenshot("delete-confirm");
   await page.getByRole("button", { name: "Yes, delete this webhook" }).click();
   await page.getByText("No webhooks yet.").waitFor();
