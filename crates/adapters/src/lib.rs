@@ -2,6 +2,7 @@
 //! private PostgreSQL cluster, and the system clock, id generator and random source.
 
 pub mod http;
+pub mod listen;
 pub mod local_postgres;
 pub mod metrics;
 pub mod pdf;
@@ -14,6 +15,7 @@ pub mod system;
 pub mod worker;
 
 pub use http::{HyperWebhookSender, SenderSettings};
+pub use listen::ListenDir;
 pub use local_postgres::{Durability, LocalPostgres};
 pub use metrics::Metrics;
 pub use pdf::KrillaInvoicePdf;

@@ -512,12 +512,17 @@ fn wait_until_ready(
     }
 }
 
+/// Whether a process with this pid exists (signal 0 checks without sending anything).
+pub(crate) fn process_alive(pid: i32) -> bool {
+    kill(Pid::from_raw(pid), None).is_ok()
+}
+
 /// The pid of a live postmaster serving `data`, if any.
 fn running_postmaster(data: &Path) -> Option<i32> {
     let pid_file = fs::read_to_string(data.join("postmaster.pid")).ok()?;
     let pid: i32 = pid_file.lines().next()?.trim().parse().ok()?;
     // Signal 0 checks that the process exists; the `postgres` name guards against a reused pid.
-    kill(Pid::from_raw(pid), None).ok()?;
+    process_alive(pid).then_some(())?;
     let comm =
         fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_else(|_| "postgres".into());
     (comm.trim() == "postgres").then_some(pid)

@@ -32,6 +32,7 @@
 //! | `serve --previous-secret-keys` | `TIMETRACK_PREVIOUS_SECRET_KEYS` | none (during a key rotation) |
 //! | `serve --trusted-proxies` | `TIMETRACK_TRUSTED_PROXIES` | none (addresses or CIDR ranges) |
 //! | `mcp --base-url` | `TIMETRACK_BASE_URL` | required (the key: `TIMETRACK_API_KEY`, environment only) |
+//! | `listen --base-url` | `TIMETRACK_BASE_URL` | the `serve` on `--data-dir` (the key: `TIMETRACK_API_KEY`, else its demo key) |
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -112,6 +113,26 @@ pub enum Command {
     /// Serve the MCP tools over stdio for a desktop assistant, relaying each call to the `/mcp`
     /// endpoint of a running timetrack with the key in `TIMETRACK_API_KEY`.
     Mcp(McpSettings),
+    /// Receive a running local timetrack's deliveries here: subscribe a webhook for the events
+    /// asked, verify and print each delivery, optionally forward it to your own handler, and
+    /// delete the webhook when stopped (Ctrl-C).
+    Listen(ListenSettings),
+}
+
+/// Settings of `listen`.
+#[derive(Debug, Clone, Args)]
+pub struct ListenSettings {
+    /// Event types to receive, comma-separated (`CLIENT_CREATED,TIMER_STARTED`); all the
+    /// subscribable ones by default.
+    #[arg(long, value_delimiter = ',')]
+    pub events: Vec<String>,
+    /// Also POST each delivery, with its original headers, to this URL of your own handler
+    /// (http or https), such as `http://localhost:3000/webhooks`; its answer is the delivery's.
+    #[arg(long)]
+    pub forward_to: Option<String>,
+    /// The timetrack to listen to; by default the `serve` running on --data-dir.
+    #[arg(long, env = "TIMETRACK_BASE_URL", hide_env_values = true)]
+    pub base_url: Option<String>,
 }
 
 /// Settings of `mcp`.

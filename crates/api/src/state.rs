@@ -14,7 +14,8 @@ use timetrack_adapters::{KrillaInvoicePdf, Metrics, PgPool};
 use timetrack_adapters::{OsRandom, SecretBox, SystemResolver, UuidV7Ids};
 use timetrack_domain::masked::Masks;
 use timetrack_domain::ports::{
-    ClientRepository, Clock, HealthProbe, IdempotencyStore, InvoicePdf, RateLimitStore,
+    ClientRepository, Clock, HealthProbe, IdempotencyStore, InvoicePdf, LocalReceivers,
+    RateLimitStore,
 };
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::{
@@ -136,6 +137,9 @@ pub struct StateSettings {
     /// passes the installation's, from its database, so that every process shows a number
     /// alike.
     pub masks: Masks,
+    /// The loopback ports where `timetrack listen` receives now, which subscriptions may name
+    /// (`serve` on its private cluster); `None`: none.
+    pub local_receivers: Option<Arc<dyn LocalReceivers>>,
 }
 
 impl Default for StateSettings {
@@ -150,6 +154,7 @@ impl Default for StateSettings {
             trusted_proxies: TrustedProxies::default(),
             secrets: SecretBox::ephemeral(),
             masks: Masks::new(&rand::random()),
+            local_receivers: None,
         }
     }
 }
@@ -277,7 +282,8 @@ impl AppState {
                 Arc::new(OsRandom),
                 settings.webhooks,
                 settings.masks,
-            ),
+            )
+            .with_local_receivers(settings.local_receivers.clone()),
             feed: FeedService::new(
                 Arc::new(PgEventFeed::new(pool.clone())),
                 clock.clone(),

@@ -1,6 +1,7 @@
-//! A JSON-RPC client of a remote timetrack's MCP endpoint (`POST <base>/mcp`), for `timetrack
-//! mcp`, which serves the same tools over stdio to a desktop assistant. The remote server is
-//! stateless and answers each message with one JSON body, so one message is one request.
+//! A JSON client of a remote timetrack, and through it the JSON-RPC client of its MCP endpoint
+//! (`POST <base>/mcp`) for `timetrack mcp`, which serves the same tools over stdio to a desktop
+//! assistant. The remote server is stateless and answers each message with one JSON body, so one
+//! message is one request.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +19,7 @@ use serde_json::Value;
 /// The most bytes of one answer read (a page of 200 entries is far below it).
 const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
 
-/// How long one message may take, connection included.
+/// How long one request may take, connection included.
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Why a message did not get an answer.
@@ -40,29 +41,29 @@ pub enum RelayError {
     Unreachable(anyhow::Error),
 }
 
-/// The client: one endpoint, one key.
+/// A JSON client of a remote timetrack: one base URL, one key. `timetrack mcp` relays through
+/// it, and `timetrack listen` subscribes and unsubscribes with it.
 #[derive(Clone)]
-pub struct McpRelay {
+pub struct ApiClient {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
-    endpoint: Arc<str>,
+    base: Arc<str>,
     authorization: HeaderValue,
 }
 
-impl std::fmt::Debug for McpRelay {
+impl std::fmt::Debug for ApiClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpRelay")
-            .field("endpoint", &self.endpoint)
+        f.debug_struct("ApiClient")
+            .field("base", &self.base)
             .finish_non_exhaustive()
     }
 }
 
-impl McpRelay {
-    /// A client of `<base_url>/mcp` sending `api_key` as a bearer token. `base_url` is http or
-    /// https (the system's roots are trusted); anything else is refused here.
+impl ApiClient {
+    /// A client of `base_url` sending `api_key` as a bearer token. `base_url` is http or https
+    /// (the system's roots are trusted); anything else is refused here.
     pub fn new(base_url: &str, api_key: &str) -> Result<Self> {
         let base = base_url.trim().trim_end_matches('/');
-        let endpoint = format!("{base}/mcp");
-        let uri: hyper::Uri = endpoint
+        let uri: hyper::Uri = base
             .parse()
             .with_context(|| format!("--base-url {base_url:?} is not a URL"))?;
         anyhow::ensure!(
@@ -72,7 +73,7 @@ impl McpRelay {
         let mut authorization = HeaderValue::from_str(&format!("Bearer {}", api_key.trim()))
             .context("TIMETRACK_API_KEY holds characters a header cannot carry")?;
         authorization.set_sensitive(true);
-        let tls = super::client_tls(None)?;
+        let tls = super::client_tls(&[])?;
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()
@@ -80,9 +81,110 @@ impl McpRelay {
             .build();
         Ok(Self {
             client: Client::builder(TokioExecutor::new()).build(https),
-            endpoint: endpoint.into(),
+            base: base.into(),
             authorization,
         })
+    }
+
+    /// The base URL, without a trailing slash.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// Sends `body` (if any) as JSON to `method` `<base><path>`, accepting `accept`; answers the
+    /// JSON body, or `None` for an empty one. An HTTP error is [`RelayError::Refused`] with the
+    /// `error` text of its body.
+    pub async fn call(
+        &self,
+        method: hyper::Method,
+        path: &str,
+        body: Option<&Value>,
+        accept: &'static str,
+    ) -> Result<Option<Value>, RelayError> {
+        let url = format!("{}{path}", self.base);
+        tokio::time::timeout(TIMEOUT, self.exchange(method, &url, body, accept))
+            .await
+            .unwrap_or_else(|_| {
+                Err(RelayError::Unreachable(anyhow::anyhow!(
+                    "{url} did not answer within {} s",
+                    TIMEOUT.as_secs()
+                )))
+            })
+    }
+
+    async fn exchange(
+        &self,
+        method: hyper::Method,
+        url: &str,
+        body: Option<&Value>,
+        accept: &'static str,
+    ) -> Result<Option<Value>, RelayError> {
+        let unreachable = |err: anyhow::Error| RelayError::Unreachable(err);
+        let bytes = match body {
+            Some(body) => serde_json::to_vec(body)
+                .context("encoding the message")
+                .map_err(unreachable)?,
+            None => Vec::new(),
+        };
+        let mut request = Request::builder()
+            .method(method)
+            .uri(url)
+            .header(ACCEPT, accept)
+            .header(AUTHORIZATION, self.authorization.clone());
+        if body.is_some() {
+            request = request.header(CONTENT_TYPE, "application/json");
+        }
+        let request = request
+            .body(Full::new(Bytes::from(bytes)))
+            .context("building the request")
+            .map_err(unreachable)?;
+        let response = self
+            .client
+            .request(request)
+            .await
+            .with_context(|| format!("{url} cannot be reached"))
+            .map_err(unreachable)?;
+        let status = response.status();
+        let bytes = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+            .collect()
+            .await
+            .map_err(|e| unreachable(anyhow::anyhow!("reading the answer of {url}: {e}")))?
+            .to_bytes();
+        if !status.is_success() {
+            let message = serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned))
+                .unwrap_or_else(|| status.canonical_reason().unwrap_or("error").to_owned());
+            return Err(RelayError::Refused {
+                url: url.to_owned(),
+                status: status.as_u16(),
+                message,
+            });
+        }
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .with_context(|| format!("{url} answered something that is not JSON"))
+            .map_err(unreachable)
+    }
+}
+
+/// The client of a remote `/mcp`: one endpoint, one key.
+#[derive(Debug, Clone)]
+pub struct McpRelay {
+    api: ApiClient,
+    endpoint: Arc<str>,
+}
+
+impl McpRelay {
+    /// A client of `<base_url>/mcp` sending `api_key` as a bearer token. `base_url` is http or
+    /// https (the system's roots are trusted); anything else is refused here.
+    pub fn new(base_url: &str, api_key: &str) -> Result<Self> {
+        let api = ApiClient::new(base_url, api_key)?;
+        let endpoint = format!("{}/mcp", api.base()).into();
+        Ok(Self { api, endpoint })
     }
 
     /// The endpoint messages go to.
@@ -93,63 +195,13 @@ impl McpRelay {
     /// Sends one JSON-RPC message; answers the remote's JSON-RPC response, or `None` for a
     /// notification (202, no body).
     pub async fn send(&self, message: &Value) -> Result<Option<Value>, RelayError> {
-        tokio::time::timeout(TIMEOUT, self.exchange(message))
+        self.api
+            .call(
+                hyper::Method::POST,
+                "/mcp",
+                Some(message),
+                "application/json, text/event-stream",
+            )
             .await
-            .unwrap_or_else(|_| {
-                Err(RelayError::Unreachable(anyhow::anyhow!(
-                    "{} did not answer within {} s",
-                    self.endpoint,
-                    TIMEOUT.as_secs()
-                )))
-            })
-    }
-
-    async fn exchange(&self, message: &Value) -> Result<Option<Value>, RelayError> {
-        let unreachable = |err: anyhow::Error| RelayError::Unreachable(err);
-        let body = serde_json::to_vec(message)
-            .context("encoding the message")
-            .map_err(unreachable)?;
-        let request = Request::post(&*self.endpoint)
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(AUTHORIZATION, self.authorization.clone())
-            .body(Full::new(Bytes::from(body)))
-            .context("building the request")
-            .map_err(unreachable)?;
-        let response = self
-            .client
-            .request(request)
-            .await
-            .with_context(|| format!("{} cannot be reached", self.endpoint))
-            .map_err(unreachable)?;
-        let status = response.status();
-        let bytes = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
-            .collect()
-            .await
-            .map_err(|e| {
-                unreachable(anyhow::anyhow!(
-                    "reading the answer of {}: {e}",
-                    self.endpoint
-                ))
-            })?
-            .to_bytes();
-        if !status.is_success() {
-            let message = serde_json::from_slice::<Value>(&bytes)
-                .ok()
-                .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned))
-                .unwrap_or_else(|| status.canonical_reason().unwrap_or("error").to_owned());
-            return Err(RelayError::Refused {
-                url: self.endpoint.to_string(),
-                status: status.as_u16(),
-                message,
-            });
-        }
-        if bytes.is_empty() {
-            return Ok(None);
-        }
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .with_context(|| format!("{} answered something that is not JSON", self.endpoint))
-            .map_err(unreachable)
     }
 }

@@ -28,8 +28,10 @@ use hyper_util::rt::TokioExecutor;
 use timetrack_domain::delivery::{
     AttemptOutcome, AttemptReport, FailureReason, ResponseExcerpt, WebhookRequest,
 };
-use timetrack_domain::net::{blocked_reason, check_webhook_url};
-use timetrack_domain::ports::WebhookSender;
+use timetrack_domain::net::{blocked_reason, check_webhook_url, loopback_literal_port};
+use timetrack_domain::ports::{LocalReceivers, WebhookSender};
+
+use crate::listen::ListenDir;
 
 /// Most bytes of a response body read; the rest is never received.
 pub const MAX_RESPONSE_BYTES: usize = 16 * 1024;
@@ -45,6 +47,9 @@ pub struct SenderSettings {
     pub allow_private_targets: bool,
     /// A PEM file of extra trusted roots (tests, private CAs).
     pub extra_roots: Option<PathBuf>,
+    /// The local receivers of `timetrack listen` on this data directory: the loopback ports
+    /// they register may be reached, and their CA is trusted.
+    pub local_receivers: Option<ListenDir>,
     /// Idle connections kept per host.
     pub max_idle_per_host: usize,
 }
@@ -56,6 +61,7 @@ impl Default for SenderSettings {
             total_timeout: Duration::from_secs(15),
             allow_private_targets: false,
             extra_roots: None,
+            local_receivers: None,
             max_idle_per_host: 32,
         }
     }
@@ -142,7 +148,17 @@ impl std::fmt::Debug for HyperWebhookSender {
 impl HyperWebhookSender {
     /// Builds the sender; fails if the extra roots cannot be read or no root is usable.
     pub fn new(settings: SenderSettings) -> Result<Self> {
-        let tls = super::client_tls(settings.extra_roots.as_deref())?;
+        let local_ca = match &settings.local_receivers {
+            Some(local) => Some(local.ensure_ca()?),
+            None => None,
+        };
+        let roots: Vec<&std::path::Path> = settings
+            .extra_roots
+            .iter()
+            .chain(local_ca.iter())
+            .map(PathBuf::as_path)
+            .collect();
+        let tls = super::client_tls(&roots)?;
 
         let mut http = HttpConnector::new_with_resolver(GuardedResolver {
             allow_private: settings.allow_private_targets,
@@ -168,7 +184,12 @@ impl HyperWebhookSender {
     async fn attempt(&self, request: &WebhookRequest) -> (AttemptOutcome, Option<ResponseExcerpt>) {
         // Literals never reach the resolver: check them (and the URL rules) here. The request
         // goes to the URL as this check parsed it, so what was checked is what is sent.
-        let Some(target) = check_webhook_url(&request.url, self.settings.allow_private_targets)
+        // A loopback address literal is allowed for a port where `timetrack listen` runs now.
+        let local = self.settings.local_receivers.as_ref().is_some_and(|local| {
+            loopback_literal_port(&request.url).is_some_and(|port| local.receives_at(port))
+        });
+        let Some(target) =
+            check_webhook_url(&request.url, self.settings.allow_private_targets || local)
         else {
             return (
                 failed(

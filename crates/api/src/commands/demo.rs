@@ -22,6 +22,14 @@ pub(crate) struct DemoAccount {
     pub key: String,
 }
 
+/// The demo key that `data_dir/demo.json` records, if any.
+pub(crate) fn read_key(data_dir: &Path) -> Option<String> {
+    let bytes = fs::read(data_dir.join("demo.json")).ok()?;
+    serde_json::from_slice::<DemoAccount>(&bytes)
+        .ok()
+        .map(|demo| demo.key)
+}
+
 /// Creates the demo data unless `data_dir/demo.json` records it already, and returns it.
 ///
 /// The file (mode 0600) holds the plain key of a local development cluster only; the database

@@ -3,6 +3,7 @@
 mod admin;
 mod database;
 mod demo;
+mod listen;
 mod mcp;
 mod serve;
 
@@ -26,6 +27,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Some(Command::Admin(command)) => admin::run(&cli.global, command).await,
         Some(Command::Mcp(settings)) => mcp::run(&settings).await,
+        Some(Command::Listen(settings)) => listen::run(&cli.global, &settings).await,
         None => unreachable!("Cli::parse_args always yields a command"),
     }
 }

@@ -150,7 +150,12 @@ async fn run_server(
             "stored secrets sealed under the current key"
         );
     }
-    let delivery = delivery_service(settings, &delivery_pool, &secrets)?;
+    // On the private cluster (a development set-up), `timetrack listen` may receive deliveries
+    // on this machine: its CA is trusted and the ports it registers may be subscribed.
+    let local_receivers = db
+        .is_private()
+        .then(|| timetrack_adapters::ListenDir::new(&global.data_dir));
+    let delivery = delivery_service(settings, &delivery_pool, &secrets, local_receivers.clone())?;
     let demo = if db.is_private() {
         Some(demo::ensure_demo(&global.data_dir, &pool).await?)
     } else {
@@ -187,6 +192,8 @@ async fn run_server(
                 RateLimitStoreArg::Postgres => RateLimitStoreKind::Postgres,
             },
             search_concurrency: Some(searches_per_worker(settings, workers, cpus)),
+            local_receivers: local_receivers
+                .map(|dir| Arc::new(dir) as Arc<dyn timetrack_domain::ports::LocalReceivers>),
             trusted_proxies: settings.trusted_proxies.clone(),
             secrets: secrets.clone(),
             masks: installation_masks(&pool).await?,
@@ -363,22 +370,26 @@ const PID_FILE: &str = "serve.pid";
 /// The `serve` that [`PID_FILE`] names in `data_dir`, if it is another process and still runs:
 /// "timetrack is already running here (pid N, data dir X, API on URL)".
 fn running_here(data_dir: &std::path::Path) -> Option<String> {
-    let text = std::fs::read_to_string(data_dir.join(PID_FILE)).ok()?;
-    let (pid, url) = text.trim().split_once(' ')?;
-    let pid: i32 = pid.parse().ok()?;
+    let (pid, url) = running_serve(data_dir)?;
     if u32::try_from(pid).ok()? == std::process::id() {
-        return None;
-    }
-    // A live process of that pid (Linux's /proc; elsewhere the plain message is given), and its
-    // name guards against a reused pid.
-    let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-    if !name.trim().starts_with("timetrack") {
         return None;
     }
     Some(format!(
         "timetrack is already running here (pid {pid}, data dir {}, API on {url})",
         data_dir.display()
     ))
+}
+
+/// The pid and API URL of the `serve` that [`PID_FILE`] names in `data_dir`, if it still runs
+/// (Linux's /proc says so; its name guards against a reused pid).
+pub(crate) fn running_serve(data_dir: &std::path::Path) -> Option<(i32, String)> {
+    let text = std::fs::read_to_string(data_dir.join(PID_FILE)).ok()?;
+    let (pid, url) = text.trim().split_once(' ')?;
+    let pid: i32 = pid.parse().ok()?;
+    let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    name.trim()
+        .starts_with("timetrack")
+        .then(|| (pid, url.to_owned()))
 }
 
 /// Why `address` cannot be listened on, naming the flag that sets it and what to change, and
@@ -457,6 +468,7 @@ fn delivery_service(
     settings: &ServeSettings,
     pool: &timetrack_adapters::PgPool,
     secrets: &SecretBox,
+    local_receivers: Option<timetrack_adapters::ListenDir>,
 ) -> Result<DeliveryService> {
     let timeout = Duration::from_secs(settings.webhook_timeout);
     let sender = HyperWebhookSender::new(SenderSettings {
@@ -464,6 +476,7 @@ fn delivery_service(
         connect_timeout: timeout.min(Duration::from_secs(5)),
         allow_private_targets: settings.webhook_allow_private_targets,
         extra_roots: settings.webhook_root_certs.clone(),
+        local_receivers,
         ..SenderSettings::default()
     })
     .context("setting up the webhook sender")?;

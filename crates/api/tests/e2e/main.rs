@@ -1,6 +1,6 @@
 //! Black-box tests of the real `timetrack` binary over HTTP, one file per subject: the
-//! one-shot commands (`cli`), `serve` as a process (`process`), and webhook deliveries to a
-//! real HTTPS receiver (`deliveries/`).
+//! one-shot commands (`cli`), `serve` as a process (`process`), webhook deliveries to a real
+//! HTTPS receiver (`deliveries/`), and `timetrack listen` (`listen`).
 //!
 //! What these tests print goes through `eprintln!`, which the test harness captures and shows
 //! for a failing test only, so a passing run stays quiet.
@@ -16,6 +16,7 @@ use timetrack_testkit::{ServeCommand, ServerProcess, TestDatabase};
 
 mod cli;
 mod deliveries;
+mod listen;
 mod process;
 mod zapier;
 

@@ -15,10 +15,13 @@ use crate::model::{
     Subscription, SubscriptionChange, SubscriptionFilters, SubscriptionStatus, WebhookHealth,
     WebhookId,
 };
-use crate::net::{RESOLVES_TO_PRIVATE, WebhookTarget, blocked_reason, parse_webhook_url};
+use crate::net::{
+    RESOLVES_TO_PRIVATE, WebhookTarget, blocked_reason, loopback_literal_port, parse_webhook_url,
+};
 use crate::payload::WebhookTestPayload;
 use crate::ports::{
-    Clock, DeliveryLog, HostResolver, IdGenerator, RandomSource, SubscriptionRepository,
+    Clock, DeliveryLog, HostResolver, IdGenerator, LocalReceivers, RandomSource,
+    SubscriptionRepository,
 };
 use crate::timefmt::rfc3339;
 
@@ -160,6 +163,8 @@ pub struct WebhookService {
     random: Arc<dyn RandomSource>,
     settings: WebhookSettings,
     masks: Masks,
+    /// Loopback ports a local receiver takes deliveries on (`timetrack listen`), if any.
+    local_receivers: Option<Arc<dyn LocalReceivers>>,
 }
 
 impl std::fmt::Debug for WebhookService {
@@ -192,7 +197,16 @@ impl WebhookService {
             random,
             settings,
             masks,
+            local_receivers: None,
         }
+    }
+
+    /// The same service, letting subscriptions point at the loopback ports where `receivers`
+    /// (when given) says a local receiver (`timetrack listen`) listens now, beside public hosts.
+    #[must_use]
+    pub fn with_local_receivers(mut self, receivers: Option<Arc<dyn LocalReceivers>>) -> Self {
+        self.local_receivers = receivers;
+        self
     }
 
     /// How this installation shows its delivery ids ([`DeliveryId::shown`]).
@@ -772,7 +786,10 @@ impl WebhookService {
 
     /// `raw` parsed by the webhook URL rules (the SSRF guard unless private targets are allowed).
     fn parsed_url(&self, raw: &str) -> DomainResult<WebhookTarget> {
-        parse_webhook_url(raw, self.settings.allow_private_targets)
+        let local = self.local_receivers.as_ref().is_some_and(|receivers| {
+            loopback_literal_port(raw).is_some_and(|port| receivers.receives_at(port))
+        });
+        parse_webhook_url(raw, self.settings.allow_private_targets || local)
             .map_err(|problem| DomainError::invalid(INVALID_URL, problem))
     }
 

@@ -57,6 +57,39 @@ fn subscribe_creates_an_active_owned_subscription_with_deduplicated_events() {
     assert_eq!(listed[0].1.state, HealthState::Unknown, "no attempt yet");
 }
 
+/// A local receiver (`timetrack listen`) on one port.
+#[derive(Debug)]
+struct ListeningOn(u16);
+
+impl LocalReceivers for ListeningOn {
+    fn receives_at(&self, port: u16) -> bool {
+        port == self.0
+    }
+}
+
+#[test]
+fn a_loopback_literal_is_accepted_only_at_a_port_a_local_receiver_listens_on() {
+    let (mut world, caller) = setup();
+    world.webhooks = world
+        .webhooks
+        .with_local_receivers(Some(std::sync::Arc::new(ListeningOn(4431))));
+    let s = |n: NewSubscription| run_ready(world.webhooks.subscribe(&caller, n));
+    assert!(s(new("https://127.0.0.1:4431/", &["CLIENT_CREATED"])).is_ok());
+    for refused in [
+        "https://127.0.0.1:4432/",
+        "https://127.0.0.1/",
+        "https://localhost:4431/",
+        "https://10.0.0.1:4431/",
+        "http://127.0.0.1:4431/",
+    ] {
+        assert_eq!(
+            validation(s(new(refused, &["CLIENT_CREATED"]))),
+            INVALID_URL,
+            "{refused}"
+        );
+    }
+}
+
 #[test]
 fn subscribe_refuses_with_the_published_messages() {
     let (world, caller) = setup();
