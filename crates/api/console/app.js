@@ -788,11 +788,19 @@ async function eventsView(params = {}) {
     eventsView({ types: typeFilter.value || undefined });
   });
   const list = page.data.length
-    ? h("ul", { class: "events-list" }, page.data.map((e) => h("li", { class: "card event" },
-      h("details", {},
+    ? h("ul", { class: "events-list" }, page.data.map((e) => {
+      const fate = h("div", { class: "event-deliveries" });
+      const details = h("details", {},
         h("summary", {}, h("span", { class: "type" }, e.type), " ", h("span", { class: "time" }, stamp(e.created_at, { ago: true })),
           " ", h("span", { class: "id" }, e.id)),
-        h("pre", { class: "payload", tabindex: "0" }, JSON.stringify(e.payload, null, 2))))))
+        h("pre", { class: "payload", tabindex: "0" }, JSON.stringify(e.payload, null, 2)),
+        fate);
+      // Its deliveries to the caller's webhooks, read when it is opened.
+      details.addEventListener("toggle", () => {
+        if (details.open && !fate.childElementCount) eventDeliveries(e, fate);
+      });
+      return h("li", { class: "card event" }, details);
+    }))
     : h("p", { class: "empty" }, newer.length ? "No older events." : "No events in the retained period.");
   const pages = h("div", { class: "actions" },
     newer.length
@@ -813,6 +821,39 @@ async function eventsView(params = {}) {
       h("button", { type: "button", class: "quiet", onclick: () => eventsView({ types: params.types }) }, "Newest")),
     h("p", { class: "hint" }, `The workspace's events, newest first, ${PAGE} to a page (the catch-up feed read backwards).`),
     toolbar, list, pages);
+}
+
+/** Fills `box` with event `e`'s deliveries to the caller's webhooks, each with *Resend*. */
+async function eventDeliveries(e, box) {
+  replace(box, h("p", { class: "loading" }, "Loading its deliveries…"));
+  let found;
+  try {
+    found = (await api("GET", `${FEED}/${encodeURIComponent(e.id)}/deliveries`)).data;
+  } catch (err) {
+    replace(box, h("p", { class: "status error", role: "alert" }, message(err)));
+    return;
+  }
+  if (!found.length) {
+    replace(box, h("p", { class: "empty" }, "None of your webhooks took this event."));
+    return;
+  }
+  replace(box,
+    h("h3", {}, "Deliveries to your webhooks"),
+    h("table", { class: "log" },
+      h("thead", {}, h("tr", {}, ["Webhook", "Kind", "Status", "Attempts", "Last answer", ""].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, found.map((d) => {
+        const resend = action("Resend", async (out) => {
+          const answer = await api("POST", `${hook(d.webhook_id)}/deliveries/${encodeURIComponent(d.id)}/resend`);
+          say(out, `Queued again as delivery ${answer.delivery.id}.`, true);
+        }, { name: `Resend delivery ${d.id} to ${d.webhook_id}` });
+        return h("tr", { class: `delivery ${d.status.toLowerCase()}` },
+          h("td", { "data-label": "Webhook" }, h("a", { href: `#/webhooks/${encodeURIComponent(d.webhook_id)}/deliveries` }, d.webhook_id)),
+          h("td", { "data-label": "Kind" }, d.kind),
+          h("td", { "data-label": "Status" }, h("span", { class: `pill ${d.status.toLowerCase()}` }, d.status)),
+          h("td", { "data-label": "Attempts" }, String(d.attempts)),
+          h("td", { "data-label": "Last answer" }, lastAnswer(d.last_status_code, d.last_error)),
+          h("td", {}, resend.button, resend.out));
+      }))));
 }
 
 // ---------------------------------------------------------------------------------------------

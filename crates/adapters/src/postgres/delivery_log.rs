@@ -117,6 +117,15 @@ async fn log_rows(
     .await
 }
 
+/// A row of `statements/event_deliveries.sql`: a log row and its subscription.
+#[derive(QueryableByName)]
+struct EventDeliveryRow {
+    #[diesel(embed)]
+    log: LogRow,
+    #[diesel(sql_type = Text)]
+    subscription_id: String,
+}
+
 /// The one delivery `delivery` of `id` as the log shows it, whatever its age.
 async fn one_delivery(
     conn: &mut AsyncPgConnection,
@@ -258,6 +267,54 @@ impl DeliveryLog for PgDeliveryLog {
             .into_iter()
             .map(|row| row.into_parts().map(|(record, _)| record))
             .collect()
+    }
+
+    async fn event_deliveries(
+        &self,
+        workspace: WorkspaceId,
+        user: UserId,
+        event: EventId,
+        limit: u32,
+    ) -> DomainResult<Option<(EventType, Vec<(WebhookId, DeliveryRecord)>)>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let shown: Option<String> = events::table
+            .filter(events::id.eq(event.0))
+            .filter(events::workspace_id.eq(workspace.0))
+            .filter(
+                diesel::dsl::sql::<Bool>("timetrack_code.shows_to(visible_to, ")
+                    .bind::<SqlUuid, _>(user.0)
+                    .sql(")"),
+            )
+            .select(events::event_type)
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(|e| map_db_error(e, "reading an event"))?;
+        let Some(event_type) = shown else {
+            return Ok(None);
+        };
+        let event_type = EventType::parse(&event_type).ok_or_else(|| {
+            DomainError::Unexpected(anyhow::anyhow!("unknown event type {event_type}"))
+        })?;
+        let rows: Vec<EventDeliveryRow> = named_query!(
+            include_str!("statements/event_deliveries.sql");
+            event: SqlUuid = event.0,
+            workspace: SqlUuid = workspace.0,
+            user: SqlUuid = user.0,
+            limit: BigInt = i64::from(limit),
+        )
+        .load(&mut conn)
+        .await
+        .map_err(|e| map_db_error(e, "reading an event's deliveries"))?;
+        let found = rows
+            .into_iter()
+            .map(|row| {
+                let subscription = WebhookId::parse(&row.subscription_id)
+                    .ok_or_else(|| DomainError::Unexpected(anyhow::anyhow!("stored webhook id")))?;
+                Ok((subscription, row.log.into_parts()?.0))
+            })
+            .collect::<DomainResult<_>>()?;
+        Ok(Some((event_type, found)))
     }
 
     async fn delivery(

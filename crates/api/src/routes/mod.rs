@@ -218,6 +218,7 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         endpoint!(webhook_deliveries::deliveries),
         endpoint!(webhook_deliveries::delivery),
         endpoint!(webhook_deliveries::resend),
+        endpoint!(webhook_deliveries::event_deliveries),
         endpoint!(events::feed),
         endpoint!(event_types::list),
     ]

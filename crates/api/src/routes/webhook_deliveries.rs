@@ -5,6 +5,8 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use timetrack_domain::DomainError;
+use timetrack_domain::ids::EventId;
 use timetrack_domain::masked::Masks;
 use timetrack_domain::model::{DeliveryAttempt, DeliveryDetail, DeliveryRecord, ReplayOutcome};
 use timetrack_domain::services::{DeliveryFilter, ReplayRequest};
@@ -109,7 +111,7 @@ impl DeliveryDetailObject {
     /// `d` with its exact body, its id through the installation's `masks`.
     fn new(d: DeliveryDetail, masks: &Masks) -> Result<Self, ApiError> {
         let payload = RawValue::from_string(d.payload).map_err(|e| {
-            ApiError::from(timetrack_domain::DomainError::Unexpected(anyhow::anyhow!(
+            ApiError::from(DomainError::Unexpected(anyhow::anyhow!(
                 "a stored event body is not JSON: {e}"
             )))
         })?;
@@ -193,6 +195,58 @@ pub async fn deliveries(
             .map(|d| DeliveryObject::new(d, state.webhooks.masks()))
             .collect(),
         next_cursor,
+    }))
+}
+
+/// A delivery of an event to one of the caller's webhooks: `D` and the webhook's id.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct EventDeliveryObject {
+    /// The webhook it goes to (`wh_...`).
+    webhook_id: String,
+    #[serde(flatten)]
+    delivery: DeliveryObject,
+}
+
+/// The deliveries of one event.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct EventDeliveries {
+    /// Newest first, at most 200.
+    data: Vec<EventDeliveryObject>,
+}
+
+/// `GET .../events/{id}/deliveries`: what became of one event across the caller's own webhooks.
+#[utoipa::path(
+    operation_id = "listEventDeliveries",
+    get,
+    path = "/api/integrations/automation/events/{id}/deliveries",
+    tag = "Webhooks",
+    summary = "An event's deliveries to one's own webhooks, newest first",
+    security(("bearer_auth" = [])),
+    params(("id" = String, Path, format = Uuid, description = "The event's id (also the `webhook-id` header of its deliveries)")),
+    responses(
+        (status = 200, description = "Its deliveries to the caller's webhooks that are not deleted, newest first (at most 200; none when none of them took it)", body = EventDeliveries),
+        (status = 404, description = "Event not found (not of the caller's workspace, or not shown to them)", body = crate::openapi::ErrorBody),
+        crate::openapi::AuthErrors
+    )
+)]
+pub async fn event_deliveries(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<web::Json<EventDeliveries>, ApiError> {
+    let event = id
+        .parse::<uuid::Uuid>()
+        .map(EventId)
+        .map_err(|_| DomainError::NotFound("event"))?;
+    let found = state.webhooks.event_deliveries(&caller.0, event).await?;
+    Ok(web::Json(EventDeliveries {
+        data: found
+            .into_iter()
+            .map(|(webhook, d)| EventDeliveryObject {
+                webhook_id: webhook.to_string(),
+                delivery: DeliveryObject::new(d, state.webhooks.masks()),
+            })
+            .collect(),
     }))
 }
 

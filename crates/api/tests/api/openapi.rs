@@ -81,6 +81,7 @@ fn served() -> Vec<(&'static str, String)> {
         ("get", "/webhooks/{id}/deliveries"),
         ("get", "/webhooks/{id}/deliveries/{delivery_id}"),
         ("post", "/webhooks/{id}/deliveries/{delivery_id}/resend"),
+        ("get", "/events/{id}/deliveries"),
         ("get", "/triggers/time-entries/manual_entry/fallback"),
         ("get", "/triggers/time-entries/stop/fallback"),
         ("get", "/triggers/time-entries/start/fallback"),

@@ -756,3 +756,77 @@ async fn stats_count_the_last_24_hours_of_attempts_by_hour_for_the_owner_only() 
         (404, json!({"error": "Webhook not found"}))
     );
 }
+
+#[actix_web::test]
+async fn an_events_deliveries_are_listed_across_ones_own_live_webhooks() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let auth = t.bearer().1;
+    let first = subscribed(&t, &app, "https://hooks.example.com/1").await;
+    let second = subscribed(&t, &app, "https://hooks.example.com/2").await;
+    let gone = subscribed(&t, &app, "https://hooks.example.com/3").await;
+    let (status, _, _) = call(
+        &app,
+        keyed(
+            "POST",
+            "/api/clients",
+            &auth,
+            Some(json!({"name": "Fanned Co"})),
+        ),
+    )
+    .await;
+    assert_eq!(status, 201);
+    call(&app, request("DELETE", &auth, &format!("/{gone}"), None)).await;
+    let event = t
+        .texts("SELECT id::text AS t FROM events WHERE event_type = 'CLIENT_CREATED'")
+        .await
+        .pop()
+        .unwrap();
+    let path = format!("/api/integrations/automation/events/{event}/deliveries");
+
+    let (status, _, answer) = call(&app, keyed("GET", &path, &auth, None)).await;
+    assert_eq!(status, 200, "{answer}");
+    let data = answer["data"].as_array().unwrap();
+    let webhooks: Vec<&str> = data
+        .iter()
+        .map(|d| d["webhook_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        webhooks,
+        [second.as_str(), first.as_str()],
+        "newest first, the deleted one left out"
+    );
+    for d in data {
+        assert_eq!(d["event_id"], event.as_str());
+        assert_eq!(d["event_type"], "CLIENT_CREATED");
+        assert_eq!(d["status"], "PENDING");
+        assert_eq!(d["kind"], "event");
+    }
+
+    // Another member of the workspace sees the event but has no webhook: none.
+    let eve = colleague(&t).await;
+    let (status, _, answer) = call(&app, keyed("GET", &path, &eve, None)).await;
+    assert_eq!((status, answer), (200, json!({"data": []})));
+
+    // Another workspace's key, an unknown and a malformed id: not found.
+    let (_, stranger) = t.other_workspace().await;
+    let unknown = format!(
+        "/api/integrations/automation/events/{}/deliveries",
+        uuid::Uuid::new_v4()
+    );
+    for (who, path) in [
+        (&stranger, path.clone()),
+        (&auth, unknown),
+        (
+            &auth,
+            "/api/integrations/automation/events/nope/deliveries".to_owned(),
+        ),
+    ] {
+        let (status, _, answer) = call(&app, keyed("GET", &path, who, None)).await;
+        assert_eq!(
+            (status, error_of(&answer)),
+            (404, json!({"error": "Event not found"})),
+            "{path}"
+        );
+    }
+}

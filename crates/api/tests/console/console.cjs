@@ -345,6 +345,11 @@ let page = null;
   check((await newest.locator(".type").textContent()) === "CLIENT_CREATED", "the events view shows the newest event first");
   await newest.locator("summary").click();
   check((await newest.locator("pre").textContent()).includes(XSS), "the XSS client name shows literally in the payload");
+  const fate = newest.locator(".event-deliveries table tbody tr", { hasText: webhookId });
+  await fate.first().waitFor();
+  check(await fate.count() >= 2 && (await fate.first().textContent()).includes("DELIVERED")
+    && await newest.getByRole("button", { name: /^Resend delivery/ }).count() >= 2,
+  `an opened event lists its deliveries to the webhook (the resend delivered first), each with Resend (${await fate.count()})`);
   check(await page.locator("main img").count() === 0, "... and makes no element");
   await labelled("events");
   await screenshot("events");

@@ -4,10 +4,10 @@ use async_trait::async_trait;
 use time::OffsetDateTime;
 
 use crate::error::DomainResult;
-use crate::ids::{UserId, WorkspaceId};
+use crate::ids::{EventId, UserId, WorkspaceId};
 use crate::model::{
-    DeliveryDetail, DeliveryId, DeliveryQuery, DeliveryRecord, Event, ReplayOutcome, ReplayWindow,
-    WebhookId,
+    DeliveryDetail, DeliveryId, DeliveryQuery, DeliveryRecord, Event, EventType, ReplayOutcome,
+    ReplayWindow, WebhookId,
 };
 
 /// A subscription's deliveries: the log, and the deliveries its owner asks for (a test, a
@@ -20,6 +20,18 @@ pub trait DeliveryLog: Send + Sync {
         id: &WebhookId,
         query: &DeliveryQuery,
     ) -> DomainResult<Vec<DeliveryRecord>>;
+
+    /// The type of event `event`, and its deliveries to `user`'s subscriptions that are not
+    /// deleted, newest first, at most `limit`, each with its subscription's id; `None` if
+    /// `workspace` has no such event or it does not show to `user` (a notice about another
+    /// member's webhook).
+    async fn event_deliveries(
+        &self,
+        workspace: WorkspaceId,
+        user: UserId,
+        event: EventId,
+        limit: u32,
+    ) -> DomainResult<Option<(EventType, Vec<(WebhookId, DeliveryRecord)>)>>;
 
     /// The subscription's delivery `delivery` with its body and attempts, or `None` if it has
     /// none with this id.

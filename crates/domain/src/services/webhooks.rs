@@ -722,6 +722,29 @@ impl WebhookService {
             .await
     }
 
+    /// What became of one event across the caller's own webhooks: its deliveries to them (not
+    /// deleted), newest first, at most 200, each with its webhook's id. `NotFound("event")` for
+    /// an event that is not of the caller's workspace, does not show to them (a notice about
+    /// another member's webhook), or is an invoice event and they are a member.
+    pub async fn event_deliveries(
+        &self,
+        caller: &Principal,
+        event: EventId,
+    ) -> DomainResult<Vec<(WebhookId, DeliveryRecord)>> {
+        match self
+            .log
+            .event_deliveries(caller.workspace_id, caller.user_id, event, 200)
+            .await?
+        {
+            Some((event_type, deliveries))
+                if !event_type.is_invoice() || caller.role.administers() =>
+            {
+                Ok(deliveries)
+            }
+            _ => Err(DomainError::NotFound("event")),
+        }
+    }
+
     /// One page of the deliveries of the caller's own subscription over the retention period,
     /// newest first, with the cursor of the next page (`None` on the last).
     /// `NotFound("webhook")` for another user's, an unknown or a deleted one (a disabled one

@@ -28,6 +28,39 @@ impl DeliveryLog for InMemoryStore {
         Ok(found)
     }
 
+    async fn event_deliveries(
+        &self,
+        workspace: WorkspaceId,
+        user: UserId,
+        event: EventId,
+        limit: u32,
+    ) -> DomainResult<Option<(EventType, Vec<(WebhookId, DeliveryRecord)>)>> {
+        let t = self.tables();
+        let Some(shown) = t.events.iter().find(|e| {
+            e.id == event
+                && e.workspace_id == workspace
+                && t.placed
+                    .get(&e.id)
+                    .is_none_or(|(_, visible_to)| visible_to.is_none_or(|owner| owner == user))
+        }) else {
+            return Ok(None);
+        };
+        let mut found: Vec<(WebhookId, DeliveryRecord)> = t
+            .deliveries
+            .iter()
+            .filter(|(sub, r)| {
+                r.event_id == event
+                    && t.subscriptions.iter().any(|s| {
+                        &s.id == sub && s.user_id == user && s.status != SubscriptionStatus::Deleted
+                    })
+            })
+            .map(|(sub, r)| (sub.clone(), r.clone()))
+            .collect();
+        found.sort_by_key(|(_, r)| std::cmp::Reverse(r.id));
+        found.truncate(limit as usize);
+        Ok(Some((shown.event_type, found)))
+    }
+
     async fn delivery(
         &self,
         id: &WebhookId,
