@@ -4,6 +4,7 @@ use super::*;
 use crate::subscriptions::{stored_key, subscription};
 
 contract!(the_delivery_log_pages_tests_resends_and_replays_alike);
+contract!(an_events_deliveries_are_read_across_a_members_live_subscriptions);
 
 async fn the_delivery_log_pages_tests_resends_and_replays_alike(s: Subject) {
     let (ws, member) = seeded(&s, 1).await;
@@ -164,4 +165,82 @@ async fn the_delivery_log_pages_tests_resends_and_replays_alike(s: Subject) {
         Err(DomainError::NotFound("webhook")) => {}
         other => panic!("{other:?}"),
     }
+}
+
+async fn an_events_deliveries_are_read_across_a_members_live_subscriptions(s: Subject) {
+    let (ws, member) = seeded(&s, 1).await;
+    let key = stored_key(&s, 50, &ws, &member).await;
+    let hook = subscription(1, &key, 0);
+    let other = subscription(2, &key, 0);
+    let gone = subscription(3, &key, 0);
+    for h in [&hook, &other, &gone] {
+        s.subscriptions.create(h, 10).await.unwrap();
+    }
+    let created = Event {
+        id: EventId(id(910)),
+        workspace_id: ws.id,
+        event_type: EventType::ClientCreated,
+        body: r#"{"name": "Acme"}"#.into(),
+        created_at: T0 + Duration::minutes(1),
+        subject: EventSubject::default(),
+        ordering_key: "c12".into(),
+    };
+    s.clients
+        .create(&client(12, &ws, "Acme", 1), std::slice::from_ref(&created))
+        .await
+        .unwrap();
+    let audit = AuditEntry {
+        workspace_id: ws.id,
+        actor_user_id: Some(member.id),
+        action: "webhook.deleted",
+        target_type: "webhook",
+        target_id: gone.id.to_string(),
+        reason: None,
+        at: T0 + Duration::minutes(2),
+    };
+    s.subscriptions.delete(&gone.id, &audit).await.unwrap();
+    let (event_type, found) = s
+        .log
+        .event_deliveries(ws.id, member.id, created.id, 10)
+        .await
+        .unwrap()
+        .expect("the event shows");
+    assert_eq!(event_type, EventType::ClientCreated);
+    let mut hooks: Vec<String> = found.iter().map(|(h, _)| h.to_string()).collect();
+    hooks.sort();
+    let mut expected = vec![hook.id.to_string(), other.id.to_string()];
+    expected.sort();
+    assert_eq!(
+        hooks, expected,
+        "the deleted subscription's delivery is left out"
+    );
+    assert!(found.iter().all(|(_, d)| d.event_id == created.id));
+    assert!(found[0].1.id > found[1].1.id, "newest first");
+    assert_eq!(
+        s.log
+            .event_deliveries(ws.id, member.id, created.id, 1)
+            .await
+            .unwrap()
+            .unwrap()
+            .1
+            .len(),
+        1,
+        "at most the limit"
+    );
+    // Another workspace, and no such event: none.
+    let (elsewhere, _) = seeded(&s, 2).await;
+    assert!(
+        s.log
+            .event_deliveries(elsewhere.id, member.id, created.id, 10)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        s.log
+            .event_deliveries(ws.id, member.id, EventId(id(999)), 10)
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
