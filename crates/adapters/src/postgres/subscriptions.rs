@@ -322,6 +322,62 @@ impl PgSubscriptionRepository {
     }
 }
 
+impl PgSubscriptionRepository {
+    /// Moves subscription `id` to `status` (`DELETED`, or `DISABLED` with `reason`), cancels its
+    /// pending deliveries (they are never sent) and writes `audit`, in one transaction. One
+    /// already in `status` stays as it is (no audit row); no subscription, or a deleted one
+    /// asked to change, is `NotFound("webhook")`.
+    async fn end(
+        &self,
+        id: &WebhookId,
+        status: &'static str,
+        reason: Option<&'static str>,
+        audit: &AuditEntry,
+        what: &'static str,
+    ) -> DomainResult<()> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let id = id.as_str();
+        let audit_row = AuditRow::from(audit);
+        let found = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let now: Option<String> = webhook_subscriptions::table
+                    .find(id)
+                    .select(webhook_subscriptions::status)
+                    .for_update()
+                    .first(conn)
+                    .await
+                    .optional()?;
+                match now.as_deref() {
+                    None => return Ok(false),
+                    Some(now) if now == status => return Ok(true),
+                    Some("DELETED") => return Ok(false),
+                    Some(_) => {}
+                }
+                diesel::update(webhook_subscriptions::table.find(id))
+                    .set((
+                        webhook_subscriptions::status.eq(status),
+                        webhook_subscriptions::disabled_reason.eq(reason),
+                        webhook_subscriptions::updated_at.eq(audit_row.created_at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                cancel_queued(conn, id, audit_row.created_at).await?;
+                diesel::insert_into(audit_log::table)
+                    .values(&audit_row)
+                    .execute(conn)
+                    .await?;
+                Ok(true)
+            })
+            .await
+            .map_err(|e| map_db_error(e, what))?;
+        if found {
+            Ok(())
+        } else {
+            Err(DomainError::NotFound("webhook"))
+        }
+    }
+}
+
 #[async_trait]
 impl SubscriptionRepository for PgSubscriptionRepository {
     async fn create(&self, subscription: &Subscription, max_active: u32) -> DomainResult<()> {
@@ -559,87 +615,14 @@ impl SubscriptionRepository for PgSubscriptionRepository {
     }
 
     async fn delete(&self, id: &WebhookId, audit: &AuditEntry) -> DomainResult<()> {
-        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let id = id.as_str();
-        let audit_row = AuditRow::from(audit);
-        let found = conn
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
-                let status: Option<String> = webhook_subscriptions::table
-                    .find(id)
-                    .select(webhook_subscriptions::status)
-                    .for_update()
-                    .first(conn)
-                    .await
-                    .optional()?;
-                match status.as_deref() {
-                    None => return Ok(false),
-                    Some("DELETED") => return Ok(true),
-                    Some(_) => {}
-                }
-                diesel::update(webhook_subscriptions::table.find(id))
-                    .set((
-                        webhook_subscriptions::status.eq("DELETED"),
-                        webhook_subscriptions::disabled_reason.eq(None::<&str>),
-                        webhook_subscriptions::updated_at.eq(audit_row.created_at),
-                    ))
-                    .execute(conn)
-                    .await?;
-                cancel_queued(conn, id, audit_row.created_at).await?;
-                diesel::insert_into(audit_log::table)
-                    .values(&audit_row)
-                    .execute(conn)
-                    .await?;
-                Ok(true)
-            })
+        self.end(id, "DELETED", None, audit, "deleting a subscription")
             .await
-            .map_err(|e| map_db_error(e, "deleting a subscription"))?;
-        if found {
-            Ok(())
-        } else {
-            Err(DomainError::NotFound("webhook"))
-        }
     }
 
     async fn disable(&self, id: &WebhookId, audit: &AuditEntry) -> DomainResult<()> {
-        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let id = id.as_str();
-        let audit_row = AuditRow::from(audit);
-        let found = conn
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
-                let status: Option<String> = webhook_subscriptions::table
-                    .find(id)
-                    .select(webhook_subscriptions::status)
-                    .for_update()
-                    .first(conn)
-                    .await
-                    .optional()?;
-                match status.as_deref() {
-                    None | Some("DELETED") => return Ok(false),
-                    Some("DISABLED") => return Ok(true),
-                    Some(_) => {}
-                }
-                diesel::update(webhook_subscriptions::table.find(id))
-                    .set((
-                        webhook_subscriptions::status.eq("DISABLED"),
-                        webhook_subscriptions::disabled_reason.eq(DisabledReason::Manual.as_str()),
-                        webhook_subscriptions::updated_at.eq(audit_row.created_at),
-                    ))
-                    .execute(conn)
-                    .await?;
-                cancel_queued(conn, id, audit_row.created_at).await?;
-                diesel::insert_into(audit_log::table)
-                    .values(&audit_row)
-                    .execute(conn)
-                    .await?;
-                Ok(true)
-            })
+        let reason = Some(DisabledReason::Manual.as_str());
+        self.end(id, "DISABLED", reason, audit, "pausing a subscription")
             .await
-            .map_err(|e| map_db_error(e, "pausing a subscription"))?;
-        if found {
-            Ok(())
-        } else {
-            Err(DomainError::NotFound("webhook"))
-        }
     }
 
     async fn filter_id_outside(

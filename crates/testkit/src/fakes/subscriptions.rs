@@ -2,6 +2,42 @@
 
 use super::*;
 
+impl InMemoryStore {
+    /// As the port's `delete` and `disable` say: moves the subscription to `status` (with
+    /// `reason`), cancels its pending deliveries and records `audit`; one already in `status`
+    /// stays as it is; none, or a deleted one asked to change, is `NotFound("webhook")`.
+    fn end(
+        &self,
+        id: &WebhookId,
+        status: SubscriptionStatus,
+        reason: Option<DisabledReason>,
+        audit: &AuditEntry,
+    ) -> DomainResult<()> {
+        let mut t = self.tables();
+        let subscription = t
+            .subscriptions
+            .iter_mut()
+            .find(|s| &s.id == id)
+            .ok_or(DomainError::NotFound("webhook"))?;
+        if subscription.status == status {
+            return Ok(());
+        }
+        if subscription.status == SubscriptionStatus::Deleted {
+            return Err(DomainError::NotFound("webhook"));
+        }
+        subscription.status = status;
+        subscription.disabled_reason = reason;
+        subscription.updated_at = audit.at;
+        for (sub, record) in &mut t.deliveries {
+            if sub == id && record.status == DeliveryStatus::Pending {
+                record.status = DeliveryStatus::Cancelled;
+            }
+        }
+        t.audit.push(audit.clone());
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl SubscriptionRepository for InMemoryStore {
     async fn create(&self, subscription: &Subscription, max_active: u32) -> DomainResult<()> {
@@ -162,47 +198,12 @@ impl SubscriptionRepository for InMemoryStore {
     }
 
     async fn delete(&self, id: &WebhookId, audit: &AuditEntry) -> DomainResult<()> {
-        let mut t = self.tables();
-        let subscription = t
-            .subscriptions
-            .iter_mut()
-            .find(|s| &s.id == id)
-            .ok_or(DomainError::NotFound("webhook"))?;
-        if subscription.status == SubscriptionStatus::Deleted {
-            return Ok(());
-        }
-        subscription.status = SubscriptionStatus::Deleted;
-        subscription.disabled_reason = None;
-        subscription.updated_at = audit.at;
-        for (sub, record) in &mut t.deliveries {
-            if sub == id && record.status == DeliveryStatus::Pending {
-                record.status = DeliveryStatus::Cancelled;
-            }
-        }
-        t.audit.push(audit.clone());
-        Ok(())
+        self.end(id, SubscriptionStatus::Deleted, None, audit)
     }
 
     async fn disable(&self, id: &WebhookId, audit: &AuditEntry) -> DomainResult<()> {
-        let mut t = self.tables();
-        let subscription = t
-            .subscriptions
-            .iter_mut()
-            .find(|s| &s.id == id && s.status != SubscriptionStatus::Deleted)
-            .ok_or(DomainError::NotFound("webhook"))?;
-        if subscription.status == SubscriptionStatus::Disabled {
-            return Ok(());
-        }
-        subscription.status = SubscriptionStatus::Disabled;
-        subscription.disabled_reason = Some(DisabledReason::Manual);
-        subscription.updated_at = audit.at;
-        for (sub, record) in &mut t.deliveries {
-            if sub == id && record.status == DeliveryStatus::Pending {
-                record.status = DeliveryStatus::Cancelled;
-            }
-        }
-        t.audit.push(audit.clone());
-        Ok(())
+        let reason = Some(DisabledReason::Manual);
+        self.end(id, SubscriptionStatus::Disabled, reason, audit)
     }
 
     async fn filter_id_outside(
