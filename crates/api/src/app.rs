@@ -68,80 +68,98 @@ fn app_with(
             actix_web::middleware::DefaultHeaders::new()
                 .add((header::X_CONTENT_TYPE_OPTIONS, "nosniff")),
         )
+        .wrap(from_fn(access_log))
         .wrap(TracingLogger::<RequestSpan>::new())
 }
 
-/// The span of each request: method, path, client address, user agent and request id, then
-/// route and status once answered (the line logged when it closes).
+/// The span of each request: its request id, so that every line logged while it is answered
+/// (its access line, an error's cause, a panic) says which request it belongs to.
 ///
-/// tracing-actix-web's default span (which also carries host, scheme, HTTP version and an
-/// OpenTelemetry name) computes its values for every request whether the span is recorded or
-/// not, and matches the path against every route a second time for the route: work a cheap
-/// request pays for on every call, logged or not (ADR 0015 in docs/adr/). Here every value is
-/// computed only when the span is enabled, and the route is read from the resource that
-/// answered.
+/// tracing-actix-web's default span (method, path, host, scheme, HTTP version, an OpenTelemetry
+/// name...) computes its values for every request whether the span is recorded or not, and
+/// matches the path against every route a second time for the route: work a cheap request pays
+/// for on every call, logged or not (ADR 0015 in docs/adr/). Its fields would also be repeated in
+/// front of every line logged inside the request. Here the span holds the id alone; what the
+/// request was and how it ended is the access line's (see [`access_log`]).
 struct RequestSpan;
 
 impl RootSpanBuilder for RequestSpan {
     fn on_request_start(request: &ServiceRequest) -> tracing::Span {
-        // Text a client chose (path, user agent) is recorded as a string, which the text format
-        // quotes and escapes, so it cannot pass for fields of its own; the client's address is
-        // an address (see `client_ip`), never a header's text.
-        let client = request.app_data::<web::Data<AppState>>().and_then(|state| {
-            state
-                .trusted_proxies
-                .client(request.peer_addr().map(|a| a.ip()), request.headers())
-        });
         tracing::info_span!(
-            "HTTP request",
-            http.method = %request.method(),
-            http.target = request.path(),
-            http.route = tracing::field::Empty,
-            http.client_ip = client.map(tracing::field::display),
-            http.user_agent = shortened(
-                request
-                    .headers()
-                    .get(header::USER_AGENT)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or(""),
-            )
-            .as_ref(),
-            http.status_code = tracing::field::Empty,
-            request_id = request
+            "request",
+            id = request
                 .extensions()
                 .get::<RequestId>()
                 .map(|id| tracing::field::display(*id)),
-            exception.message = tracing::field::Empty,
         )
     }
 
     fn on_request_end<B: MessageBody>(
-        span: tracing::Span,
-        outcome: &Result<ServiceResponse<B>, actix_web::Error>,
+        _: tracing::Span,
+        _: &Result<ServiceResponse<B>, actix_web::Error>,
     ) {
-        if span.is_disabled() {
-            return;
-        }
-        let (route, status, error) = match outcome {
-            Ok(res) => (
-                route_of(res),
-                res.status(),
-                res.response().error().map(ToString::to_string),
-            ),
-            Err(err) => (
-                "unmatched",
-                err.as_response_error().status_code(),
-                Some(err.to_string()),
-            ),
-        };
-        span.record("http.route", route);
-        span.record("http.status_code", status.as_u16());
-        // The error's message only (never a debug dump of it); 5xx causes are logged by the
-        // error itself, and a 4xx is the client's mistake, not a warning about the service.
-        if let Some(error) = error {
-            span.record("exception.message", error);
-        }
     }
+}
+
+/// The target of the access lines: `--log info,access=off` leaves them out.
+const ACCESS: &str = "access";
+
+/// The access log: one INFO line per answered request, inside its span (so with its request id):
+/// method, path, the route pattern when the path holds ids (or `unmatched`), status, time taken in
+/// milliseconds, the client's address, the start of its user agent and, for a refused request, the
+/// error's message. Values are computed only when the line is logged.
+///
+/// Text a client chose (path, user agent) is recorded as a string, which the text format quotes and
+/// escapes, so it cannot pass for fields of its own; the client's address is an address (see
+/// `client_ip`), never a header's text.
+async fn access_log(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    if !tracing::enabled!(target: ACCESS, tracing::Level::INFO) {
+        return next.call(req).await;
+    }
+    let started = std::time::Instant::now();
+    let method = req.method().clone();
+    let path = req.path().to_owned();
+    let client = req.app_data::<web::Data<AppState>>().and_then(|state| {
+        state
+            .trusted_proxies
+            .client(req.peer_addr().map(|a| a.ip()), req.headers())
+    });
+    let agent = req
+        .headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .map(|agent| shortened(agent).into_owned());
+    let answered = next.call(req).await;
+    let (route, status, error) = match &answered {
+        Ok(res) => (
+            route_of(res),
+            res.status(),
+            res.response().error().map(ToString::to_string),
+        ),
+        Err(err) => (
+            "unmatched",
+            err.as_response_error().status_code(),
+            Some(err.to_string()),
+        ),
+    };
+    let millis = started.elapsed().as_secs_f64() * 1000.0;
+    // The error's message only (never a debug dump of it); 5xx causes are logged by the error
+    // itself, and a 4xx is the client's mistake, not a warning about the service.
+    tracing::info!(
+        target: ACCESS,
+        method = %method,
+        path = path.as_str(),
+        route = (route != path).then_some(route),
+        status = status.as_u16(),
+        ms = %format_args!("{millis:.1}"),
+        client = client.map(tracing::field::display),
+        agent = agent.as_deref(),
+        error = error.as_deref(),
+    );
+    answered
 }
 
 /// Most characters of a user agent the access log keeps: enough to tell clients apart, while a

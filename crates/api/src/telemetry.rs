@@ -4,7 +4,6 @@ use anyhow::{Context, Result};
 use tracing::Subscriber;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::fmt::MakeWriter;
-use tracing_subscriber::fmt::format::FmtSpan;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
@@ -57,8 +56,9 @@ fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
     tracing::error!(panic = message, location, "panicked");
 }
 
-/// The logger `init` installs, writing to `writer`: events as `filter` admits them, and one line
-/// per finished request with its span fields (request id, route, status). Whatever the filter,
+/// The logger `init` installs, writing to `writer`: events as `filter` admits them, each inside
+/// its request's span (`request{id=...}`) when logged while one is answered; the access line of
+/// each request is such an event (target `access`, see `app::access_log`). Whatever the filter,
 /// every connection the HTTP stack ends on a client's malformed bytes (target
 /// `actix_http::client_fault`, at DEBUG) is counted in `timetrack_http_client_faults_total`.
 pub fn subscriber<W>(
@@ -73,8 +73,7 @@ where
     // noise in every field.
     let text = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(writer)
-        .with_span_events(FmtSpan::CLOSE);
+        .with_writer(writer);
     let lines: Box<dyn Layer<Registry> + Send + Sync> = match format {
         LogFormat::Text => Box::new(text.with_filter(filter)),
         LogFormat::Json => Box::new(text.json().with_current_span(true).with_filter(filter)),
