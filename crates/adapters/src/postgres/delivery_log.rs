@@ -110,6 +110,8 @@ async fn log_rows(
         delivery: Nullable<BigInt> = delivery.map(|d| d.0),
         status: Nullable<Text> = query.status.map(DeliveryStatus::as_str),
         event_type: Nullable<Text> = query.event_type.map(EventType::as_str),
+        event_id: Nullable<SqlUuid> = query.event_id.map(|e| e.0),
+        entity_id: Nullable<Text> = query.entity_id.as_deref(),
         before: Nullable<BigInt> = query.before.map(|d| d.0),
         limit: BigInt = i64::from(query.limit),
     )
@@ -136,6 +138,8 @@ async fn one_delivery(
         since: OffsetDateTime::UNIX_EPOCH,
         status: None,
         event_type: None,
+        event_id: None,
+        entity_id: None,
         before: None,
         limit: 1,
     };

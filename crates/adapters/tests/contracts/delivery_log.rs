@@ -40,6 +40,8 @@ async fn the_delivery_log_pages_tests_resends_and_replays_alike(s: Subject) {
         since: T0 - Duration::days(1),
         status: None,
         event_type: None,
+        event_id: None,
+        entity_id: None,
         before: None,
         limit: 100,
     };
@@ -100,6 +102,49 @@ async fn the_delivery_log_pages_tests_resends_and_replays_alike(s: Subject) {
     assert_eq!(
         s.log.deliveries(&hook.id, &tests_only).await.unwrap().len(),
         1
+    );
+    // Searched by event: the event's two deliveries (fanned out and resent), not the test.
+    let of_event = DeliveryQuery {
+        event_id: Some(created.id),
+        ..everything.clone()
+    };
+    let found: Vec<DeliveryId> = s
+        .log
+        .deliveries(&hook.id, &of_event)
+        .await
+        .unwrap()
+        .iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(found, [resent.id, fanned.id]);
+    // Searched by entity: the client's, or the test's (it is about the webhook).
+    for (entity, expected) in [
+        ("c11", vec![resent.id, fanned.id]),
+        (hook.id.as_str(), vec![tested.id]),
+        ("c12", vec![]),
+    ] {
+        let about = DeliveryQuery {
+            entity_id: Some(entity.to_owned()),
+            ..everything.clone()
+        };
+        let found: Vec<DeliveryId> = s
+            .log
+            .deliveries(&hook.id, &about)
+            .await
+            .unwrap()
+            .iter()
+            .map(|d| d.id)
+            .collect();
+        assert_eq!(found, expected, "{entity}");
+    }
+    let elsewhere = DeliveryQuery {
+        event_id: Some(created.id),
+        ..everything.clone()
+    };
+    assert_eq!(
+        s.log.deliveries(&other.id, &elsewhere).await.unwrap().len(),
+        1,
+        "the other webhook's log holds its own delivery of the event"
     );
     let recent = DeliveryQuery {
         since: T0 + Duration::minutes(2),

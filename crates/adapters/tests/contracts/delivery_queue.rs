@@ -126,6 +126,8 @@ async fn log_of(
         since: T0 - Duration::days(1),
         status: None,
         event_type: None,
+        event_id: None,
+        entity_id: None,
         before: None,
         limit: 100,
     };

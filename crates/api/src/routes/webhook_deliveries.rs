@@ -139,7 +139,7 @@ pub struct DeliveryPage {
     next_cursor: Option<String>,
 }
 
-/// `?status=&event_type=&limit=&cursor=` of the delivery log.
+/// `?status=&event_type=&event_id=&entity_id=&limit=&cursor=` of the delivery log.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct DeliveryLogQuery {
@@ -147,6 +147,11 @@ pub struct DeliveryLogQuery {
     status: Option<String>,
     /// Only deliveries of this event type.
     event_type: Option<String>,
+    /// Only deliveries of this event (a UUID).
+    event_id: Option<String>,
+    /// Only deliveries of events about this entity: the time entry, client, project or invoice
+    /// id that is their `webhook-ordering-key` (at most 100 characters).
+    entity_id: Option<String>,
     #[param(schema_with = fields::page_limit)]
     limit: Option<u32>,
     #[param(schema_with = fields::page_cursor)]
@@ -164,7 +169,7 @@ pub struct DeliveryLogQuery {
     params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID), DeliveryLogQuery),
     responses(
         (status = 200, description = "A page of deliveries, newest first", body = DeliveryPage),
-        (status = 400, description = "Invalid status, event type, limit or cursor", body = crate::openapi::ErrorBody),
+        (status = 400, description = "Invalid status, event type, event id, entity id, limit or cursor", body = crate::openapi::ErrorBody),
         (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
@@ -184,6 +189,8 @@ pub async fn deliveries(
             DeliveryFilter {
                 status: query.status,
                 event_type: query.event_type,
+                event_id: query.event_id,
+                entity_id: query.entity_id,
                 limit: query.limit,
                 cursor: query.cursor,
             },

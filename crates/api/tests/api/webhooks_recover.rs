@@ -136,7 +136,50 @@ async fn the_log_pages_newest_first_with_filters_and_a_delivery_shows_its_payloa
     )
     .await;
     assert_eq!(none["data"], json!([]));
+    // Searched by event, and by entity (the ordering key the deliveries were sent with).
+    let (_, _, one) = call(&app, get(format!("/{id}/deliveries?event_id={E2}"))).await;
+    assert_eq!(
+        listed(&one).into_iter().map(|(_, e)| e).collect::<Vec<_>>(),
+        [E2]
+    );
+    let entity = uuid::Uuid::new_v4();
+    run_all(
+        &t,
+        &format!(
+            "UPDATE deliveries SET ordering_key = '{entity}' \
+             WHERE subscription_id = '{id}' AND event_id IN ('{E1}', '{E3}')"
+        ),
+    )
+    .await;
+    let (_, _, about) = call(&app, get(format!("/{id}/deliveries?entity_id={entity}"))).await;
+    assert_eq!(
+        listed(&about)
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect::<Vec<_>>(),
+        [E3, E1]
+    );
+    let (_, _, both) = call(
+        &app,
+        get(format!(
+            "/{id}/deliveries?entity_id={entity}&status=DELIVERED&event_id="
+        )),
+    )
+    .await;
+    assert_eq!(
+        listed(&both)
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect::<Vec<_>>(),
+        [E1]
+    );
+    let long = "x".repeat(101);
     for (query, message) in [
+        ("event_id=nope", "event_id must be a UUID"),
+        (
+            &format!("entity_id={long}") as &str,
+            "entity_id must be at most 100 characters",
+        ),
         (
             "status=LOST",
             "status must be one of PENDING, DELIVERED, FAILED, CANCELLED",

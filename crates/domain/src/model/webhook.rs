@@ -530,6 +530,11 @@ pub struct DeliveryQuery {
     pub status: Option<DeliveryStatus>,
     /// Only this event type.
     pub event_type: Option<EventType>,
+    /// Only deliveries of this event.
+    pub event_id: Option<EventId>,
+    /// Only deliveries of events about this entity (their ordering key: the time entry, client,
+    /// project or invoice id).
+    pub entity_id: Option<String>,
     /// Only deliveries with a smaller id (older).
     pub before: Option<DeliveryId>,
     /// Most deliveries returned.

@@ -91,14 +91,21 @@ impl Default for WebhookSettings {
     }
 }
 
-/// Which deliveries of the log to show, as received (`?status=`, `?event_type=`, `?limit=`,
-/// `?cursor=`).
+/// Longest entity id the log is searched by: ids are UUIDs (36) or webhook ids (`wh_` and up to 64).
+const MAX_ENTITY_ID: usize = 100;
+
+/// Which deliveries of the log to show, as received (`?status=`, `?event_type=`, `?event_id=`,
+/// `?entity_id=`, `?limit=`, `?cursor=`).
 #[derive(Debug, Clone, Default)]
 pub struct DeliveryFilter {
     /// `PENDING`, `DELIVERED`, `FAILED` or `CANCELLED`.
     pub status: Option<String>,
     /// An event type name.
     pub event_type: Option<String>,
+    /// An event id (a UUID).
+    pub event_id: Option<String>,
+    /// An entity id: what the events are about (their ordering key).
+    pub entity_id: Option<String>,
     /// Page size, 1 to 200 (default 50).
     pub limit: Option<u32>,
     /// The previous page's `next_cursor`.
@@ -777,6 +784,30 @@ impl WebhookService {
                     .ok_or_else(|| DomainError::validation(format!("Invalid event type: {name}")))
             })
             .transpose()?;
+        let event_id = filter
+            .event_id
+            .map(|raw| raw.trim().to_owned())
+            .filter(|raw| !raw.is_empty())
+            .map(|raw| {
+                uuid::Uuid::parse_str(&raw)
+                    .map(EventId)
+                    .map_err(|_| DomainError::validation("event_id must be a UUID"))
+            })
+            .transpose()?;
+        let entity_id = filter
+            .entity_id
+            .map(|raw| raw.trim().to_owned())
+            .filter(|raw| !raw.is_empty())
+            .map(|raw| {
+                if raw.chars().count() > MAX_ENTITY_ID {
+                    Err(DomainError::validation(format!(
+                        "entity_id must be at most {MAX_ENTITY_ID} characters"
+                    )))
+                } else {
+                    Ok(raw)
+                }
+            })
+            .transpose()?;
         // The core API's page size rule; the cursor is the log's own.
         let limit = PageRequest::new(filter.limit, None)?.limit;
         let before = filter
@@ -793,6 +824,8 @@ impl WebhookService {
                     since: self.clock.now() - self.settings.retention,
                     status,
                     event_type,
+                    event_id,
+                    entity_id,
                     before,
                     limit: limit + 1,
                 },

@@ -10,8 +10,15 @@ impl DeliveryLog for InMemoryStore {
         id: &WebhookId,
         query: &DeliveryQuery,
     ) -> DomainResult<Vec<DeliveryRecord>> {
-        let mut found: Vec<DeliveryRecord> = self
-            .tables()
+        let t = self.tables();
+        // A delivery's ordering key is its event's.
+        let about = |event: EventId| {
+            t.events
+                .iter()
+                .find(|e| e.id == event)
+                .map(|e| &e.ordering_key)
+        };
+        let mut found: Vec<DeliveryRecord> = t
             .deliveries
             .iter()
             .filter(|(sub, r)| {
@@ -19,6 +26,11 @@ impl DeliveryLog for InMemoryStore {
                     && r.created_at >= query.since
                     && query.status.is_none_or(|s| r.status == s)
                     && query.event_type.is_none_or(|t| r.event_type == t)
+                    && query.event_id.is_none_or(|e| r.event_id == e)
+                    && query
+                        .entity_id
+                        .as_ref()
+                        .is_none_or(|key| about(r.event_id) == Some(key))
                     && query.before.is_none_or(|b| r.id < b)
             })
             .map(|(_, r)| r.clone())

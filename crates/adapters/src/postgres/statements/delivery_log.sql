@@ -1,5 +1,6 @@
 -- A page of a subscription's delivery log, newest (highest id) first: deliveries created at or
--- after `since`, of the status and event type asked for (null: any), older than `before`
+-- after `since`, of the status, event type, event and entity (the ordering key) asked for (null:
+-- any), older than `before`
 -- (null: from the newest). `delivery` (null: any) selects one delivery, for its detail. Only
 -- events that show to the subscription's owner (functions/shows_to.sql).
 SELECT d.id, d.event_id, e.event_type, d.kind, d.status, d.attempts, d.next_attempt_at,
@@ -15,6 +16,8 @@ WHERE d.subscription_id = :id
   AND (:delivery::bigint IS NULL OR d.id = :delivery)
   AND (:status::text IS NULL OR d.status = :status)
   AND (:event_type::text IS NULL OR e.event_type = :event_type)
+  AND (:event_id::uuid IS NULL OR d.event_id = :event_id)
+  AND (:entity_id::text IS NULL OR d.ordering_key = :entity_id)
   AND (:before::bigint IS NULL OR d.id < :before)
 ORDER BY d.id DESC
 LIMIT :limit
