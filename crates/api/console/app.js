@@ -218,30 +218,136 @@ function eventChoices(types, chosen = []) {
 
 const checked = (box) => [...box.querySelectorAll("input:checked")].map((i) => i.value);
 
-function idList(text) {
-  return text.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Chooses ids by name: a search (the list endpoint's `?q=`, as typed), its matches in a list,
+ * *Add*, and the chosen ones as chips that can be removed. An id pasted into the search is
+ * added as it is. `read()` gives the chosen ids.
+ *
+ * `what` names the things ("clients"); `path` lists them (`/api/clients`); `name(item)` says
+ * one. Chosen ids are named from the first page of the list, or (`one`) read one by one; an id
+ * that is neither (deleted since) shows as the id.
+ */
+function idPicker(legend, hint, { what, path, name, one }, chosen = []) {
+  const picked = new Map(chosen.map((id) => [id, null]));
+  const found = new Map();
+  const chips = h("ul", { class: "chips", "aria-label": `Chosen ${what}`, "aria-live": "polite" });
+  const search = h("input", { type: "search", placeholder: `Find ${what} by name`, autocomplete: "off", "aria-label": `Find ${what}` });
+  const matches = h("select", { "aria-label": `Matching ${what}` });
+  const note = h("span", { class: "hint" });
+  const draw = () => replace(chips, picked.size
+    ? [...picked.keys()].map((id) => {
+      const label = picked.get(id) ?? found.get(id) ?? id;
+      return h("li", { class: "chip" }, h("span", { title: id }, label),
+        h("button", {
+          type: "button",
+          class: "quiet",
+          "aria-label": `Remove ${label} from the ${what}`,
+          onclick: () => {
+            picked.delete(id);
+            draw();
+          },
+        }, "×"));
+    })
+    : h("li", { class: "hint" }, `Any ${what.replace(/s$/, "")}`));
+  let asked = 0;
+  const find = async () => {
+    asked += 1;
+    const ticket = asked;
+    let page;
+    try {
+      page = await api("GET", `${path}${query({ q: search.value.trim(), limit: 50 })}`);
+    } catch (err) {
+      if (ticket === asked) replace(matches, h("option", { value: "" }, message(err)));
+      return;
+    }
+    if (ticket !== asked) return;
+    for (const item of page.data) found.set(item.id, name(item));
+    replace(matches, page.data.length
+      ? page.data.map((item) => h("option", { value: item.id }, name(item)))
+      : h("option", { value: "" }, "No match"));
+    draw();
+  };
+  let typing;
+  search.addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(find, 250);
+  });
+  const add = () => {
+    const typed = search.value.trim();
+    const id = UUID.test(typed) ? typed.toLowerCase() : matches.value;
+    if (!id) {
+      note.textContent = `Choose one of the ${what} found`;
+      return;
+    }
+    note.textContent = "";
+    picked.set(id, found.get(id) ?? null);
+    if (UUID.test(typed)) search.value = "";
+    draw();
+  };
+  search.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      add();
+    }
+  });
+  const box = h("fieldset", { class: "picker" }, h("legend", {}, legend),
+    chips,
+    h("div", { class: "picker-row" }, search, matches,
+      h("button", { type: "button", class: "quiet", "aria-label": `Add to the ${what}`, onclick: add }, "Add")),
+    h("p", { class: "hint" }, hint, " ", note));
+  draw();
+  // The list is read when the search is first used, or at once to name ids already chosen;
+  // chosen ids not on its first page are named one by one.
+  replace(matches, h("option", { value: "" }, "Type to search, or pick from the list"));
+  search.addEventListener("focus", () => {
+    if (!asked) find();
+  }, { once: true });
+  matches.addEventListener("focus", () => {
+    if (!asked) find();
+  }, { once: true });
+  if (picked.size) {
+    find().then(async () => {
+      if (!one) return;
+      for (const id of picked.keys()) {
+        if (found.has(id)) continue;
+        try {
+          found.set(id, name(await api("GET", one(id))));
+        } catch {
+          // Deleted since, or never seen: shown as the id.
+        }
+      }
+      draw();
+    });
+  }
+  return { box, read: () => [...picked.keys()] };
 }
 
 /** Filter inputs, and a reader that makes the `filters` object from them. */
 function filterFields(filters = {}) {
-  const projects = h("input", { type: "text", value: (filters.project_ids ?? []).join(", ") });
-  const clients = h("input", { type: "text", value: (filters.client_ids ?? []).join(", ") });
-  const users = h("input", { type: "text", value: (filters.user_ids ?? []).join(", ") });
+  const projects = idPicker("Projects", "Only events of these projects.", {
+    what: "projects", path: "/api/projects", name: (p) => p.name, one: (id) => `/api/projects/${encodeURIComponent(id)}`,
+  }, filters.project_ids ?? []);
+  const clients = idPicker("Clients", "Only events of these clients.", {
+    what: "clients", path: "/api/clients", name: (c) => c.name, one: (id) => `/api/clients/${encodeURIComponent(id)}`,
+  }, filters.client_ids ?? []);
+  const users = idPicker("Members", "Only events of these members' time.", {
+    what: "members", path: "/api/members", name: (m) => `${m.name} <${m.email}>`,
+  }, filters.user_ids ?? []);
   const billable = h("select", {},
     h("option", { value: "" }, "any"),
     h("option", { value: "true" }, "billable only"),
     h("option", { value: "false" }, "non-billable only"));
   billable.value = filters.billable === undefined || filters.billable === null ? "" : String(filters.billable);
   const box = h("fieldset", { class: "filters" }, h("legend", {}, "Filters (optional)"),
-    field("Project ids", projects, "Comma-separated; only events of these projects"),
-    field("Client ids", clients, "Comma-separated"),
-    field("Member (user) ids", users, "Comma-separated"),
+    projects.box, clients.box, users.box,
     field("Billable", billable, "Time-entry events only"));
   const read = () => {
     const out = {};
-    if (idList(projects.value).length) out.project_ids = idList(projects.value);
-    if (idList(clients.value).length) out.client_ids = idList(clients.value);
-    if (idList(users.value).length) out.user_ids = idList(users.value);
+    if (projects.read().length) out.project_ids = projects.read();
+    if (clients.read().length) out.client_ids = clients.read();
+    if (users.read().length) out.user_ids = users.read();
     if (billable.value) out.billable = billable.value === "true";
     return out;
   };
@@ -459,7 +565,7 @@ async function webhookView(id, flash = undefined) {
       ? `Test delivered (HTTP ${delivery.last_status_code}).`
       : `Test ${delivery.status.toLowerCase()}: ${delivery.last_error ?? `HTTP ${delivery.last_status_code ?? "?"}`}.`,
     delivery.status === "DELIVERED");
-    out.append(" ", h("a", { href: `#/webhooks/${encodeURIComponent(id)}/deliveries` }, "See the delivery log"));
+    out.append(" ", h("a", { href: `#/webhooks/${encodeURIComponent(id)}/deliveries${query({ open: delivery.id })}` }, "See the delivery log"));
   });
 
   const validFor = h("input", { type: "number", min: 0, max: 604800, placeholder: "86400 (1 day)" });
@@ -622,11 +728,91 @@ async function settle(webhookId, deliveryId) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Addresses and live refresh
+
+/** The parameters of the address's query (`#/view?name=value`) among `names`. */
+function hashParams(names) {
+  const search = new URLSearchParams(location.hash.split("?")[1] ?? "");
+  const params = {};
+  for (const name of names) {
+    const value = search.get(name);
+    if (value) params[name] = value;
+  }
+  return params;
+}
+
+/** Shows the view at `hash`: a new address, or the same one read again. */
+function go(hash) {
+  if (location.hash === hash) route();
+  else location.hash = hash;
+}
+
+/**
+ * Notes `params` in the address without showing the view again (an opened delivery or event), so
+ * that a reload or a shared link shows the same.
+ */
+function note(path, params) {
+  const hash = `#/${path}${query(params)}`;
+  if (hash !== location.hash) {
+    history.replaceState(null, "", hash);
+    shownHash = location.hash;
+  }
+}
+
+/** How often an open view is read again while it holds pending deliveries. */
+const LIVE_EVERY = 5000;
+
+/**
+ * Runs `tick` every LIVE_EVERY ms while view `v` is the one shown and `tick` says there is more
+ * to wait for (it answers whether any delivery shown is still pending). Nothing is read while
+ * the tab is hidden; a failed read is tried again at the next tick, unless the thing read is
+ * gone (404) or the key is (401). Each tick is one read: a view polled this way costs 12 reads
+ * a minute of the key's rate limit. `live` is the element that says so while it runs.
+ */
+async function poll(v, live, tick) {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  live.hidden = false;
+  try {
+    for (;;) {
+      await sleep(LIVE_EVERY);
+      while (document.hidden && v.current()) {
+        await new Promise((resolve) => document.addEventListener("visibilitychange", resolve, { once: true }));
+      }
+      if (!v.current() || !live.isConnected) return;
+      try {
+        if (!(await tick())) return;
+      } catch (err) {
+        if (err instanceof ApiError && (err.status === 404 || err.status === 401)) return;
+      }
+    }
+  } finally {
+    live.hidden = true;
+  }
+}
+
+function liveNote() {
+  return h("p", { class: "hint live", hidden: true }, "Live: read again every 5 s while deliveries are pending (not while this tab is hidden).");
+}
+
+const anyPending = (list) => list.some((d) => d.status === "PENDING");
+
+// ---------------------------------------------------------------------------------------------
 // The delivery log
 
+const LOG_FILTERS = ["status", "event_type", "event_id", "entity_id"];
+const LOG_PARAMS = [...LOG_FILTERS, "cursor", "open"];
+
+/**
+ * A webhook's delivery log. `params` are the address's: the filters (status, event type, event
+ * id, entity id), the page (`cursor`) and the delivery shown open (`open`), so that a reload or
+ * a link shows the same view.
+ */
 async function deliveriesView(id, params = {}) {
   const v = view();
   v.loading("deliveries");
+  const here = `webhooks/${encodeURIComponent(id)}/deliveries`;
+  const filters = Object.fromEntries(LOG_FILTERS.map((name) => [name, params[name]]));
+  const listed = `${hook(id)}/deliveries${query({ ...filters, cursor: params.cursor })}`;
   let page;
   let types;
   let w;
@@ -634,7 +820,7 @@ async function deliveriesView(id, params = {}) {
     [w, types, page] = await Promise.all([
       api("GET", hook(id)).then((a) => a.webhook),
       eventTypes(),
-      api("GET", `${hook(id)}/deliveries${query({ status: params.status, event_type: params.event_type, cursor: params.cursor })}`),
+      api("GET", listed),
     ]);
   } catch (err) {
     v.failure(err, () => deliveriesView(id, params));
@@ -647,54 +833,143 @@ async function deliveriesView(id, params = {}) {
     h("option", { value: "" }, "any"),
     types.map((t) => h("option", { value: t.type }, t.type)));
   typeFilter.value = params.event_type ?? "";
-  const filterForm = h("form", { class: "toolbar", "aria-label": "Filter deliveries" },
+  const eventId = h("input", { type: "search", value: params.event_id ?? "", spellcheck: "false", autocomplete: "off" });
+  const entityId = h("input", { type: "search", value: params.entity_id ?? "", spellcheck: "false", autocomplete: "off" });
+  const filtered = LOG_FILTERS.some((name) => params[name]);
+  const filterForm = h("form", { class: "toolbar", role: "search", "aria-label": "Filter and search deliveries" },
     field("Status", statusFilter), field("Event type", typeFilter),
-    h("button", { type: "submit" }, "Apply"));
+    field("Event id", eventId), field("Entity id", entityId, "A time entry, client, project or invoice id"),
+    h("button", { type: "submit" }, "Apply"),
+    filtered ? h("a", { class: "button quiet", href: `#/${here}` }, "Clear filters") : null);
   filterForm.addEventListener("submit", (event) => {
     event.preventDefault();
-    deliveriesView(id, { status: statusFilter.value, event_type: typeFilter.value });
+    go(`#/${here}${query({
+      status: statusFilter.value,
+      event_type: typeFilter.value,
+      event_id: eventId.value.trim(),
+      entity_id: entityId.value.trim(),
+    })}`);
   });
 
   const head = h("thead", {}, h("tr", {},
     ["Created", "Event", "Kind", "Status", "Attempts", "Last answer", ""].map((c) => h("th", { scope: "col" }, c))));
-  // A resend's new delivery goes at the top of the log; the delivery being read stays open.
-  const added = (d) => head.after(deliveryRow(id, d, added));
-  const rows = page.data.map((d) => deliveryRow(id, d, added));
-  const table = page.data.length
-    ? h("table", { class: "log" }, head, rows)
-    : h("p", { class: "empty" }, "No deliveries match.");
+  const rows = new Map();
+  let polling = false;
+  const kept = () => ({ ...filters, cursor: params.cursor });
+  const hooks = {
+    // A resend's new delivery goes at the top of the log; the delivery being read stays open.
+    added: (d) => {
+      add(d, true);
+      startLive();
+    },
+    opened: (deliveryId) => note(here, { ...kept(), open: deliveryId }),
+    closed: () => note(here, kept()),
+  };
+  const add = (d, top) => {
+    const row = deliveryRow(id, d, hooks);
+    rows.set(d.id, row);
+    if (top) head.after(row.body);
+    return row.body;
+  };
+  const table = h("table", { class: "log" }, head, page.data.map((d) => add(d, false)));
   const paging = h("div", { class: "actions" },
-    params.cursor ? h("button", { type: "button", class: "quiet", onclick: () => deliveriesView(id, { ...params, cursor: undefined }) }, "Newest") : null,
-    page.next_cursor ? h("button", { type: "button", onclick: () => deliveriesView(id, { ...params, cursor: page.next_cursor }) }, "Older") : null);
+    params.cursor ? h("a", { class: "button quiet", href: `#/${here}${query(filters)}` }, "Newest") : null,
+    page.next_cursor ? h("a", { class: "button", href: `#/${here}${query({ ...filters, cursor: page.next_cursor })}` }, "Older") : null);
+  const live = liveNote();
   v.show(
     h("p", { class: "crumbs" }, h("a", { href: "#/webhooks" }, "Webhooks"), " / ",
       h("a", { href: `#/webhooks/${encodeURIComponent(id)}` }, w.url), " / deliveries"),
     h("div", { class: "title-row" }, h("h1", {}, "Delivery log"),
       h("button", { type: "button", class: "quiet", onclick: () => deliveriesView(id, params) }, "Refresh")),
-    filterForm, table, paging);
+    filterForm,
+    page.data.length ? table : h("p", { class: "empty" }, filtered ? "No deliveries match." : "No deliveries yet."),
+    live, paging);
+
+  // The delivery the address names, opened; from another page, shown above this one's.
+  if (params.open) {
+    const named = rows.get(params.open);
+    if (named) named.open();
+    else {
+      try {
+        const d = await api("GET", `${hook(id)}/deliveries/${encodeURIComponent(params.open)}`);
+        if (v.current()) {
+          if (!page.data.length) replace(main.querySelector("p.empty"), table);
+          add(d, true).classList.add("linked");
+          rows.get(d.id).open();
+        }
+      } catch (err) {
+        if (v.current()) filterForm.after(h("p", { class: "status error", role: "alert" }, `Delivery ${params.open}: ${message(err)}`));
+      }
+    }
+  }
+
+  if (anyPending(page.data)) startLive();
+
+  // While deliveries shown are pending, the page is read again and the rows change in place;
+  // on the newest page, deliveries made since are added at the top.
+  function startLive() {
+    if (polling) return;
+    polling = true;
+    poll(v, live, async () => {
+      const fresh = (await api("GET", listed)).data;
+      for (const d of [...fresh].reverse()) {
+        if (rows.has(d.id)) rows.get(d.id).update(d);
+        else if (!params.cursor) add(d, true);
+      }
+      return anyPending([...rows.values()].map((row) => row.current()));
+    }).finally(() => {
+      polling = false;
+    });
+  }
 }
 
-function deliveryRow(webhookId, d, added) {
+/**
+ * A delivery's row and its detail (opened on demand). `update` shows a newer state of the same
+ * delivery in place, and reads the detail again when it is open and the delivery moved on.
+ */
+function deliveryRow(webhookId, d, { added, opened, closed }) {
+  let current = d;
   const detail = h("tr", { class: "detail", hidden: true }, h("td", { colspan: 7 }));
   const what = `delivery ${d.id} (${d.event_type})`;
   const open = h("button", { type: "button", class: "quiet", "aria-expanded": "false", "aria-label": `Open ${what}` }, "Open");
-  open.addEventListener("click", async () => {
-    const opening = detail.hidden;
+  const toggle = async (opening) => {
     detail.hidden = !opening;
     open.setAttribute("aria-expanded", String(opening));
     open.textContent = opening ? "Close" : "Open";
     open.setAttribute("aria-label", `${opening ? "Close" : "Open"} ${what}`);
-    if (opening) await fillDetail(webhookId, d, detail.firstChild, added);
-  });
-  const row = h("tr", { class: `delivery ${d.status.toLowerCase()}` },
+    if (opening) {
+      opened?.(d.id);
+      await fillDetail(webhookId, current, detail.firstChild, added);
+    } else {
+      closed?.(d.id);
+    }
+  };
+  open.addEventListener("click", () => toggle(detail.hidden));
+  const cells = {
+    status: h("td", { "data-label": "Status" }),
+    attempts: h("td", { "data-label": "Attempts" }),
+    answer: h("td", { "data-label": "Last answer" }),
+  };
+  const row = h("tr", {},
     h("td", { "data-label": "Created" }, stamp(d.created_at, { ago: true })),
     h("td", { "data-label": "Event" }, d.event_type),
     h("td", { "data-label": "Kind" }, d.kind),
-    h("td", { "data-label": "Status" }, h("span", { class: `pill ${d.status.toLowerCase()}` }, d.status)),
-    h("td", { "data-label": "Attempts" }, String(d.attempts)),
-    h("td", { "data-label": "Last answer" }, lastAnswer(d.last_status_code, d.last_error)),
+    cells.status, cells.attempts, cells.answer,
     h("td", {}, open));
-  return h("tbody", {}, row, detail);
+  const draw = () => {
+    row.className = `delivery ${current.status.toLowerCase()}`;
+    replace(cells.status, h("span", { class: `pill ${current.status.toLowerCase()}` }, current.status));
+    cells.attempts.textContent = String(current.attempts);
+    replace(cells.answer, lastAnswer(current.last_status_code, current.last_error));
+  };
+  draw();
+  const update = (next) => {
+    if (next.updated_at === current.updated_at && next.status === current.status && next.attempts === current.attempts) return;
+    current = next;
+    draw();
+    if (!detail.hidden) fillDetail(webhookId, current, detail.firstChild, added);
+  };
+  return { body: h("tbody", {}, row, detail), update, open: () => toggle(true), current: () => current };
 }
 
 /**
@@ -759,8 +1034,9 @@ const FEED = "/api/integrations/automation/events";
 const PAGE = 50;
 
 /**
- * `params.before`: where the page starts (`latest`, or the previous page's `next_cursor`);
- * `params.newer`: the `before` of the pages seen on the way here, for *Newer*.
+ * The address's `params`: `types` (the filter), `before` (where the page starts: `latest`, or the
+ * previous page's `next_cursor`) and `open` (the event shown open). `newer` (not in the address):
+ * the `before` of the pages seen on the way here, for *Newer*.
  */
 async function eventsView(params = {}) {
   const v = view();
@@ -785,75 +1061,118 @@ async function eventsView(params = {}) {
     h("button", { type: "submit" }, "Apply"));
   toolbar.addEventListener("submit", (event) => {
     event.preventDefault();
-    eventsView({ types: typeFilter.value || undefined });
+    go(`#/events${query({ types: typeFilter.value })}`);
   });
+  // Another page of the same filter: noted in the address, shown in place.
+  const turn = (at, stack) => {
+    note("events", { types: params.types, before: at === "latest" ? undefined : at });
+    eventsView({ types: params.types, before: at, newer: stack });
+  };
+  const opened = new Map();
   const list = page.data.length
     ? h("ul", { class: "events-list" }, page.data.map((e) => {
       const fate = h("div", { class: "event-deliveries" });
       const details = h("details", {},
         h("summary", {}, h("span", { class: "type" }, e.type), " ", h("span", { class: "time" }, stamp(e.created_at, { ago: true })),
           " ", h("span", { class: "id" }, e.id)),
+        h("div", { class: "title-row" }, h("h3", {}, "Payload"),
+          copyButton(e.id, "Copy id", `Copy the id of event ${e.id}`)),
         h("pre", { class: "payload", tabindex: "0" }, JSON.stringify(e.payload, null, 2)),
         fate);
-      // Its deliveries to the caller's webhooks, read when it is opened.
+      // Its deliveries to the caller's webhooks, read each time it is opened; the address
+      // names the event open.
       details.addEventListener("toggle", () => {
-        if (details.open && !fate.childElementCount) eventDeliveries(e, fate);
+        const at = { types: params.types, before: params.before };
+        if (details.open) {
+          note("events", { ...at, open: e.id });
+          eventDeliveries(v, e, fate, () => details.open && details.isConnected);
+        } else if (hashParams(["open"]).open === e.id) {
+          note("events", at);
+        }
       });
+      opened.set(e.id, details);
       return h("li", { class: "card event" }, details);
     }))
     : h("p", { class: "empty" }, newer.length ? "No older events." : "No events in the retained period.");
   const pages = h("div", { class: "actions" },
     newer.length
-      ? h("button", {
-        type: "button",
-        class: "quiet",
-        onclick: () => eventsView({ types: params.types, before: newer[newer.length - 1], newer: newer.slice(0, -1) }),
-      }, "Newer")
+      ? h("button", { type: "button", class: "quiet", onclick: () => turn(newer[newer.length - 1], newer.slice(0, -1)) }, "Newer")
       : null,
     page.data.length === PAGE
-      ? h("button", {
-        type: "button",
-        onclick: () => eventsView({ types: params.types, before: page.next_cursor, newer: [...newer, before] }),
-      }, "Older")
+      ? h("button", { type: "button", onclick: () => turn(page.next_cursor, [...newer, before]) }, "Older")
       : null);
   v.show(
     h("div", { class: "title-row" }, h("h1", {}, "Events"),
-      h("button", { type: "button", class: "quiet", onclick: () => eventsView({ types: params.types }) }, "Newest")),
+      h("button", { type: "button", class: "quiet", onclick: () => go(`#/events${query({ types: params.types })}`) }, "Newest")),
     h("p", { class: "hint" }, `The workspace's events, newest first, ${PAGE} to a page (the catch-up feed read backwards).`),
     toolbar, list, pages);
+  if (params.open) {
+    const details = opened.get(params.open);
+    if (details) {
+      details.open = true;
+      details.scrollIntoView({ block: "nearest" });
+    } else {
+      toolbar.after(h("p", { class: "status error", role: "alert" }, `Event ${params.open} is not on this page (it may be older, or filtered out).`));
+    }
+  }
 }
 
-/** Fills `box` with event `e`'s deliveries to the caller's webhooks, each with *Resend*. */
-async function eventDeliveries(e, box) {
-  replace(box, h("p", { class: "loading" }, "Loading its deliveries…"));
+/**
+ * Fills `box` with event `e`'s deliveries to the caller's webhooks, each with *Resend*; read
+ * again while some are pending and the event stays open (`isOpen`).
+ */
+async function eventDeliveries(v, e, box, isOpen) {
+  const read = async () => (await api("GET", `${FEED}/${encodeURIComponent(e.id)}/deliveries`)).data;
+  if (!box.childElementCount) replace(box, h("p", { class: "loading" }, "Loading its deliveries…"));
   let found;
   try {
-    found = (await api("GET", `${FEED}/${encodeURIComponent(e.id)}/deliveries`)).data;
+    found = await read();
   } catch (err) {
     replace(box, h("p", { class: "status error", role: "alert" }, message(err)));
     return;
   }
-  if (!found.length) {
-    replace(box, h("p", { class: "empty" }, "None of your webhooks took this event."));
-    return;
-  }
-  replace(box,
-    h("h3", {}, "Deliveries to your webhooks"),
+  const live = liveNote();
+  const table = h("div");
+  const draw = (list) => replace(table,
     h("table", { class: "log" },
       h("thead", {}, h("tr", {}, ["Webhook", "Kind", "Status", "Attempts", "Last answer", ""].map((c) => h("th", { scope: "col" }, c)))),
-      h("tbody", {}, found.map((d) => {
+      h("tbody", {}, list.map((d) => {
         const resend = action("Resend", async (out) => {
           const answer = await api("POST", `${hook(d.webhook_id)}/deliveries/${encodeURIComponent(d.id)}/resend`);
           say(out, `Queued again as delivery ${answer.delivery.id}.`, true);
+          following();
         }, { name: `Resend delivery ${d.id} to ${d.webhook_id}` });
         return h("tr", { class: `delivery ${d.status.toLowerCase()}` },
-          h("td", { "data-label": "Webhook" }, h("a", { href: `#/webhooks/${encodeURIComponent(d.webhook_id)}/deliveries` }, d.webhook_id)),
+          h("td", { "data-label": "Webhook" }, h("a", {
+            href: `#/webhooks/${encodeURIComponent(d.webhook_id)}/deliveries${query({ event_id: e.id, open: d.id })}`,
+          }, d.webhook_id)),
           h("td", { "data-label": "Kind" }, d.kind),
           h("td", { "data-label": "Status" }, h("span", { class: `pill ${d.status.toLowerCase()}` }, d.status)),
           h("td", { "data-label": "Attempts" }, String(d.attempts)),
           h("td", { "data-label": "Last answer" }, lastAnswer(d.last_status_code, d.last_error)),
           h("td", {}, resend.button, resend.out));
       }))));
+  if (!found.length) {
+    replace(box, h("p", { class: "empty" }, "None of your webhooks took this event."));
+    return;
+  }
+  draw(found);
+  replace(box, h("h3", {}, "Deliveries to your webhooks"), table, live);
+  let polling = false;
+  // A resend's delivery is pending: the list follows it until it is final.
+  const following = () => {
+    if (polling) return;
+    polling = true;
+    poll(v, live, async () => {
+      if (!isOpen()) return false;
+      const again = await read();
+      draw(again);
+      return anyPending(again);
+    }).finally(() => {
+      polling = false;
+    });
+  };
+  if (anyPending(found)) following();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -934,7 +1253,7 @@ async function route() {
   // Invoices are for owners and admins: a member is not offered them.
   const invoicesLink = nav.querySelector("a[data-section='invoices']");
   if (invoicesLink) invoicesLink.hidden = me?.role === "member";
-  if (section === "events") await eventsView();
+  if (section === "events") await eventsView(hashParams(["types", "before", "open"]));
   else if (section === "reports") {
     const v = view();
     v.loading("the report");
@@ -949,7 +1268,7 @@ async function route() {
   }
   else if (section === "setup") await setupView();
   else if (section === "new") await newWebhookView();
-  else if (section === "webhooks" && id && sub === "deliveries") await deliveriesView(id);
+  else if (section === "webhooks" && id && sub === "deliveries") await deliveriesView(id, hashParams(LOG_PARAMS));
   else if (section === "webhooks" && id) await webhookView(id);
   else await webhooksView();
 }

@@ -165,6 +165,8 @@ let page = null;
   await screenshot("webhooks-empty");
 
   // 2. Subscribe through the page; the secret is shown once; the description is an XSS string.
+  // (A client made before, for the filter pickers later: its event reaches no webhook.)
+  const picked = (await api("POST", "/api/clients", { name: "Picker Client Co" })).body;
   await page.getByRole("link", { name: "Subscribe a webhook" }).click();
   await page.getByLabel("URL (HTTPS)").fill(`${RECEIVER}/hook`);
   await page.locator("#ev-CLIENT_CREATED").check();
@@ -196,6 +198,15 @@ let page = null;
   await page.getByRole("link", { name: "See the delivery log" }).click();
   const testRow = page.locator("tr.delivery").first();
   await testRow.waitFor();
+  await page.locator(".attempts tbody tr").first().waitFor();
+  check(/[?&]open=/.test(page.url()) && await testRow.getByRole("button", { name: /^Close/ }).getAttribute("aria-expanded") === "true",
+    `the test's link opens the log with the test delivery open, named in the address (${page.url().split("#")[1]})`);
+  await page.reload();
+  await page.locator(".attempts tbody tr").first().waitFor();
+  check(await page.locator("tr.delivery").first().getByRole("button", { name: /^Close/ }).count() === 1,
+    "... and a reload shows it open again");
+  await testRow.getByRole("button", { name: /^Close/ }).click();
+  check(!/[?&]open=/.test(page.url()), "closing it takes it out of the address");
   check((await testRow.textContent()).includes("DELIVERED") && (await testRow.textContent()).includes("test"),
     "the test delivery shows as DELIVERED in the log");
   const created = testRow.locator("time").first();
@@ -252,13 +263,12 @@ let page = null;
   await page.getByText(/Queued again as/).waitFor();
   check(await page.getByRole("button", { name: /^Resend/ }).isVisible() && await page.locator("tr.delivery", { hasText: "resend" }).count() === 1,
     "a resend adds its delivery to the log and leaves the delivery being read open");
-  await until("the resend delivered", async () => {
-    await page.getByRole("button", { name: "Refresh" }).click();
+  check(await page.locator(".live").isVisible(), "while the resend is pending the log says it is read again live");
+  await until("the resend delivered, with no click", async () => {
     const row = page.locator("tr.delivery", { hasText: "resend" }).first();
-    await row.waitFor();
     return (await row.textContent()).includes("DELIVERED");
   });
-  check(true, "a Resend after the fix turns DELIVERED");
+  check(true, "a Resend after the fix turns DELIVERED in the log by itself (live refresh)");
   await screenshot("resend-delivered");
 
   // 6. Rotate: a new secret, and the next delivery verifies with both.
@@ -331,6 +341,41 @@ let page = null;
   await settingsForm.getByRole("button", { name: "Save changes" }).click();
   await page.locator("p.description", { hasText: "Renamed in the page" }).waitFor();
   check(true, "after Save the page shows the saved description without a reload");
+  // Filters are chosen by name, not typed as ids.
+  const meNow = (await api("GET", "/api/me")).body;
+  const settingsAgain = page.locator("form[aria-label='Settings']");
+  await settingsAgain.getByLabel("Find clients").fill("Picker");
+  const clientMatch = settingsAgain.getByLabel("Matching clients");
+  await until("the client found by name", async () => (await clientMatch.locator("option").allTextContents()).includes("Picker Client Co"));
+  await clientMatch.selectOption({ label: "Picker Client Co" });
+  await settingsAgain.getByRole("button", { name: "Add to the clients" }).click();
+  await settingsAgain.getByLabel("Find members").focus();
+  const memberMatch = settingsAgain.getByLabel("Matching members");
+  await until("the members listed", async () => (await memberMatch.locator("option").allTextContents()).some((t) => t.includes(meNow.user.email)));
+  await memberMatch.selectOption({ value: meNow.user.id });
+  await settingsAgain.getByRole("button", { name: "Add to the members" }).click();
+  await labelled("webhook with pickers");
+  await settingsAgain.getByRole("button", { name: "Save changes" }).click();
+  // A member filter does not apply to CLIENT_CREATED: the API's refusal is shown.
+  await settingsAgain.getByText(/user_ids does not apply/).waitFor();
+  check(true, "a filter the events cannot carry is refused with the API's detail");
+  await page.getByRole("button", { name: `Remove ${meNow.user.name} <${meNow.user.email}> from the members` }).click();
+  await settingsAgain.getByRole("button", { name: "Save changes" }).click();
+  await page.locator("form .status.ok", { hasText: "Saved." }).first().waitFor();
+  let filters = (await api("GET", `/api/integrations/automation/webhooks/${webhookId}`)).body.webhook.filters ?? {};
+  check(JSON.stringify(filters.client_ids) === JSON.stringify([picked.id]) && !filters.user_ids?.length,
+    `the client picker saves the chosen client's id (${JSON.stringify(filters)})`);
+  await until("the chosen client named after the redraw", async () =>
+    (await page.locator("form[aria-label='Settings'] .chip").allTextContents()).some((t) => t.includes("Picker Client Co")));
+  check(true, "... and after the redraw the chosen client shows by name");
+  await screenshot("webhook-filters-picked");
+  await page.getByRole("button", { name: "Remove Picker Client Co from the clients" }).click();
+  await page.locator("form[aria-label='Settings']").getByRole("button", { name: "Save changes" }).click();
+  await until("the filters cleared", async () => {
+    filters = (await api("GET", `/api/integrations/automation/webhooks/${webhookId}`)).body.webhook.filters ?? {};
+    return !filters.client_ids?.length && !filters.user_ids?.length;
+  });
+  check(true, "removing the chips and saving clears the filters");
   // An unknown webhook: not found, and a way back rather than Try again.
   await page.goto(`${BASE}/console#/webhooks/wh_0000000000000000000000`);
   await page.getByRole("alert").filter({ hasText: "Webhook not found" }).waitFor();
@@ -353,6 +398,16 @@ let page = null;
   check(await page.locator("main img").count() === 0, "... and makes no element");
   await labelled("events");
   await screenshot("events");
+  const openedEvent = await newest.locator(".id").textContent();
+  check(page.url().includes(`open=${openedEvent}`), "an opened event is named in the address");
+  await page.reload();
+  await page.locator(".event details[open] .event-deliveries table").waitFor();
+  check((await page.locator(".event details[open] .id").textContent()) === openedEvent, "... and a reload shows it open with its deliveries");
+  await page.locator(".event details[open] .event-deliveries a").first().click();
+  await page.locator(".attempts tbody tr, .delivery-detail .empty").first().waitFor();
+  check(page.url().includes(`event_id=${openedEvent}`) && await page.getByRole("searchbox", { name: "Event id", exact: true }).inputValue() === openedEvent
+    && (await page.locator("tr.delivery").count()) >= 2,
+  "an event's delivery links to the webhook's log searched by that event, with the delivery open");
 
   // 7b. A delivery held behind an earlier one of its subject says that it waits.
   check((await api("PATCH", `/api/integrations/automation/webhooks/${webhookId}`, { events: ["CLIENT_CREATED", "CLIENT_UPDATED"] })).status === 200,
@@ -378,6 +433,41 @@ let page = null;
   await retryRow.getByRole("button", { name: /^Open/ }).click();
   await page.locator(".pending-note", { hasText: "Next attempt" }).waitFor();
   check(true, "a delivery waiting for its retry says when, ahead");
+  // While the retry is pending the log is read again, but not while the tab is hidden.
+  let logReads = 0;
+  const countReads = (request) => {
+    if (/\/deliveries(\?|$)/.test(request.url())) logReads += 1;
+  };
+  page.on("request", countReads);
+  await page.evaluate(() => {
+    Object.defineProperty(document, "hidden", { configurable: true, get: () => true });
+    document.dispatchEvent(new Event("visibilitychange"));
+  });
+  logReads = 0;
+  await page.waitForTimeout(11000);
+  const whileHidden = logReads;
+  await page.evaluate(() => {
+    delete document.hidden;
+    document.dispatchEvent(new Event("visibilitychange"));
+  });
+  await until("the log read again once the tab shows", async () => logReads > whileHidden, 8000);
+  page.off("request", countReads);
+  check(whileHidden === 0, `a hidden tab reads nothing (${whileHidden} reads in 11 s), and reads again when shown`);
+  // Search by entity: the held client's two deliveries, kept in the address.
+  await page.getByRole("searchbox", { name: "Entity id", exact: true }).fill(held.id);
+  await page.getByRole("button", { name: "Apply" }).click();
+  await until("the log searched by entity", async () => page.url().includes(`entity_id=${held.id}`)
+    && (await page.locator("tr.delivery").count()) === 2);
+  const aboutHeld = await page.locator("tr.delivery").allTextContents();
+  check(aboutHeld.some((t) => t.includes("CLIENT_CREATED")) && aboutHeld.some((t) => t.includes("CLIENT_UPDATED")),
+    "searching the log by entity id shows that client's deliveries only");
+  await page.reload();
+  await page.locator("tr.delivery").first().waitFor();
+  check(await page.getByRole("searchbox", { name: "Entity id", exact: true }).inputValue() === held.id && (await page.locator("tr.delivery").count()) === 2,
+    "... and the search survives a reload (it is in the address)");
+  await screenshot("delivery-log-searched");
+  await page.getByRole("link", { name: "Clear filters" }).click();
+  await until("the whole log again", async () => (await page.locator("tr.delivery").count()) > 2);
   // A read refused for the rate limit: the log stays and is read again after Retry-After.
   let refusedOnce = false;
   await page.route(/\/deliveries(\?|$)/, async (route) => {
