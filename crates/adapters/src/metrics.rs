@@ -318,6 +318,7 @@ mod tests {
             next,
             disable_subscription: false,
             notice: None,
+            signature: None,
         }
     }
 

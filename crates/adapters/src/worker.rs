@@ -703,6 +703,7 @@ mod tests {
             next: NextStep::RetryAt(time::OffsetDateTime::UNIX_EPOCH),
             disable_subscription: false,
             notice: None,
+            signature: None,
         }
     }
 

@@ -44,6 +44,23 @@ export function whenUnauthorized(handler) {
  * Retry-After has passed, up to three times; writes never are, since the first may have arrived.
  * A 429 that is shown says when to try again.
  */
+/** The text each answer was parsed from, for what must be shown byte for byte. */
+const texts = new WeakMap();
+
+/**
+ * The exact bytes of the `payload` of a delivery's detail as answered (the body as sent, which
+ * its signatures cover), or null. The answer is `{...D, "payload": <raw>, "attempts_log": [...]}`
+ * with `payload` embedded as stored; in JSON text a `"` inside a string is always escaped, so
+ * the first unescaped `"payload":` is the field's, and the last `,"attempts_log":` follows it.
+ */
+export function rawPayload(detail) {
+  const text = texts.get(detail);
+  if (!text) return null;
+  const start = text.indexOf('"payload":');
+  const end = text.lastIndexOf(',"attempts_log":');
+  return start >= 0 && end > start ? text.slice(start + '"payload":'.length, end) : null;
+}
+
 export async function api(method, path, body, key = session.key) {
   const read = method === "GET";
   for (let attempt = 0; ; attempt += 1) {
@@ -78,7 +95,10 @@ export async function api(method, path, body, key = session.key) {
     } catch {
       data = null;
     }
-    if (response.ok) return data;
+    if (response.ok) {
+      if (data && typeof data === "object") texts.set(data, text);
+      return data;
+    }
     // A read refused for the rate limit is tried again when the server says it may be (up to a
     // minute away), so the view being read is not lost to a burst of reads.
     if (response.status === 429 && read && attempt < 3) {

@@ -1,6 +1,6 @@
 // The delivery console: a page over the public JSON API, for the owner of the API key it holds.
 
-import { api, ApiError, describe, HOOKS, hook, query, session, whenUnauthorized } from "./api.js";
+import { api, ApiError, describe, HOOKS, hook, query, rawPayload, session, whenUnauthorized } from "./api.js";
 import { statsCharts } from "./chart.js";
 import { reportParams, reportsView } from "./reports.js";
 import { invoiceParams, invoiceView, invoicesView, newInvoiceView } from "./invoices.js";
@@ -557,9 +557,14 @@ async function webhookView(id, flash = undefined) {
   });
 
   // Operations
+  // A test is a WEBHOOK_TEST, or a chosen type's catalog sample sent as that type.
+  const testType = h("select", {},
+    h("option", { value: "" }, "WEBHOOK_TEST (names this webhook)"),
+    types.filter((t) => t.type !== "WEBHOOK_TEST" && !(me?.role === "member" && t.type.startsWith("INVOICE_")))
+      .map((t) => h("option", { value: t.type }, `${t.type} (the catalog's sample)`)));
   const test = action("Send test", async (out) => {
     say(out, "Sending…", true);
-    const answer = await api("POST", `${hook(id)}/test`);
+    const answer = await api("POST", `${hook(id)}/test`, testType.value ? { event_type: testType.value } : {});
     const delivery = await settle(id, answer.delivery.id);
     say(out, delivery.status === "DELIVERED"
       ? `Test delivered (HTTP ${delivery.last_status_code}).`
@@ -689,7 +694,8 @@ async function webhookView(id, flash = undefined) {
     statsCharts(stats, chartWidth()),
     h("section", { class: "card ops", "aria-label": "Operations" },
       h("h2", {}, "Operations"),
-      h("div", { class: "op" }, h("p", {}, "Send one signed WEBHOOK_TEST delivery to this URL (also when disabled)."),
+      h("div", { class: "op" }, h("p", {}, "Send one signed test delivery to this URL (also when disabled): one attempt, no retry, its kind is test."),
+        field("Test event type", testType, "A type's sample arrives with that type in X-Webhook-Event, to try your handler for it"),
         test.button, test.out),
       h("div", { class: "op" },
         field("Previous secret stays valid for (seconds)", validFor, "Empty: 1 day; 0 stops it at once; at most 604800 (7 days)"),
@@ -1015,12 +1021,23 @@ async function fillDetail(webhookId, d, cell, added) {
         h("td", { "data-label": "Response body" }, a.response_body ? h("code", {}, a.response_body) : "—")))))
     : h("p", { class: "empty" }, full.status === "PENDING" ? "No attempt yet." : "No attempt was made.");
   const payload = JSON.stringify(full.payload, null, 2);
+  // Each attempt's request as sent: its headers (the signature of that attempt; never the
+  // secret) and the body, the payload's exact bytes.
+  const raw = rawPayload(full) ?? JSON.stringify(full.payload);
+  const requests = (full.attempts_log ?? []).filter((a) => a.request_headers).map((a) => {
+    const text = `${Object.entries(a.request_headers).map(([name, value]) => `${name}: ${value}`).join("\n")}\n\n${raw}`;
+    return h("details", { class: "request" },
+      h("summary", {}, `Request of attempt ${a.number} as sent`),
+      h("div", { class: "title-row" }, h("span", { class: "hint" }, "Headers, a blank line, then the body"),
+        copyButton(text, "Copy request", `Copy the request of attempt ${a.number} of delivery ${full.id}`)),
+      h("pre", { class: "payload wrapped", tabindex: "0" }, text));
+  });
   replace(cell,
     h("div", { class: "delivery-detail" },
       h("p", {}, `Delivery #${full.id}, event `, h("code", {}, full.event_id), " ",
         copyButton(full.event_id, "Copy id", `Copy the event id of delivery ${full.id}`)),
       full.status === "PENDING" ? h("p", { class: "pending-note" }, pendingNote(full)) : null,
-      h("h3", {}, "Attempts"), attempts,
+      h("h3", {}, "Attempts"), attempts, requests,
       h("div", { class: "title-row" }, h("h3", {}, "Payload"),
         copyButton(payload, "Copy payload", `Copy the payload of delivery ${full.id}`)),
       h("pre", { class: "payload", tabindex: "0" }, payload),

@@ -341,6 +341,7 @@ impl DeliveryLog for PgDeliveryLog {
             Option<String>,
             Option<String>,
             bool,
+            Option<String>,
         );
         let attempts: Vec<AttemptRow> = delivery_attempts::table
             .filter(delivery_attempts::delivery_id.eq(delivery.0))
@@ -353,12 +354,23 @@ impl DeliveryLog for PgDeliveryLog {
                 delivery_attempts::error,
                 delivery_attempts::response_excerpt,
                 delivery_attempts::response_excerpt_lossy,
+                delivery_attempts::signature,
             ))
             .load(&mut conn)
             .await
             .map_err(|e| map_db_error(e, "reading a delivery's attempts"))?;
+        // Its ordering key and sequence as the claim gives them to the sender
+        // (functions/claim_deliveries.sql): the event's id and 0 for a delivery without.
+        let (ordering_key, sequence): (Option<String>, Option<i64>) = deliveries::table
+            .filter(deliveries::id.eq(delivery.0))
+            .select((deliveries::ordering_key, deliveries::sequence))
+            .first(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "reading a delivery's ordering"))?;
         let (record, payload) = row.into_parts()?;
         Ok(Some(DeliveryDetail {
+            ordering_key: ordering_key.unwrap_or_else(|| record.event_id.to_string()),
+            sequence: sequence.unwrap_or(0),
             record,
             payload,
             attempts: attempts
@@ -372,6 +384,7 @@ impl DeliveryLog for PgDeliveryLog {
                         error,
                         response_body,
                         response_body_lossy,
+                        signature,
                     )| DeliveryAttempt {
                         number,
                         started_at,
@@ -380,13 +393,19 @@ impl DeliveryLog for PgDeliveryLog {
                         error,
                         response_body,
                         response_body_lossy,
+                        signature,
                     },
                 )
                 .collect(),
         }))
     }
 
-    async fn queue_test(&self, id: &WebhookId, event: &Event) -> DomainResult<DeliveryRecord> {
+    async fn queue_test(
+        &self,
+        id: &WebhookId,
+        event: &Event,
+        sent_as: Option<EventType>,
+    ) -> DomainResult<DeliveryRecord> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let found = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
@@ -405,6 +424,7 @@ impl DeliveryLog for PgDeliveryLog {
                         events::created_at.eq(event.created_at),
                         events::about_webhook_id.eq(id.as_str()),
                         events::ordering_key.eq(&event.ordering_key),
+                        events::sent_as.eq(sent_as.map(EventType::as_str)),
                         // Its owner's alone (functions/shows_to.sql): it carries the URL.
                         events::visible_to.eq(webhook_subscriptions::table
                             .filter(webhook_subscriptions::id.eq(id.as_str()))

@@ -121,6 +121,7 @@ macro_rules! batch_query {
             workspace_ids: Array<SqlUuid> = &$batch.workspace_ids,
             not_before: Array<Nullable<Timestamptz>> = &$batch.not_before,
             lossy: Array<Bool> = &$batch.lossy,
+            signatures: Array<Nullable<Text>> = &$batch.signatures,
             $($rest)*
         )
     };
@@ -315,6 +316,8 @@ struct RecordBatch {
     /// A retry's time when the receiver asked for the wait (`Retry-After`): it is not brought
     /// forward before it.
     not_before: Vec<Option<OffsetDateTime>>,
+    /// The `webhook-signature` header each attempt was sent with.
+    signatures: Vec<Option<String>>,
 }
 
 impl RecordBatch {
@@ -358,6 +361,7 @@ impl RecordBatch {
             NextStep::RetryAt(at) if asked_to_wait => Some(at),
             _ => None,
         });
+        self.signatures.push(attempt.signature.clone());
     }
 
     /// Writes the batch on `conn`: attempts that neither end nor disable their subscription,

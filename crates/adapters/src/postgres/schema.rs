@@ -90,6 +90,7 @@ diesel::table! {
         delivery_id -> Int8,
         is_test -> Bool,
         workspace_id -> Uuid,
+        signature -> Nullable<Text>,
     }
 }
 
@@ -109,6 +110,7 @@ diesel::table! {
         txid -> Int8,
         ordering_key -> Nullable<Text>,
         visible_to -> Nullable<Uuid>,
+        sent_as -> Nullable<Text>,
     }
 }
 

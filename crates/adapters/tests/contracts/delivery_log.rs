@@ -63,7 +63,7 @@ async fn the_delivery_log_pages_tests_resends_and_replays_alike(s: Subject) {
         subject: EventSubject::default(),
         ordering_key: hook.id.to_string(),
     };
-    let tested = s.log.queue_test(&hook.id, &test).await.unwrap();
+    let tested = s.log.queue_test(&hook.id, &test, None).await.unwrap();
     assert_eq!(
         (tested.event_id, tested.kind, tested.status),
         (test.id, DeliveryKind::Test, DeliveryStatus::Pending)
@@ -202,7 +202,7 @@ async fn the_delivery_log_pages_tests_resends_and_replays_alike(s: Subject) {
         .delete(&hook.id, &audit("webhook.deleted", 5))
         .await
         .unwrap();
-    match s.log.queue_test(&hook.id, &test).await {
+    match s.log.queue_test(&hook.id, &test, None).await {
         Err(DomainError::NotFound("webhook")) => {}
         other => panic!("a deleted webhook: {other:?}"),
     }

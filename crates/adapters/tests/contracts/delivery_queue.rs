@@ -74,6 +74,7 @@ fn attempt(started: OffsetDateTime, outcome: AttemptOutcome, next: NextStep) -> 
         next,
         disable_subscription: false,
         notice: None,
+        signature: None,
     }
 }
 
@@ -493,6 +494,7 @@ async fn a_410_ends_the_subscription_and_a_failing_notice_is_written_once_per_st
     };
     let telling = |n: u128| AttemptRecord {
         notice: Some(notice(n)),
+        signature: None,
         ..failed(now, at(20))
     };
     let [first, second] = [of(&failing)[0].clone(), of(&failing)[1].clone()];

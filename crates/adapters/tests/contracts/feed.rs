@@ -131,7 +131,7 @@ async fn the_feed_reads_a_workspaces_events_in_order_both_ways_and_withholds_oth
     s.subscriptions.create(&hook, 10).await.unwrap();
     let mut test = event(990, ws.id, EventType::WebhookTest, 5);
     test.ordering_key = hook.id.to_string();
-    s.log.queue_test(&hook.id, &test).await.unwrap();
+    s.log.queue_test(&hook.id, &test, None).await.unwrap();
     let tests = [EventType::WebhookTest];
     settled(&s, ws.id, member.id, &tests, 1).await;
     let owner = s

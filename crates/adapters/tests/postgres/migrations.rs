@@ -54,6 +54,11 @@ const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[
         "why a webhook is disabled (paused by its owner, failing, its key revoked): webhooks \
          disabled in a database in use get theirs from their key",
     ),
+    (
+        "2026-11-29-000002_requests_as_sent",
+        "each attempt's signature, to show a request as sent, and the type a test is sent as: \
+         a database in use gains the columns without being remade (its attempts keep theirs)",
+    ),
 ];
 
 #[test]
@@ -159,6 +164,7 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
         >::establish(&url)
         .unwrap();
         for version in [
+            "20261129000002",
             "20261129000001",
             "20261128000007",
             "20261128000006",
@@ -242,10 +248,12 @@ async fn webhooks_disabled_before_reasons_get_theirs_from_their_key() {
             diesel_async::AsyncPgConnection,
         >::establish(&url)
         .unwrap();
-        let reverted = conn
-            .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
-            .unwrap();
-        assert_eq!(reverted.to_string(), "20261129000001");
+        for version in ["20261129000002", "20261129000001"] {
+            let reverted = conn
+                .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
+                .unwrap();
+            assert_eq!(reverted.to_string(), version);
+        }
     })
     .await
     .unwrap();

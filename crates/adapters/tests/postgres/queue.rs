@@ -102,6 +102,7 @@ fn record(next: NextStep, outcome: AttemptOutcome) -> AttemptRecord {
         next,
         disable_subscription: false,
         notice: None,
+        signature: None,
     }
 }
 

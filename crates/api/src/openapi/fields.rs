@@ -587,6 +587,26 @@ pub fn events() -> Array {
         .build()
 }
 
+/// The type a test is sent as: any of the catalog's types; empty or null for `WEBHOOK_TEST`.
+pub fn test_event_type() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some(
+            EventType::ALL
+                .into_iter()
+                .map(|t| Value::from(t.as_str()))
+                .chain([Value::from(""), Value::Null]),
+        ))
+        .description(Some(
+            "Send the test as this type of the catalog: its body is the type's `sample` from \
+             `GET .../event-types`, exactly, and `X-Webhook-Event` names the type; the \
+             delivery's kind is `test`. Absent, null, empty or `WEBHOOK_TEST`: a `WEBHOOK_TEST` \
+             naming the webhook. Another name: 400 `Invalid event type: X`; an invoice type \
+             from a member: 403",
+        ))
+        .build()
+}
+
 /// A percentage: 0 to 100 with at most 3 decimals, as a number or a decimal string.
 pub fn percent() -> Object {
     ObjectBuilder::new()

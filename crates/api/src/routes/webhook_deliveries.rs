@@ -6,6 +6,7 @@ use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use timetrack_domain::DomainError;
+use timetrack_domain::delivery::attempt_request_headers;
 use timetrack_domain::ids::EventId;
 use timetrack_domain::masked::Masks;
 use timetrack_domain::model::{DeliveryAttempt, DeliveryDetail, DeliveryRecord, ReplayOutcome};
@@ -79,18 +80,36 @@ pub struct AttemptObject {
     /// True when the body was not UTF-8 text (an image, protobuf, a compressed body) or held
     /// NUL: each invalid sequence and each NUL is shown as U+FFFD in `response_body`.
     response_body_lossy: bool,
+    /// The request's headers as sent, by lowercase name and in the order sent:
+    /// `webhook-signature` with the signature of that attempt (the secret is never shown); the
+    /// body sent is the delivery's `payload`. Null for an attempt recorded before signatures
+    /// were kept.
+    #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
+    request_headers: Option<SentHeaders>,
 }
 
-impl From<DeliveryAttempt> for AttemptObject {
-    fn from(a: DeliveryAttempt) -> Self {
+/// Headers as a JSON object whose members keep the order they were sent in.
+#[derive(Debug)]
+struct SentHeaders(Vec<(&'static str, String)>);
+
+impl Serialize for SentHeaders {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(name, value)| (*name, value)))
+    }
+}
+
+impl AttemptObject {
+    /// `a`, an attempt of `detail`, with the headers it was sent with.
+    fn new(detail: &DeliveryDetail, a: &DeliveryAttempt) -> Self {
         Self {
             number: a.number,
             started_at: rfc3339(a.started_at),
             duration_ms: a.duration_ms,
             status_code: a.status_code,
-            error: a.error,
-            response_body: a.response_body,
+            error: a.error.clone(),
+            response_body: a.response_body.clone(),
             response_body_lossy: a.response_body_lossy,
+            request_headers: attempt_request_headers(detail, a).map(SentHeaders),
         }
     }
 }
@@ -110,15 +129,20 @@ pub struct DeliveryDetailObject {
 impl DeliveryDetailObject {
     /// `d` with its exact body, its id through the installation's `masks`.
     fn new(d: DeliveryDetail, masks: &Masks) -> Result<Self, ApiError> {
-        let payload = RawValue::from_string(d.payload).map_err(|e| {
+        let payload = RawValue::from_string(d.payload.clone()).map_err(|e| {
             ApiError::from(DomainError::Unexpected(anyhow::anyhow!(
                 "a stored event body is not JSON: {e}"
             )))
         })?;
+        let attempts_log = d
+            .attempts
+            .iter()
+            .map(|a| AttemptObject::new(&d, a))
+            .collect();
         Ok(Self {
             delivery: DeliveryObject::new(d.record, masks),
             payload,
-            attempts_log: d.attempts.into_iter().map(AttemptObject::from).collect(),
+            attempts_log,
         })
     }
 }
@@ -293,17 +317,28 @@ pub async fn delivery(
     )?))
 }
 
-/// `POST .../webhooks/{id}/test`: 202 with the queued `WEBHOOK_TEST` delivery.
+/// Body of `POST .../webhooks/{id}/test` (optional; other fields are not read).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+pub struct TestBody {
+    #[serde(default)]
+    #[schema(schema_with = fields::test_event_type)]
+    event_type: Option<String>,
+}
+
+/// `POST .../webhooks/{id}/test`: 202 with the queued test delivery.
 #[utoipa::path(
     operation_id = "testWebhook",
     post,
     path = "/api/integrations/automation/webhooks/{id}/test",
     tag = "Webhooks",
-    summary = "Send one signed WEBHOOK_TEST delivery (also to a disabled webhook)",
+    summary = "Send one signed test delivery: WEBHOOK_TEST, or a chosen type's sample (also to a disabled webhook)",
     security(("bearer_auth" = [])),
     params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
+    request_body(content = Option<TestBody>, description = "Optional"),
     responses(
         (status = 202, description = "Queued: one attempt, no retry; its outcome is in the delivery log", body = DeliveryResponse),
+        (status = 400, description = "Invalid request parameters, or Invalid event type: X", body = crate::openapi::ErrorBody),
+        (status = 403, description = "An invoice event type, for a member", body = crate::openapi::ErrorBody),
         (status = 404, description = "Webhook not found", body = crate::openapi::ErrorBody),
         (status = 409, description = "API key revoked", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
@@ -313,9 +348,13 @@ pub async fn test(
     state: web::Data<AppState>,
     caller: Caller,
     id: web::Path<String>,
-    _body: JsonOrEmpty<Unread>,
+    body: JsonOrEmpty<TestBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let record = state.webhooks.test(&caller.0, &webhook_id(&id)?).await?;
+    let body = body.into_inner();
+    let record = state
+        .webhooks
+        .test(&caller.0, &webhook_id(&id)?, body.event_type.as_deref())
+        .await?;
     tracing::info!(webhook_id = %id, delivery_id = record.id.0, "webhook test queued");
     Ok(
         HttpResponse::build(StatusCode::ACCEPTED).json(DeliveryResponse {

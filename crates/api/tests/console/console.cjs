@@ -218,6 +218,16 @@ let page = null;
   await attempt.waitFor();
   check((await attempt.textContent()).includes("HTTP 200"), "... with its attempt (HTTP 200)");
   check((await attempt.locator("time").textContent()).includes("GMT+1"), "an attempt's start is in the browser's zone");
+  // The request as sent: the headers the receiver got, the signature included, and the body.
+  await page.getByText("Request of attempt 1 as sent").click();
+  const sent = await page.locator("details.request[open] pre").textContent();
+  const [sentHead, sentBody] = [sent.slice(0, sent.indexOf("\n\n")), sent.slice(sent.indexOf("\n\n") + 2)];
+  const sentHeaders = Object.fromEntries(sentHead.split("\n").map((line) => [line.slice(0, line.indexOf(": ")), line.slice(line.indexOf(": ") + 2)]));
+  const arrived = received[0];
+  check(["webhook-id", "webhook-timestamp", "webhook-signature", "x-webhook-event", "content-type", "user-agent"]
+    .every((name) => sentHeaders[name] === arrived.headers[name]) && sentBody === arrived.body,
+  "a delivery shows each attempt's request as sent: the headers and signature the receiver got, and its exact body");
+  check(!sent.includes(firstSecret) && !sent.includes(firstSecret.slice(6)), "... and never the secret");
   await labelled("deliveries");
   await uniqueNames("deliveries");
   await screenshot("delivery-log-test");
@@ -304,6 +314,16 @@ let page = null;
   check(received.length > before && next.headers["webhook-signature"].split(" ").length === 2,
     "the next delivery carries two signatures");
   check(verifies(newSecret, next) && verifies(firstSecret, next), "... and verifies with the new secret and with the old");
+  // A test sent as a chosen type: that type's sample, with that type's header.
+  await page.getByLabel("Test event type").selectOption("TIMER_STARTED");
+  await page.getByRole("button", { name: "Send test" }).click();
+  await page.getByText("Test delivered (HTTP 200).").waitFor({ timeout: 15000 });
+  received = await ask({ received: "/hook" });
+  const typed = received[received.length - 1];
+  const catalogSample = (await api("GET", "/api/integrations/automation/event-types")).body.find((t) => t.type === "TIMER_STARTED").sample;
+  check(typed.headers["x-webhook-event"] === "TIMER_STARTED" && JSON.stringify(JSON.parse(typed.body)) === JSON.stringify(catalogSample)
+    && verifies(newSecret, typed),
+  "Send test with a chosen type delivers that type's catalog sample, signed, with that type in X-Webhook-Event");
 
   // 6b. Pause, a refused replay, Enable: the page always shows the server's state; the API's
   // detail is shown; Enable only where it applies.

@@ -72,21 +72,54 @@ pub fn build_request(
     }
     Ok(WebhookRequest {
         url: url.to_owned(),
-        headers: vec![
-            ("content-type", "application/json".to_owned()),
-            (
-                "user-agent",
-                format!("timetrack-webhooks/{}", env!("CARGO_PKG_VERSION")),
-            ),
-            ("webhook-id", event_id.to_owned()),
-            ("webhook-timestamp", timestamp.to_string()),
-            ("webhook-signature", signature),
-            ("x-webhook-event", event_type.to_owned()),
-            ("webhook-ordering-key", ordering.key.to_owned()),
-            ("webhook-sequence", ordering.sequence.to_string()),
-        ],
+        headers: request_headers(event_id, event_type, timestamp, signature, ordering),
         body: body.to_owned(),
     })
+}
+
+/// The headers of a delivery's request, in the order sent, given its signature header's value:
+/// what [`build_request`] sends, and what the delivery log shows of an attempt that was sent
+/// (the signature as recorded then; the secret never).
+pub fn request_headers(
+    event_id: &str,
+    event_type: &str,
+    timestamp: i64,
+    signature: String,
+    ordering: Ordering<'_>,
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("content-type", "application/json".to_owned()),
+        (
+            "user-agent",
+            format!("timetrack-webhooks/{}", env!("CARGO_PKG_VERSION")),
+        ),
+        ("webhook-id", event_id.to_owned()),
+        ("webhook-timestamp", timestamp.to_string()),
+        ("webhook-signature", signature),
+        ("x-webhook-event", event_type.to_owned()),
+        ("webhook-ordering-key", ordering.key.to_owned()),
+        ("webhook-sequence", ordering.sequence.to_string()),
+    ]
+}
+
+/// The headers `attempt` of `detail`'s delivery was sent with ([`request_headers`], from the
+/// signature recorded with the attempt and the Unix second it started); `None` for an attempt
+/// recorded without its signature (before signatures were kept).
+pub fn attempt_request_headers(
+    detail: &crate::model::DeliveryDetail,
+    attempt: &crate::model::DeliveryAttempt,
+) -> Option<Vec<(&'static str, String)>> {
+    let signature = attempt.signature.clone()?;
+    Some(request_headers(
+        &detail.record.event_id.to_string(),
+        detail.record.event_type.as_str(),
+        attempt.started_at.unix_timestamp(),
+        signature,
+        Ordering {
+            key: &detail.ordering_key,
+            sequence: detail.sequence,
+        },
+    ))
 }
 
 /// Where a delivery's event stands among the events of its entity.
@@ -252,6 +285,9 @@ pub struct AttemptRecord {
     /// `WEBHOOK_RECOVERED` are sent once per streak: storage writes them only if no other
     /// attempt did first.
     pub notice: Option<Notice>,
+    /// The `webhook-signature` header the request was sent with (kept to show the request as
+    /// sent; it is no secret); `None` for a record of no request.
+    pub signature: Option<String>,
 }
 
 impl AttemptRecord {

@@ -507,6 +507,8 @@ pub struct DeliveryAttempt {
     /// Whether the body was not UTF-8 text (or held NUL): the bytes that were not are shown as
     /// U+FFFD in `response_body` ([`crate::delivery::ResponseExcerpt`]).
     pub response_body_lossy: bool,
+    /// The `webhook-signature` header it was sent with; `None` if not recorded.
+    pub signature: Option<String>,
 }
 
 /// A delivery with the exact body it sends and every attempt.
@@ -518,6 +520,11 @@ pub struct DeliveryDetail {
     pub payload: String,
     /// Its attempts, first first.
     pub attempts: Vec<DeliveryAttempt>,
+    /// The entity it is about (`webhook-ordering-key`) and its place among that entity's events
+    /// (`webhook-sequence`), as the claim gives them to the sender.
+    pub ordering_key: String,
+    /// See `ordering_key`.
+    pub sequence: i64,
 }
 
 /// Which deliveries of a subscription a log page holds: newest first, created at or after

@@ -42,10 +42,16 @@ pub trait DeliveryLog: Send + Sync {
     ) -> DomainResult<Option<DeliveryDetail>>;
 
     /// Stores `event` (a `WEBHOOK_TEST`) and one pending test delivery of it to the
-    /// subscription, due at once, in one transaction; returns the delivery. MUST return
-    /// `NotFound("webhook")` for no subscription or a deleted one and `Conflict("API key
-    /// revoked")` if its key is revoked, storing nothing.
-    async fn queue_test(&self, id: &WebhookId, event: &Event) -> DomainResult<DeliveryRecord>;
+    /// subscription, due at once, in one transaction; returns the delivery. With `sent_as`, the
+    /// delivery is sent, listed and filtered as that type (`X-Webhook-Event`), while the event
+    /// stays a test everywhere else. MUST return `NotFound("webhook")` for no subscription or a
+    /// deleted one and `Conflict("API key revoked")` if its key is revoked, storing nothing.
+    async fn queue_test(
+        &self,
+        id: &WebhookId,
+        event: &Event,
+        sent_as: Option<EventType>,
+    ) -> DomainResult<DeliveryRecord>;
 
     /// Queues a new delivery (`resend`) of the event of the subscription's delivery `delivery`,
     /// due at `at`, whatever that delivery's status; returns it. MUST return

@@ -146,6 +146,11 @@ impl DeliveryService {
                 sequence: claimed.sequence,
             },
         )?;
+        let signature = request
+            .headers
+            .iter()
+            .find(|(name, _)| *name == "webhook-signature")
+            .map(|(_, value)| value.clone());
         let report = self.sender.send(&request).await;
         let finished = started + report.latency;
         if claimed.kind == DeliveryKind::Test {
@@ -159,6 +164,7 @@ impl DeliveryService {
                 next,
                 disable_subscription: false,
                 notice: None,
+                signature,
             });
         }
         let next = next_step(
@@ -178,6 +184,7 @@ impl DeliveryService {
             next,
             disable_subscription,
             notice: None,
+            signature,
         };
         let notice = if next == NextStep::Unsubscribe {
             Some((EventType::WebhookDisabled, Some("gone"), "DELETED"))

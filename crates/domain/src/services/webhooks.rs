@@ -504,15 +504,38 @@ impl WebhookService {
         Ok((subscription, health, replayed))
     }
 
-    /// Sends one signed `WEBHOOK_TEST` delivery to the caller's own webhook, whatever its events
-    /// and also when it is `DISABLED`: one attempt, no retry, no effect on its health. Returns
-    /// the queued delivery. `Conflict("API key revoked")` if the webhook's key was revoked,
+    /// Sends one signed test delivery to the caller's own webhook, whatever its events and also
+    /// when it is `DISABLED`: one attempt, no retry, no effect on its health. Returns the queued
+    /// delivery (kind `test`).
+    ///
+    /// Without `sent_as` (or with `WEBHOOK_TEST`) it is a `WEBHOOK_TEST` naming the webhook. With
+    /// another type, its body is that type's catalog sample (`payload::samples::body`) and it is
+    /// sent with that type in `X-Webhook-Event`, so a receiver's handler for the type can be
+    /// tried; the event stays a `WEBHOOK_TEST` wherever events are listed or replayed. An unknown
+    /// type is 400 `Invalid event type: X`; an invoice type is 403 for a member, as subscribing
+    /// to one is. `Conflict("API key revoked")` if the webhook's key was revoked,
     /// `NotFound("webhook")` as for [`get`](Self::get).
-    pub async fn test(&self, caller: &Principal, id: &WebhookId) -> DomainResult<DeliveryRecord> {
+    pub async fn test(
+        &self,
+        caller: &Principal,
+        id: &WebhookId,
+        sent_as: Option<&str>,
+    ) -> DomainResult<DeliveryRecord> {
+        let sent_as =
+            match sent_as.map(str::trim).filter(|name| !name.is_empty()) {
+                None => None,
+                Some(name) => Some(EventType::parse(name).ok_or_else(|| {
+                    DomainError::validation(format!("Invalid event type: {name}"))
+                })?),
+            }
+            .filter(|t| *t != EventType::WebhookTest);
+        if let Some(event_type) = sent_as {
+            require_may_receive(caller, &[event_type])?;
+        }
         let subscription = self.live(caller, id).await?;
         let now = self.clock.now();
         self.requeue_room(caller, now).await?;
-        let event = super::event_of(
+        let mut event = super::event_of(
             EventId(self.ids.new_uuid()),
             subscription.workspace_id,
             EventType::WebhookTest,
@@ -526,7 +549,10 @@ impl WebhookService {
             EventSubject::default(),
             &subscription.id,
         )?;
-        self.log.queue_test(&subscription.id, &event).await
+        if let Some(event_type) = sent_as {
+            event.body = crate::payload::samples::body(event_type);
+        }
+        self.log.queue_test(&subscription.id, &event, sent_as).await
     }
 
     /// A new signing secret for the caller's own webhook, used at once; the previous one keeps

@@ -17,6 +17,7 @@ fn only_a_410_or_a_disabling_failure_ends_the_subscription() {
         next,
         disable_subscription,
         notice: None,
+        signature: None,
     };
     assert!(attempt(NextStep::Unsubscribe, false).ends_subscription());
     assert!(attempt(NextStep::RetryAt(at), true).ends_subscription());
@@ -403,6 +404,49 @@ mod notices {
     };
     const OK: AttemptOutcome = AttemptOutcome::Delivered { status: 204 };
 
+    /// The record keeps the signature header sent, and the headers rebuilt from it for the log
+    /// are the ones sent.
+    #[test]
+    fn an_attempt_records_the_signature_it_was_sent_with() {
+        let delivery = claimed(None, false, DeliveryKind::Event);
+        let record = attempt(OK, &delivery);
+        let expected = sign(
+            &delivery.secret,
+            &delivery.event_id.to_string(),
+            NOW.unix_timestamp(),
+            delivery.body.as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(record.signature.as_deref(), Some(expected.as_str()));
+        let sent = build_request(
+            &delivery.url,
+            Secrets {
+                current: &delivery.secret,
+                previous: None,
+            },
+            &delivery.event_id.to_string(),
+            delivery.event_type.as_str(),
+            &delivery.body,
+            NOW,
+            Ordering {
+                key: &delivery.ordering_key,
+                sequence: delivery.sequence,
+            },
+        )
+        .unwrap();
+        let rebuilt = request_headers(
+            &delivery.event_id.to_string(),
+            delivery.event_type.as_str(),
+            record.started_at.unix_timestamp(),
+            record.signature.unwrap(),
+            Ordering {
+                key: &delivery.ordering_key,
+                sequence: delivery.sequence,
+            },
+        );
+        assert_eq!(rebuilt, sent.headers);
+    }
+
     #[test]
     fn failing_for_the_setting_is_told_once_per_streak() {
         let record = attempt(
@@ -585,6 +629,7 @@ fn a_failure_detail_quoting_a_nul_is_stored_without_it() {
         next: NextStep::GiveUp,
         disable_subscription: false,
         notice: None,
+        signature: None,
     };
     assert_eq!(
         record.last_result(),

@@ -91,10 +91,24 @@ impl DeliveryLog for InMemoryStore {
                     .map(|e| e.body.clone())
                     .unwrap_or_default(),
                 attempts: Vec::new(),
+                ordering_key: {
+                    let (key, _) = t.order_of(r.event_id);
+                    if key.is_empty() {
+                        r.event_id.to_string()
+                    } else {
+                        key
+                    }
+                },
+                sequence: t.order_of(r.event_id).1,
             }))
     }
 
-    async fn queue_test(&self, id: &WebhookId, event: &Event) -> DomainResult<DeliveryRecord> {
+    async fn queue_test(
+        &self,
+        id: &WebhookId,
+        event: &Event,
+        sent_as: Option<EventType>,
+    ) -> DomainResult<DeliveryRecord> {
         let mut t = self.tables();
         let subscription = t
             .live_subscription(id)
@@ -103,6 +117,9 @@ impl DeliveryLog for InMemoryStore {
             return Err(DomainError::Conflict("API key revoked".into()));
         }
         let owner = subscription.user_id;
+        if let Some(sent_as) = sent_as {
+            t.sent_as.insert(event.id, sent_as);
+        }
         t.place(std::slice::from_ref(event), Some(owner));
         t.events.push(event.clone());
         Ok(t.queue(id, event, DeliveryKind::Test, event.created_at))

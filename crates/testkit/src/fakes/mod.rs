@@ -95,6 +95,8 @@ struct Tables {
     idempotency: HashMap<(ApiKeyId, String), IdempotencyRow>,
     /// Each subscription's signing secret before its latest rotation.
     previous_secrets: HashMap<WebhookId, String>,
+    /// The type each test event sent as another type is sent as.
+    sent_as: HashMap<EventId, EventType>,
     /// The queue's leases: until when each leased delivery is held.
     leases: HashMap<DeliveryId, OffsetDateTime>,
     /// Retries whose receiver asked to wait (`Retry-After`), with the time it asked for.
@@ -268,7 +270,11 @@ impl Tables {
         let record = DeliveryRecord {
             id: self.next_delivery_id(),
             event_id: event.id,
-            event_type: event.event_type,
+            event_type: self
+                .sent_as
+                .get(&event.id)
+                .copied()
+                .unwrap_or(event.event_type),
             kind,
             status: DeliveryStatus::Pending,
             attempts: 0,

@@ -25,7 +25,7 @@ impl Tables {
     }
 
     /// The delivery's ordering key and sequence: its event's key and place.
-    fn order_of(&self, event: EventId) -> (String, i64) {
+    pub(super) fn order_of(&self, event: EventId) -> (String, i64) {
         let key = self
             .events
             .iter()
@@ -213,7 +213,8 @@ impl Tables {
             event_id: event.id,
             subscription_id: subscription.id.clone(),
             workspace_id: subscription.workspace_id,
-            event_type: event.event_type,
+            // The type it is sent as (a test may be sent as another type).
+            event_type: record.event_type,
             body: event.body.clone(),
             url: subscription.url.clone(),
             description: subscription.description.clone(),

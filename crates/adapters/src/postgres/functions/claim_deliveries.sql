@@ -191,13 +191,16 @@ RETURN QUERY
     -- Each leased delivery's event and subscription, each found by its key from the delivery
     -- (lateral subqueries kept apart by their LIMIT, so no plan can drive the join from events
     -- or subscriptions instead).
-    SELECT l.id, l.kind, l.event_id, l.subscription_id, l.workspace_id, e.event_type, e.body,
+    -- A test sent as another type is sent with that type (events.sent_as, migration
+    -- 2026-11-29-000002).
+    SELECT l.id, l.kind, l.event_id, l.subscription_id, l.workspace_id,
+           coalesce(e.sent_as, e.event_type), e.body,
            s.url, s.description, s.secret, s.previous_secret, l.attempts, s.failing_since,
            s.failing_notified, coalesce(l.ordering_key, l.event_id::text),
            coalesce(l.sequence, 0)
     FROM leased l
     CROSS JOIN LATERAL (
-        SELECT x.event_type, x.body FROM events x WHERE x.id = l.event_id LIMIT 1
+        SELECT x.event_type, x.sent_as, x.body FROM events x WHERE x.id = l.event_id LIMIT 1
     ) e
     CROSS JOIN LATERAL (
         SELECT y.url, y.description, y.secret,

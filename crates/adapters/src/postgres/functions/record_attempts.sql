@@ -14,7 +14,7 @@ CREATE FUNCTION timetrack_code.record_attempts(
     delivery_ids bigint[], subscription_ids text[], attempt_numbers int[],
     started timestamptz[], latency_ms int[], codes int[], errors text[], excerpts text[], statuses text[],
     next_at timestamptz[], finished timestamptz[], done bool[], tests bool[],
-    workspace_ids uuid[], not_before timestamptz[], lossy bool[])
+    workspace_ids uuid[], not_before timestamptz[], lossy bool[], signatures text[])
 RETURNS void
 LANGUAGE plpgsql
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off
@@ -39,10 +39,11 @@ BEGIN
                              record_attempts.tests,
                              record_attempts.workspace_ids,
                              record_attempts.not_before,
-                             record_attempts.lossy)
+                             record_attempts.lossy,
+                             record_attempts.signatures)
             AS r(delivery_id, subscription_id, attempt, started_at, latency_ms, status_code, error,
                  excerpt, status, next_at, finished, done, test, workspace_id, not_before,
-                 lossy)
+                 lossy, signature)
     ), attempt AS (
         -- An attempt is its delivery's workspace's, which the worker took with the claim (workspace_ids):
         -- looking it up here read every delivery of the batch twice. The reference to the
@@ -51,9 +52,10 @@ BEGIN
         -- or one made within the retention period needs.
         INSERT INTO delivery_attempts (workspace_id, delivery_id, subscription_id, attempt,
                                        started_at, latency_ms, status_code, error,
-                                       response_excerpt, response_excerpt_lossy, is_test)
+                                       response_excerpt, response_excerpt_lossy, is_test,
+                                       signature)
         SELECT r.workspace_id, r.delivery_id, r.subscription_id, r.attempt, r.started_at,
-               r.latency_ms, r.status_code, r.error, r.excerpt, r.lossy, r.test
+               r.latency_ms, r.status_code, r.error, r.excerpt, r.lossy, r.test, r.signature
         FROM r
         ON CONFLICT (delivery_id, attempt, workspace_id) DO NOTHING
     ), delivery AS (

@@ -27,11 +27,74 @@ async fn a_test_delivery_is_signed_sent_once_logged_and_leaves_health_alone() {
         detail["event_id"].as_str(),
         "the log names the webhook-id sent"
     );
+    // The request as sent: every header the receiver got from the service, the signature
+    // included, and the body as the payload.
+    let shown = &detail["attempts_log"][0]["request_headers"];
+    for name in [
+        "content-type",
+        "user-agent",
+        "webhook-id",
+        "webhook-timestamp",
+        "webhook-signature",
+        "x-webhook-event",
+        "webhook-ordering-key",
+        "webhook-sequence",
+    ] {
+        assert_eq!(shown[name].as_str(), test.header(name), "{name}: {shown}");
+    }
+    assert_eq!(shown.as_object().unwrap().len(), 8, "{shown}");
+    assert!(!shown.to_string().contains(&secret), "never the secret");
+    assert_eq!(detail["payload"], body);
     let health = s.get(&base).await["webhook"]["health"].clone();
     assert_eq!(
         health["state"], "unknown",
         "a test is not the webhook's health: {health}"
     );
+
+    // A test sent as another type: that type's catalog sample, with that type's header, signed;
+    // still a test (kind, never in the feed as that type).
+    let (status, queued) = s
+        .post(
+            &format!("{base}/test"),
+            json!({"event_type": "TIMER_STOPPED"}),
+        )
+        .await;
+    assert_eq!(status, 202, "{queued}");
+    assert_eq!(queued["delivery"]["event_type"], "TIMER_STOPPED");
+    assert_eq!(queued["delivery"]["kind"], "test");
+    let received = received_until(&s, Duration::from_secs(10), |r| on(r, "/t").len() == 2).await;
+    let typed = on(&received, "/t")[1];
+    assert_eq!(typed.header("x-webhook-event"), Some("TIMER_STOPPED"));
+    assert_signed(typed, &secret);
+    let catalog = s.get("/api/integrations/automation/event-types").await;
+    let sample = catalog
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type"] == "TIMER_STOPPED")
+        .unwrap()["sample"]
+        .clone();
+    assert_eq!(body_of(typed), sample, "the catalog's sample");
+    let detail = settled(&s, &id, queued["delivery"]["id"].as_str().unwrap()).await;
+    assert_eq!(
+        detail["attempts_log"][0]["request_headers"]["x-webhook-event"],
+        "TIMER_STOPPED"
+    );
+    let feed = s
+        .get("/api/integrations/automation/events?types=TIMER_STOPPED")
+        .await;
+    assert_eq!(
+        feed["data"],
+        json!([]),
+        "not a TIMER_STOPPED of the feed: {feed}"
+    );
+    for (body, code) in [
+        (json!({"event_type": "NOPE"}), 400),
+        (json!({"event_type": 5}), 400),
+    ] {
+        let (status, answer) = s.post(&format!("{base}/test"), body).await;
+        assert_eq!(status, code, "{answer}");
+    }
 
     // A failing test: one attempt, no retry, still no effect on health.
     s.receiver.respond("/t", Behaviour::Respond(500, vec![]));
@@ -40,7 +103,7 @@ async fn a_test_delivery_is_signed_sent_once_logged_and_leaves_health_alone() {
     assert_eq!(detail["status"], "FAILED", "{detail}");
     assert_eq!(detail["attempts"], 1);
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(on(&s.receiver.received(), "/t").len(), 2, "never retried");
+    assert_eq!(on(&s.receiver.received(), "/t").len(), 3, "never retried");
     let health = s.get(&base).await["webhook"]["health"].clone();
     assert_eq!(health["state"], "unknown", "{health}");
 }
