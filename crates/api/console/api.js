@@ -39,11 +39,6 @@ export function whenUnauthorized(handler) {
   onUnauthorized = handler;
 }
 
-/**
- * Calls the API. Reads (GET) are tried again after a lost connection, and after a 429 once its
- * Retry-After has passed, up to three times; writes never are, since the first may have arrived.
- * A 429 that is shown says when to try again.
- */
 /** The text each answer was parsed from, for what must be shown byte for byte. */
 const texts = new WeakMap();
 
@@ -61,6 +56,11 @@ export function rawPayload(detail) {
   return start >= 0 && end > start ? text.slice(start + '"payload":'.length, end) : null;
 }
 
+/**
+ * Calls the API. Reads (GET) are tried again after a lost connection, and after a 429 once its
+ * Retry-After has passed, up to three times; writes never are, since the first may have arrived.
+ * A 429 that is shown says when to try again.
+ */
 export async function api(method, path, body, key = session.key) {
   const read = method === "GET";
   for (let attempt = 0; ; attempt += 1) {

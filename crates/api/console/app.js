@@ -232,10 +232,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 function idPicker(legend, hint, { what, path, name, one }, chosen = []) {
   const picked = new Map(chosen.map((id) => [id, null]));
   const found = new Map();
-  const chips = h("ul", { class: "chips", "aria-label": `Chosen ${what}`, "aria-live": "polite" });
+  const chips = h("ul", { class: "chips", "aria-label": `Chosen ${what}` });
   const search = h("input", { type: "search", placeholder: `Find ${what} by name`, autocomplete: "off", "aria-label": `Find ${what}` });
   const matches = h("select", { "aria-label": `Matching ${what}` });
-  const note = h("span", { class: "hint" });
+  const problem = h("span", { class: "hint", role: "status" });
   const draw = () => replace(chips, picked.size
     ? [...picked.keys()].map((id) => {
       const label = picked.get(id) ?? found.get(id) ?? id;
@@ -247,6 +247,8 @@ function idPicker(legend, hint, { what, path, name, one }, chosen = []) {
           onclick: () => {
             picked.delete(id);
             draw();
+            problem.textContent = `Removed ${label}.`;
+            search.focus();
           },
         }, "×"));
     })
@@ -263,26 +265,37 @@ function idPicker(legend, hint, { what, path, name, one }, chosen = []) {
       return;
     }
     if (ticket !== asked) return;
+    // The chips are drawn again only when a chosen id got its name.
+    const unnamed = [...picked.keys()].filter((id) => !picked.get(id) && !found.has(id));
     for (const item of page.data) found.set(item.id, name(item));
     replace(matches, page.data.length
       ? page.data.map((item) => h("option", { value: item.id }, name(item)))
       : h("option", { value: "" }, "No match"));
-    draw();
+    if (unnamed.some((id) => found.has(id))) draw();
   };
-  let typing;
+  let typing = null;
   search.addEventListener("input", () => {
     clearTimeout(typing);
-    typing = setTimeout(find, 250);
+    typing = setTimeout(() => {
+      typing = null;
+      find();
+    }, 250);
   });
-  const add = () => {
+  const add = async () => {
+    // Enter before the search caught up with the typing: search first, then add its match.
+    if (typing) {
+      clearTimeout(typing);
+      typing = null;
+      await find();
+    }
     const typed = search.value.trim();
     const id = UUID.test(typed) ? typed.toLowerCase() : matches.value;
     if (!id) {
-      note.textContent = `Choose one of the ${what} found`;
+      problem.textContent = `Choose one of the ${what} found`;
       return;
     }
-    note.textContent = "";
     picked.set(id, found.get(id) ?? null);
+    problem.textContent = `Added ${found.get(id) ?? id}.`;
     if (UUID.test(typed)) search.value = "";
     draw();
   };
@@ -296,7 +309,7 @@ function idPicker(legend, hint, { what, path, name, one }, chosen = []) {
     chips,
     h("div", { class: "picker-row" }, search, matches,
       h("button", { type: "button", class: "quiet", "aria-label": `Add to the ${what}`, onclick: add }, "Add")),
-    h("p", { class: "hint" }, hint, " ", note));
+    h("p", { class: "hint" }, hint, " ", problem));
   draw();
   // The list is read when the search is first used, or at once to name ids already chosen;
   // chosen ids not on its first page are named one by one.
@@ -676,7 +689,8 @@ async function webhookView(id, flash = undefined) {
   if (flash?.secret) replace(rotated, secretShown(flash.secret, flash.note));
 
   v.show(
-    h("p", { class: "crumbs" }, h("a", { href: "#/webhooks" }, "Webhooks"), " / ", w.id),
+    h("p", { class: "crumbs" }, h("a", { href: "#/webhooks" }, "Webhooks"), " / ", w.id, " ",
+      copyButton(w.id, "Copy id", `Copy id of webhook ${w.id}`)),
     h("div", { class: "title-row" },
       h("h1", { class: "url" }, w.url), badge(health.state, w)),
     w.description ? h("p", { class: "description" }, w.description) : null,
@@ -869,7 +883,9 @@ async function deliveriesView(id, params = {}) {
       startLive();
     },
     opened: (deliveryId) => note(here, { ...kept(), open: deliveryId }),
-    closed: () => note(here, kept()),
+    closed: (deliveryId) => {
+      if (hashParams(["open"]).open === deliveryId) note(here, kept());
+    },
   };
   const add = (d, top) => {
     const row = deliveryRow(id, d, hooks);
@@ -886,7 +902,7 @@ async function deliveriesView(id, params = {}) {
     h("p", { class: "crumbs" }, h("a", { href: "#/webhooks" }, "Webhooks"), " / ",
       h("a", { href: `#/webhooks/${encodeURIComponent(id)}` }, w.url), " / deliveries"),
     h("div", { class: "title-row" }, h("h1", {}, "Delivery log"),
-      h("button", { type: "button", class: "quiet", onclick: () => deliveriesView(id, params) }, "Refresh")),
+      h("button", { type: "button", class: "quiet", onclick: () => deliveriesView(id, hashParams(LOG_PARAMS)) }, "Refresh")),
     filterForm,
     page.data.length ? table : h("p", { class: "empty" }, filtered ? "No deliveries match." : "No deliveries yet."),
     live, paging);
@@ -899,7 +915,7 @@ async function deliveriesView(id, params = {}) {
       try {
         const d = await api("GET", `${hook(id)}/deliveries/${encodeURIComponent(params.open)}`);
         if (v.current()) {
-          if (!page.data.length) replace(main.querySelector("p.empty"), table);
+          if (!page.data.length) main.querySelector("p.empty")?.replaceWith(table);
           add(d, true).classList.add("linked");
           rows.get(d.id).open();
         }
@@ -921,6 +937,13 @@ async function deliveriesView(id, params = {}) {
       for (const d of [...fresh].reverse()) {
         if (rows.has(d.id)) rows.get(d.id).update(d);
         else if (!params.cursor) add(d, true);
+      }
+      // A pending row the page no longer holds (delivered under a status filter, pushed to
+      // the next page, or added by a resend or the address) is read on its own, a few a tick.
+      const seen = new Set(fresh.map((d) => d.id));
+      const missing = [...rows.values()].filter((row) => !seen.has(row.current().id) && row.current().status === "PENDING");
+      for (const row of missing.slice(0, 3)) {
+        row.update(await api("GET", `${hook(id)}/deliveries/${encodeURIComponent(row.current().id)}`));
       }
       return anyPending([...rows.values()].map((row) => row.current()));
     }).finally(() => {
@@ -973,7 +996,7 @@ function deliveryRow(webhookId, d, { added, opened, closed }) {
     if (next.updated_at === current.updated_at && next.status === current.status && next.attempts === current.attempts) return;
     current = next;
     draw();
-    if (!detail.hidden) fillDetail(webhookId, current, detail.firstChild, added);
+    if (!detail.hidden) fillDetail(webhookId, current, detail.firstChild, added, { again: true });
   };
   return { body: h("tbody", {}, row, detail), update, open: () => toggle(true), current: () => current };
 }
@@ -995,15 +1018,25 @@ function pendingNote(d) {
   ];
 }
 
-async function fillDetail(webhookId, d, cell, added) {
-  replace(cell, h("p", { class: "loading" }, "Loading…"));
+/**
+ * Shows delivery `d`'s detail in `cell`. Read `again` (it moved on while open), what is shown
+ * stays until the answer, the request disclosures left open stay open and the focus stays on
+ * the control that had it; of two reads in flight, only the later one's answer is shown.
+ */
+async function fillDetail(webhookId, d, cell, added, { again = false } = {}) {
+  const ticket = (readings.get(cell) ?? 0) + 1;
+  readings.set(cell, ticket);
+  if (!again) replace(cell, h("p", { class: "loading" }, "Loading…"));
   let full;
   try {
     full = await api("GET", `${hook(webhookId)}/deliveries/${encodeURIComponent(d.id)}`);
   } catch (err) {
-    replace(cell, h("p", { class: "status error", role: "alert" }, message(err)));
+    if (readings.get(cell) === ticket && !again) replace(cell, h("p", { class: "status error", role: "alert" }, message(err)));
     return;
   }
+  if (readings.get(cell) !== ticket) return;
+  const wasOpen = new Set([...cell.querySelectorAll("details.request[open]")].map((el) => el.dataset.attempt));
+  const focused = cell.contains(document.activeElement) ? document.activeElement.getAttribute("aria-label") : null;
   const resend = action("Resend", async (out) => {
     const answer = await api("POST", `${hook(webhookId)}/deliveries/${encodeURIComponent(d.id)}/resend`);
     say(out, `Queued again as delivery ${answer.delivery.id}, now at the top of the log.`, true);
@@ -1026,23 +1059,28 @@ async function fillDetail(webhookId, d, cell, added) {
   const raw = rawPayload(full) ?? JSON.stringify(full.payload);
   const requests = (full.attempts_log ?? []).filter((a) => a.request_headers).map((a) => {
     const text = `${Object.entries(a.request_headers).map(([name, value]) => `${name}: ${value}`).join("\n")}\n\n${raw}`;
-    return h("details", { class: "request" },
-      h("summary", {}, `Request of attempt ${a.number} as sent`),
+    return h("details", { class: "request", "data-attempt": String(a.number), open: wasOpen.has(String(a.number)) },
+      h("summary", {}, `Request of attempt ${a.number} of delivery ${full.id} as sent`),
       h("div", { class: "title-row" }, h("span", { class: "hint" }, "Headers, a blank line, then the body"),
-        copyButton(text, "Copy request", `Copy the request of attempt ${a.number} of delivery ${full.id}`)),
+        copyButton(text, "Copy request", `Copy request of attempt ${a.number} of delivery ${full.id}`)),
       h("pre", { class: "payload wrapped", tabindex: "0" }, text));
   });
   replace(cell,
     h("div", { class: "delivery-detail" },
-      h("p", {}, `Delivery #${full.id}, event `, h("code", {}, full.event_id), " ",
-        copyButton(full.event_id, "Copy id", `Copy the event id of delivery ${full.id}`)),
+      h("p", {}, `Delivery #${full.id} `, copyButton(full.id, "Copy id", `Copy id of delivery ${full.id}`),
+        ", event ", h("code", {}, full.event_id), " ",
+        copyButton(full.event_id, "Copy event id", `Copy event id of delivery ${full.id}`)),
       full.status === "PENDING" ? h("p", { class: "pending-note" }, pendingNote(full)) : null,
       h("h3", {}, "Attempts"), attempts, requests,
       h("div", { class: "title-row" }, h("h3", {}, "Payload"),
-        copyButton(payload, "Copy payload", `Copy the payload of delivery ${full.id}`)),
+        copyButton(payload, "Copy payload", `Copy payload of delivery ${full.id}`)),
       h("pre", { class: "payload", tabindex: "0" }, payload),
       h("div", { class: "actions" }, resend.button), resend.out));
+  if (focused) cell.querySelector(`[aria-label="${CSS.escape(focused)}"]`)?.focus();
 }
+
+/** The latest read of each detail cell (`fillDetail`). */
+const readings = new WeakMap();
 
 // ---------------------------------------------------------------------------------------------
 // Events (the catch-up feed, read backwards: newest first)
@@ -1093,7 +1131,7 @@ async function eventsView(params = {}) {
         h("summary", {}, h("span", { class: "type" }, e.type), " ", h("span", { class: "time" }, stamp(e.created_at, { ago: true })),
           " ", h("span", { class: "id" }, e.id)),
         h("div", { class: "title-row" }, h("h3", {}, "Payload"),
-          copyButton(e.id, "Copy id", `Copy the id of event ${e.id}`)),
+          copyButton(e.id, "Copy id", `Copy id of event ${e.id}`)),
         h("pre", { class: "payload", tabindex: "0" }, JSON.stringify(e.payload, null, 2)),
         fate);
       // Its deliveries to the caller's webhooks, read each time it is opened; the address
@@ -1150,15 +1188,28 @@ async function eventDeliveries(v, e, box, isOpen) {
   }
   const live = liveNote();
   const table = h("div");
-  const draw = (list) => replace(table,
+  // Redrawn only when the list changed; a resend's outcome and the focus outlive a redraw.
+  const outcomes = new Map();
+  let shown = null;
+  const draw = (list) => {
+    const text = JSON.stringify(list);
+    if (text === shown) return;
+    shown = text;
+    const focused = table.contains(document.activeElement) ? document.activeElement.getAttribute("aria-label") : null;
+    drawRows(list);
+    if (focused) table.querySelector(`[aria-label="${CSS.escape(focused)}"]`)?.focus();
+  };
+  const drawRows = (list) => replace(table,
     h("table", { class: "log" },
       h("thead", {}, h("tr", {}, ["Webhook", "Kind", "Status", "Attempts", "Last answer", ""].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, list.map((d) => {
         const resend = action("Resend", async (out) => {
           const answer = await api("POST", `${hook(d.webhook_id)}/deliveries/${encodeURIComponent(d.id)}/resend`);
-          say(out, `Queued again as delivery ${answer.delivery.id}.`, true);
+          outcomes.set(d.id, `Queued again as delivery ${answer.delivery.id}.`);
+          say(out, outcomes.get(d.id), true);
           following();
         }, { name: `Resend delivery ${d.id} to ${d.webhook_id}` });
+        if (outcomes.has(d.id)) say(resend.out, outcomes.get(d.id), true);
         return h("tr", { class: `delivery ${d.status.toLowerCase()}` },
           h("td", { "data-label": "Webhook" }, h("a", {
             href: `#/webhooks/${encodeURIComponent(d.webhook_id)}/deliveries${query({ event_id: e.id, open: d.id })}`,

@@ -52,6 +52,11 @@ struct LogRow {
     updated_at: OffsetDateTime,
     #[diesel(sql_type = Text)]
     body: String,
+    /// What the claim gives the sender as `webhook-ordering-key` and `webhook-sequence`.
+    #[diesel(sql_type = Text)]
+    ordering_key: String,
+    #[diesel(sql_type = BigInt)]
+    sequence: i64,
 }
 
 /// A row of `statements/replay_candidates.sql`.
@@ -75,8 +80,8 @@ fn stored(what: &str) -> DomainError {
 }
 
 impl LogRow {
-    /// The record, and the body it sends.
-    fn into_parts(self) -> DomainResult<(DeliveryRecord, String)> {
+    /// The record, the body it sends, and its ordering key and sequence.
+    fn into_parts(self) -> DomainResult<(DeliveryRecord, String, String, i64)> {
         let status = DeliveryStatus::parse(&self.status).ok_or_else(|| stored("status"))?;
         let record = DeliveryRecord {
             id: DeliveryId(self.id),
@@ -92,7 +97,7 @@ impl LogRow {
             created_at: self.created_at,
             updated_at: self.updated_at,
         };
-        Ok((record, self.body))
+        Ok((record, self.body, self.ordering_key, self.sequence))
     }
 }
 
@@ -269,7 +274,7 @@ impl DeliveryLog for PgDeliveryLog {
             .await
             .map_err(|e| map_db_error(e, "reading the delivery log"))?
             .into_iter()
-            .map(|row| row.into_parts().map(|(record, _)| record))
+            .map(|row| row.into_parts().map(|(record, ..)| record))
             .collect()
     }
 
@@ -359,18 +364,10 @@ impl DeliveryLog for PgDeliveryLog {
             .load(&mut conn)
             .await
             .map_err(|e| map_db_error(e, "reading a delivery's attempts"))?;
-        // Its ordering key and sequence as the claim gives them to the sender
-        // (functions/claim_deliveries.sql): the event's id and 0 for a delivery without.
-        let (ordering_key, sequence): (Option<String>, Option<i64>) = deliveries::table
-            .filter(deliveries::id.eq(delivery.0))
-            .select((deliveries::ordering_key, deliveries::sequence))
-            .first(&mut conn)
-            .await
-            .map_err(|e| map_db_error(e, "reading a delivery's ordering"))?;
-        let (record, payload) = row.into_parts()?;
+        let (record, payload, ordering_key, sequence) = row.into_parts()?;
         Ok(Some(DeliveryDetail {
-            ordering_key: ordering_key.unwrap_or_else(|| record.event_id.to_string()),
-            sequence: sequence.unwrap_or(0),
+            ordering_key,
+            sequence,
             record,
             payload,
             attempts: attempts

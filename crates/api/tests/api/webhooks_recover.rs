@@ -159,6 +159,16 @@ async fn the_log_pages_newest_first_with_filters_and_a_delivery_shows_its_payloa
             .collect::<Vec<_>>(),
         [E3, E1]
     );
+    let upper = entity.to_string().to_uppercase();
+    let (_, _, about) = call(&app, get(format!("/{id}/deliveries?entity_id={upper}"))).await;
+    assert_eq!(
+        listed(&about)
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect::<Vec<_>>(),
+        [E3, E1],
+        "any UUID spelling"
+    );
     let (_, _, both) = call(
         &app,
         get(format!(
@@ -765,4 +775,57 @@ async fn a_test_can_be_sent_as_another_type_with_that_types_catalog_sample() {
     )
     .await;
     assert_eq!(status, 202, "the owner may");
+}
+
+#[actix_web::test]
+async fn a_resend_of_a_test_sent_as_another_type_is_a_webhook_test() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let auth = t.bearer().1;
+    let id = subscribed(&t, &app, "https://hooks.example.com/typed-resend").await;
+    let (_, _, body) = call(
+        &app,
+        request(
+            "POST",
+            &auth,
+            &format!("/{id}/test"),
+            Some(json!({"event_type": "TIMER_STARTED"})),
+        ),
+    )
+    .await;
+    let shown = body["delivery"]["id"].as_str().unwrap().to_owned();
+    let (status, _, again) = call(
+        &app,
+        request(
+            "POST",
+            &auth,
+            &format!("/{id}/deliveries/{shown}/resend"),
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(status, 202, "{again}");
+    assert_eq!(
+        (&again["delivery"]["kind"], &again["delivery"]["event_type"]),
+        (&json!("resend"), &json!("WEBHOOK_TEST")),
+        "a resend, which has retries, never sends a sample as a real event"
+    );
+    // NUL is refused.
+    let (status, _, body) = call(
+        &app,
+        request(
+            "GET",
+            &auth,
+            &format!("/{id}/deliveries?entity_id=a%00b"),
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(
+        (status, error_of(&body)),
+        (
+            400,
+            json!({"error": "entity_id must not contain NUL characters"})
+        )
+    );
 }

@@ -87,6 +87,7 @@ let page = null;
   });
   // A zone away from UTC, so that local times can be told from stored ones.
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: "Europe/Prague" });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: ORIGIN });
   page = await context.newPage();
   const foreign = [];
   context.on("request", (request) => {
@@ -219,7 +220,7 @@ let page = null;
   check((await attempt.textContent()).includes("HTTP 200"), "... with its attempt (HTTP 200)");
   check((await attempt.locator("time").textContent()).includes("GMT+1"), "an attempt's start is in the browser's zone");
   // The request as sent: the headers the receiver got, the signature included, and the body.
-  await page.getByText("Request of attempt 1 as sent").click();
+  await page.getByText(/^Request of attempt 1 of delivery \d+ as sent$/).click();
   const sent = await page.locator("details.request[open] pre").textContent();
   const [sentHead, sentBody] = [sent.slice(0, sent.indexOf("\n\n")), sent.slice(sent.indexOf("\n\n") + 2)];
   const sentHeaders = Object.fromEntries(sentHead.split("\n").map((line) => [line.slice(0, line.indexOf(": ")), line.slice(line.indexOf(": ") + 2)]));
@@ -228,6 +229,9 @@ let page = null;
     .every((name) => sentHeaders[name] === arrived.headers[name]) && sentBody === arrived.body,
   "a delivery shows each attempt's request as sent: the headers and signature the receiver got, and its exact body");
   check(!sent.includes(firstSecret) && !sent.includes(firstSecret.slice(6)), "... and never the secret");
+  await page.getByRole("button", { name: /^Copy event id of delivery/ }).click();
+  check(await page.evaluate(() => navigator.clipboard.readText()) === arrived.headers["webhook-id"],
+    "the event id's copy button puts the id on the clipboard");
   await labelled("deliveries");
   await uniqueNames("deliveries");
   await screenshot("delivery-log-test");

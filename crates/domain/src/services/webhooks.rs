@@ -825,13 +825,15 @@ impl WebhookService {
             .map(|raw| raw.trim().to_owned())
             .filter(|raw| !raw.is_empty())
             .map(|raw| {
+                crate::values::no_nul("entity_id", &raw)?;
                 if raw.chars().count() > MAX_ENTITY_ID {
-                    Err(DomainError::validation(format!(
+                    return Err(DomainError::validation(format!(
                         "entity_id must be at most {MAX_ENTITY_ID} characters"
-                    )))
-                } else {
-                    Ok(raw)
+                    )));
                 }
+                // Entity ids are stored as their lower-case UUID text: any spelling `uuid`
+                // reads finds them.
+                Ok(uuid::Uuid::parse_str(&raw).map_or(raw, |id| id.to_string()))
             })
             .transpose()?;
         // The core API's page size rule; the cursor is the log's own.

@@ -270,10 +270,12 @@ impl Tables {
         let record = DeliveryRecord {
             id: self.next_delivery_id(),
             event_id: event.id,
+            // A test sent as another type is that type; a resend of it is a WEBHOOK_TEST.
             event_type: self
                 .sent_as
                 .get(&event.id)
                 .copied()
+                .filter(|_| kind == DeliveryKind::Test)
                 .unwrap_or(event.event_type),
             kind,
             status: DeliveryStatus::Pending,

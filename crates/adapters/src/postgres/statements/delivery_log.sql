@@ -3,11 +3,18 @@
 -- any), older than `before`
 -- (null: from the newest). `delivery` (null: any) selects one delivery, for its detail. Only
 -- events that show to the subscription's owner (functions/shows_to.sql). A test sent as another
--- type is listed, and filtered, as the type it was sent as (events.sent_as).
-SELECT d.id, d.event_id, coalesce(e.sent_as, e.event_type) AS event_type, d.kind, d.status, d.attempts, d.next_attempt_at,
+-- type is listed, and filtered, as the type it was sent as (events.sent_as; a resend of it is a
+-- WEBHOOK_TEST, as functions/claim_deliveries.sql sends it). Each row also carries the ordering
+-- key and sequence the claim gives the sender (the event's id and 0 for a delivery without).
+SELECT d.id, d.event_id,
+       CASE WHEN d.kind = 'test' THEN coalesce(e.sent_as, e.event_type) ELSE e.event_type END
+           AS event_type,
+       d.kind, d.status, d.attempts, d.next_attempt_at,
        (SELECT max(a.started_at) FROM delivery_attempts a WHERE a.delivery_id = d.id)
            AS last_attempt_at,
-       d.last_status_code, d.last_error, d.created_at, d.updated_at, e.body
+       d.last_status_code, d.last_error, d.created_at, d.updated_at, e.body,
+       coalesce(d.ordering_key, d.event_id::text) AS ordering_key,
+       coalesce(d.sequence, 0) AS sequence
 FROM deliveries d
 JOIN events e ON e.id = d.event_id
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
@@ -16,7 +23,9 @@ WHERE d.subscription_id = :id
   AND d.created_at >= :since
   AND (:delivery::bigint IS NULL OR d.id = :delivery)
   AND (:status::text IS NULL OR d.status = :status)
-  AND (:event_type::text IS NULL OR coalesce(e.sent_as, e.event_type) = :event_type)
+  AND (:event_type::text IS NULL
+       OR CASE WHEN d.kind = 'test' THEN coalesce(e.sent_as, e.event_type) ELSE e.event_type END
+          = :event_type)
   AND (:event_id::uuid IS NULL OR d.event_id = :event_id)
   AND (:entity_id::text IS NULL OR d.ordering_key = :entity_id)
   AND (:before::bigint IS NULL OR d.id < :before)

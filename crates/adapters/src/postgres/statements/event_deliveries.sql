@@ -1,11 +1,17 @@
 -- The deliveries of one event to one member's subscriptions that are not deleted, newest first,
 -- each with its subscription: the event's fate across the member's webhooks. The event is read
 -- through its primary key and its deliveries through deliveries_event_idx. A test sent as another
--- type is listed as that type (events.sent_as), as in the delivery log.
-SELECT d.id, d.event_id, coalesce(e.sent_as, e.event_type) AS event_type, d.kind, d.status, d.attempts, d.next_attempt_at,
+-- type is listed as that type (events.sent_as), as in the delivery log (statements/delivery_log.sql,
+-- whose columns these are).
+SELECT d.id, d.event_id,
+       CASE WHEN d.kind = 'test' THEN coalesce(e.sent_as, e.event_type) ELSE e.event_type END
+           AS event_type,
+       d.kind, d.status, d.attempts, d.next_attempt_at,
        (SELECT max(a.started_at) FROM delivery_attempts a WHERE a.delivery_id = d.id)
            AS last_attempt_at,
        d.last_status_code, d.last_error, d.created_at, d.updated_at, e.body,
+       coalesce(d.ordering_key, d.event_id::text) AS ordering_key,
+       coalesce(d.sequence, 0) AS sequence,
        s.id AS subscription_id
 FROM events e
 JOIN deliveries d ON d.event_id = e.id
