@@ -82,24 +82,20 @@ impl DeliveryLog for InMemoryStore {
         Ok(t.deliveries
             .iter()
             .find(|(sub, r)| sub == id && r.id == delivery)
-            .map(|(_, r)| DeliveryDetail {
-                record: r.clone(),
-                payload: t
-                    .events
-                    .iter()
-                    .find(|e| e.id == r.event_id)
-                    .map(|e| e.body.clone())
-                    .unwrap_or_default(),
-                attempts: Vec::new(),
-                ordering_key: {
-                    let (key, _) = t.order_of(r.event_id);
-                    if key.is_empty() {
-                        r.event_id.to_string()
-                    } else {
-                        key
-                    }
-                },
-                sequence: t.order_of(r.event_id).1,
+            .map(|(_, r)| {
+                let (ordering_key, sequence) = t.sent_order(r.event_id);
+                DeliveryDetail {
+                    record: r.clone(),
+                    payload: t
+                        .events
+                        .iter()
+                        .find(|e| e.id == r.event_id)
+                        .map(|e| e.body.clone())
+                        .unwrap_or_default(),
+                    attempts: Vec::new(),
+                    ordering_key,
+                    sequence,
+                }
             }))
     }
 

@@ -201,7 +201,7 @@ impl Tables {
         now: OffsetDateTime,
     ) -> Option<ClaimedDelivery> {
         let event = self.events.iter().find(|e| e.id == record.event_id)?;
-        let (ordering_key, sequence) = self.order_of(record.event_id);
+        let (ordering_key, sequence) = self.sent_order(record.event_id);
         let stored = self
             .streaks
             .get(&subscription.id)
@@ -224,11 +224,7 @@ impl Tables {
                 .filter(|until| *until > now)
                 .and_then(|_| self.previous_secrets.get(&subscription.id).cloned()),
             attempts: u32::try_from(record.attempts).unwrap_or(0),
-            ordering_key: if ordering_key.is_empty() {
-                event.id.to_string()
-            } else {
-                ordering_key
-            },
+            ordering_key,
             sequence,
             failing_since: stored.streak.failing_since,
             failing_notified: stored.told,
@@ -323,6 +319,17 @@ impl Tables {
             }
         }
         claimed
+    }
+
+    /// The ordering key and sequence a delivery of `event` is sent with, as the claim gives
+    /// them: the event's id and its place when the event names no key.
+    pub(super) fn sent_order(&self, event: EventId) -> (String, i64) {
+        let (key, sequence) = self.order_of(event);
+        if key.is_empty() {
+            (event.to_string(), sequence)
+        } else {
+            (key, sequence)
+        }
     }
 
     /// Whether `record` is the first pending delivery of its ordering key to `subscription`.
