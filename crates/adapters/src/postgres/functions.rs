@@ -37,8 +37,10 @@ const FUNCTIONS: &[&str] = &[
     include_str!("functions/apply_and_claim.sql"),
     include_str!("functions/pricing_lock.sql"),
     include_str!("functions/rate_level.sql"),
+    include_str!("functions/repricing.sql"),
     include_str!("functions/entry_prices.sql"),
     include_str!("functions/price_entries.sql"),
+    include_str!("functions/price_written.sql"),
     include_str!("functions/rounded_seconds.sql"),
     include_str!("functions/amount_minor.sql"),
 ];

@@ -58,23 +58,12 @@ struct Repriced {
 /// Which of a workspace's entries a re-pricing looks at.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Reach {
-    pub entries: Option<Vec<Uuid>>,
     pub user: Option<Uuid>,
     pub client: Option<Uuid>,
     pub project: Option<Uuid>,
     pub task: Option<Uuid>,
     pub since: Option<OffsetDateTime>,
     pub rate: Option<Uuid>,
-}
-
-impl Reach {
-    /// The entries `ids`.
-    pub(crate) fn entries(ids: Vec<Uuid>) -> Self {
-        Self {
-            entries: Some(ids),
-            ..Self::default()
-        }
-    }
 }
 
 impl From<Repriced> for PriceChange {
@@ -97,8 +86,8 @@ async fn changes(
     reach: &Reach,
     write: bool,
 ) -> QueryResult<Vec<PriceChange>> {
-    const ARGUMENTS: &str = "(p_workspace => $1, p_entries => $2, p_user => $3, p_client => $4, \
-         p_project => $5, p_task => $6, p_since => $7, p_rate => $8)";
+    const ARGUMENTS: &str = "(p_workspace => $1, p_user => $2, p_client => $3, p_project => $4, \
+         p_task => $5, p_since => $6, p_rate => $7)";
     let sql = if write {
         format!(
             "SELECT seconds, old_currency, old_billable_minor, new_currency, new_billable_minor \
@@ -113,7 +102,6 @@ async fn changes(
     };
     let changed: Vec<Repriced> = diesel::sql_query(sql)
         .bind::<SqlUuid, _>(workspace.0)
-        .bind::<Nullable<diesel::sql_types::Array<SqlUuid>>, _>(reach.entries.clone())
         .bind::<Nullable<SqlUuid>, _>(reach.user)
         .bind::<Nullable<SqlUuid>, _>(reach.client)
         .bind::<Nullable<SqlUuid>, _>(reach.project)
@@ -145,13 +133,17 @@ pub(crate) async fn reprice_under_lock(
     reprice(conn, workspace, reach).await.map(drop)
 }
 
-/// Prices the entries `ids` just written (the caller took the shared pricing lock first).
+/// Prices the entries `ids` just written (the caller took the shared pricing lock first), by
+/// `price_written.sql`: the rule of every re-pricing, through a plan kept per connection.
 pub(crate) async fn price_written(
     conn: &mut AsyncPgConnection,
     workspace: WorkspaceId,
     ids: &[Uuid],
 ) -> QueryResult<()> {
-    reprice(conn, workspace, &Reach::entries(ids.to_vec()))
+    diesel::sql_query("SELECT timetrack_code.price_written($1, $2)")
+        .bind::<SqlUuid, _>(workspace.0)
+        .bind::<diesel::sql_types::Array<SqlUuid>, _>(ids)
+        .execute(conn)
         .await
         .map(drop)
 }

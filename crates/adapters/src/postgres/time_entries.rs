@@ -157,9 +157,9 @@ async fn insert_tags(conn: &mut AsyncPgConnection, entry: &TimeEntry) -> QueryRe
     Ok(())
 }
 
-/// Ends `stop`'s timer if it is still running, with its event: the deliveries queued, or `None`
-/// when it was not running.
-async fn apply_stop(conn: &mut AsyncPgConnection, stop: &TimerStop) -> QueryResult<Option<i64>> {
+/// Ends `stop`'s timer if it is still running: whether it was (its event is the caller's to
+/// record, in the same transaction).
+async fn end_timer(conn: &mut AsyncPgConnection, stop: &TimerStop) -> QueryResult<bool> {
     let stopped = diesel::update(
         time_entries::table
             .filter(time_entries::id.eq(stop.entry.0))
@@ -171,12 +171,7 @@ async fn apply_stop(conn: &mut AsyncPgConnection, stop: &TimerStop) -> QueryResu
     ))
     .execute(conn)
     .await?;
-    if stopped == 0 {
-        return Ok(None);
-    }
-    record_events(conn, std::slice::from_ref(&stop.event))
-        .await
-        .map(Some)
+    Ok(stopped > 0)
 }
 
 /// Why a conditional write of `entry` found no row: the 409 of the invoice holding it (draft or
@@ -279,16 +274,18 @@ impl TimeEntryRepository for PgTimeEntryRepository {
         let result = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 pricing_lock(conn, entry.workspace_id, false).await?;
-                let mut queued = 0;
+                let mut recorded = Vec::with_capacity(events.len() + 1);
                 if let Some(stop) = stop {
-                    match apply_stop(conn, stop).await? {
-                        Some(n) => queued += n,
-                        None => return Ok((WriteOutcome::Raced, 0)),
+                    if !end_timer(conn, stop).await? {
+                        return Ok((WriteOutcome::Raced, 0));
                     }
+                    recorded.push(stop.event.clone());
                 }
                 insert_entry(conn, entry).await?;
                 price_written(conn, entry.workspace_id, &[entry.id.0]).await?;
-                queued += record_events(conn, events).await?;
+                // The stop's event, then the start's, in one statement of the outbox.
+                recorded.extend_from_slice(events);
+                let queued = record_events(conn, &recorded).await?;
                 Ok((WriteOutcome::Applied, queued))
             })
             .await;
@@ -306,7 +303,14 @@ impl TimeEntryRepository for PgTimeEntryRepository {
     async fn stop(&self, stop: &TimerStop) -> DomainResult<WriteOutcome> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let applied = conn
-            .transaction::<_, diesel::result::Error, _>(async |conn| apply_stop(conn, stop).await)
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                if !end_timer(conn, stop).await? {
+                    return Ok(None);
+                }
+                record_events(conn, std::slice::from_ref(&stop.event))
+                    .await
+                    .map(Some)
+            })
             .await
             .map_err(|e| map_db_error(e, "stopping a timer"))?;
         Ok(match applied {

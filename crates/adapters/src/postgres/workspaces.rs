@@ -95,6 +95,27 @@ impl WorkspaceRepository for PgWorkspaceRepository {
         row.map(WorkspaceSettings::try_from).transpose()
     }
 
+    async fn with_settings(
+        &self,
+        id: WorkspaceId,
+    ) -> DomainResult<Option<(Workspace, WorkspaceSettings)>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let row: Option<(WorkspaceRow, SettingsRow)> = workspaces::table
+            .find(id.0)
+            .select((WorkspaceRow::as_select(), SettingsRow::as_select()))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(|e| map_db_error(e, "reading a workspace"))?;
+        row.map(|(workspace, settings)| {
+            Ok((
+                Workspace::from(workspace),
+                WorkspaceSettings::try_from(settings)?,
+            ))
+        })
+        .transpose()
+    }
+
     async fn update(
         &self,
         before: &(Workspace, WorkspaceSettings),

@@ -380,7 +380,7 @@ async fn installed_functions(client: &tokio_postgres::Client) -> Vec<String> {
         .collect()
 }
 
-const FUNCTIONS: [&str; 16] = [
+const FUNCTIONS: [&str; 18] = [
     "timetrack_code.amount_minor",
     "timetrack_code.apply_and_claim",
     "timetrack_code.apply_streaks",
@@ -389,12 +389,14 @@ const FUNCTIONS: [&str; 16] = [
     "timetrack_code.entry_prices",
     "timetrack_code.lock_streaks",
     "timetrack_code.price_entries",
+    "timetrack_code.price_written",
     "timetrack_code.pricing_lock",
     "timetrack_code.rate_level",
     "timetrack_code.receives",
     "timetrack_code.record_and_claim",
     "timetrack_code.record_attempts",
     "timetrack_code.record_round",
+    "timetrack_code.repricing",
     "timetrack_code.rounded_seconds",
     "timetrack_code.shows_to",
 ];

@@ -42,10 +42,9 @@ pub(crate) async fn workspace_and_settings(
     workspaces: &dyn crate::ports::WorkspaceRepository,
     id: crate::ids::WorkspaceId,
 ) -> crate::error::DomainResult<(crate::model::Workspace, crate::model::WorkspaceSettings)> {
-    let workspace = workspaces.get(id).await?;
-    let settings = workspaces.settings(id).await?;
-    workspace
-        .zip(settings)
+    workspaces
+        .with_settings(id)
+        .await?
         .ok_or(crate::error::DomainError::NotFound("workspace"))
 }
 

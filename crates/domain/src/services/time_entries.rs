@@ -117,20 +117,17 @@ impl TimeEntryService {
             .ok_or(DomainError::NotFound("workspace"))
     }
 
-    /// 409 `Time entry is locked` when one of `starts` falls on a day (in the workspace's time
-    /// zone) before the workspace's `lock_before`.
-    async fn require_open_period(
+    /// The workspace `id`, read with its settings: 409 `Time entry is locked` when one of
+    /// `starts` falls on a day (in the workspace's time zone) before its `lock_before`.
+    async fn open_workspace(
         &self,
-        workspace: &Workspace,
+        id: crate::ids::WorkspaceId,
         starts: &[OffsetDateTime],
-    ) -> DomainResult<()> {
-        let settings = self
-            .workspaces
-            .settings(workspace.id)
-            .await?
-            .ok_or(DomainError::NotFound("workspace"))?;
+    ) -> DomainResult<Workspace> {
+        let (workspace, settings) =
+            super::workspace_and_settings(self.workspaces.as_ref(), id).await?;
         let Some(lock) = settings.lock_before else {
-            return Ok(());
+            return Ok(workspace);
         };
         for start in starts {
             if crate::timefmt::local_day(*start, &workspace.timezone)? < lock {
@@ -143,7 +140,7 @@ impl TimeEntryService {
                 ));
             }
         }
-        Ok(())
+        Ok(workspace)
     }
 
     async fn user(&self, id: UserId) -> DomainResult<User> {
@@ -275,17 +272,22 @@ impl TimeEntryService {
         )
     }
 
-    /// The stop of `running` at `end`, with its `TIMER_STOPPED` event (in its own workspace).
+    /// The stop of `running` at `end`, with its `TIMER_STOPPED` event (in its own workspace:
+    /// `known` when that is the one the caller has read already, else read here).
     async fn stop_of(
         &self,
         running: &TimeEntry,
         member: &User,
         end: OffsetDateTime,
+        known: Option<&Workspace>,
     ) -> DomainResult<TimerStop> {
         let mut stopped = running.clone();
         stopped.end = Some(end.max(running.start));
         stopped.updated_at = self.clock.now();
-        let workspace = self.workspace(running.workspace_id).await?;
+        let workspace = match known {
+            Some(w) if w.id == running.workspace_id => w.clone(),
+            _ => self.workspace(running.workspace_id).await?,
+        };
         let refs = self.stored_refs(running).await?;
         let event = self.event(&stopped, EntryAction::StopTimer, &workspace, member, &refs)?;
         Ok(TimerStop {
@@ -311,8 +313,8 @@ impl TimeEntryService {
     /// `TIMER_STARTED`.
     pub async fn start(&self, caller: &Principal, draft: EntryDraft) -> DomainResult<TimeEntry> {
         let description = Self::validated_description(draft.description.as_deref())?;
-        let workspace = self.workspace(caller.workspace_id).await?;
-        self.require_open_period(&workspace, &[self.clock.now()])
+        let workspace = self
+            .open_workspace(caller.workspace_id, &[self.clock.now()])
             .await?;
         let member = self.user(caller.user_id).await?;
         let refs = self
@@ -327,7 +329,10 @@ impl TimeEntryService {
             let now = self.clock.now();
             let start = whole_seconds(now);
             let stop = match self.entries.running(caller.user_id).await? {
-                Some(running) => Some(self.stop_of(&running, &member, start).await?),
+                Some(running) => Some(
+                    self.stop_of(&running, &member, start, Some(&workspace))
+                        .await?,
+                ),
                 None => None,
             };
             let entry = TimeEntry {
@@ -370,7 +375,7 @@ impl TimeEntryService {
             .ok_or_else(|| DomainError::Conflict(NO_RUNNING_TIMER.into()))?;
         let member = self.user(caller.user_id).await?;
         let stop = self
-            .stop_of(&running, &member, whole_seconds(self.clock.now()))
+            .stop_of(&running, &member, whole_seconds(self.clock.now()), None)
             .await?;
         match self.entries.stop(&stop).await? {
             WriteOutcome::Applied => {
@@ -420,8 +425,7 @@ impl TimeEntryService {
             return Err(DomainError::validation("end must be after start"));
         }
         let description = Self::validated_description(draft.description.as_deref())?;
-        let workspace = self.workspace(caller.workspace_id).await?;
-        self.require_open_period(&workspace, &[start]).await?;
+        let workspace = self.open_workspace(caller.workspace_id, &[start]).await?;
         let member = self.user(caller.user_id).await?;
         let refs = self
             .refs(
@@ -493,8 +497,8 @@ impl TimeEntryService {
                 return Ok(before);
             }
             after.updated_at = self.clock.now();
-            let workspace = self.workspace(before.workspace_id).await?;
-            self.require_open_period(&workspace, &[before.start, after.start])
+            let workspace = self
+                .open_workspace(before.workspace_id, &[before.start, after.start])
                 .await?;
             let member = self.user(before.user_id).await?;
             let old_refs = self.stored_refs(&before).await?;
@@ -584,8 +588,9 @@ impl TimeEntryService {
             if !caller.may_change_entry_of(entry.user_id) {
                 return Err(DomainError::Forbidden);
             }
-            let workspace = self.workspace(entry.workspace_id).await?;
-            self.require_open_period(&workspace, &[entry.start]).await?;
+            let workspace = self
+                .open_workspace(entry.workspace_id, &[entry.start])
+                .await?;
             let member = self.user(entry.user_id).await?;
             let refs = self.stored_refs(&entry).await?;
             let body = Self::payload(&entry, EntryAction::Delete, &workspace, &member, &refs)?;

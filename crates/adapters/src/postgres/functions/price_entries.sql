@@ -5,7 +5,6 @@
 -- joins the rows `entry_prices` returns to the table by key, one index look-up each.
 CREATE FUNCTION timetrack_code.price_entries(
     p_workspace uuid,
-    p_entries   uuid[]      DEFAULT NULL,
     p_user      uuid        DEFAULT NULL,
     p_client    uuid        DEFAULT NULL,
     p_project   uuid        DEFAULT NULL,
@@ -23,7 +22,7 @@ AS $fn$
         billable_rate_minor = n.billable_rate_minor,
         cost_rate_id = n.cost_rate_id, cost_rate_scope = n.cost_rate_scope,
         cost_rate_minor = n.cost_rate_minor
-    FROM timetrack_code.entry_prices(p_workspace, p_entries, p_user, p_client, p_project, p_task,
+    FROM timetrack_code.entry_prices(p_workspace, p_user, p_client, p_project, p_task,
                                      p_since, p_rate) n
     WHERE e.workspace_id = p_workspace AND e.id = n.entry_id
     RETURNING e.id, n.seconds, n.old_currency, n.old_billable_minor, n.new_currency,
