@@ -5,7 +5,6 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::{Deserialize, Serialize};
-use timetrack_domain::DomainError;
 use timetrack_domain::ids::{ClientId, ProjectId, TagId, TaskId, UserId};
 use timetrack_domain::model::rate::major_units;
 use timetrack_domain::model::report::{
@@ -17,6 +16,7 @@ use timetrack_domain::model::{
 use timetrack_domain::services::{ReportRequest, ReportScope, Visibility};
 use timetrack_domain::timefmt::{iso_date, parse_date, rfc3339};
 use timetrack_domain::values::TimeZoneName;
+use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
 
 use crate::error::ApiError;
@@ -732,47 +732,60 @@ pub async fn detailed(
 }
 
 /// The detailed CSV, [`CSV_PAGE`] rows at a time: the header first, then page after page until
-/// the last. A failure midway ends the body early (and is logged); what was sent stays valid CSV.
+/// the last. Each page is written out as CSV on a blocking thread while the next page's query is
+/// already sent, so the database and the CSV writer work at once; at most two pages are held. A
+/// failure midway ends the body early (and is logged); what was sent stays valid CSV.
 fn detailed_stream(
     state: std::sync::Arc<AppState>,
     caller: Principal,
     scope: ReportScope,
 ) -> impl futures_util::Stream<Item = Result<bytes::Bytes, actix_web::Error>> {
+    type Fetched = tokio::task::JoinHandle<DomainResult<(Vec<DetailedRow>, Option<Cursor>)>>;
     enum Step {
         Header,
-        Page(Option<Cursor>),
+        Page(Fetched),
         Done,
     }
-    futures_util::stream::unfold(Step::Header, move |step| {
+    let v = scope.visibility;
+    let fetch = move |after: Option<Cursor>| -> Fetched {
         let (state, scope) = (state.clone(), scope.clone());
+        tokio::spawn(async move {
+            state
+                .reports
+                .detailed(&caller, &scope, after, CSV_PAGE)
+                .await
+        })
+    };
+    futures_util::stream::unfold(Step::Header, move |step| {
+        let fetch = fetch.clone();
         async move {
-            let v = scope.visibility;
+            let stopped = |e: &dyn std::fmt::Display| {
+                tracing::error!(error = %e, "the detailed CSV stopped early");
+                None::<(Result<bytes::Bytes, actix_web::Error>, Step)>
+            };
             match step {
                 Step::Done => None,
                 Step::Header => {
+                    let first = fetch(None);
                     let bytes = csv_bytes(&[detailed_header(v)]).unwrap_or_default();
-                    Some((Ok(bytes::Bytes::from(bytes)), Step::Page(None)))
+                    Some((Ok(bytes::Bytes::from(bytes)), Step::Page(first)))
                 }
-                Step::Page(after) => {
-                    match state
-                        .reports
-                        .detailed(&caller, &scope, after, CSV_PAGE)
-                        .await
-                    {
-                        Ok((rows, next)) => {
-                            let cells: Vec<Vec<String>> =
-                                rows.iter().map(|r| detailed_cells(r, v)).collect();
-                            let bytes = csv_bytes(&cells).unwrap_or_default();
-                            let step = match next {
-                                Some(cursor) => Step::Page(Some(cursor)),
-                                None => Step::Done,
-                            };
-                            Some((Ok(bytes::Bytes::from(bytes)), step))
-                        }
-                        Err(e) => {
-                            tracing::error!(error = %e, "the detailed CSV stopped early");
-                            None
-                        }
+                Step::Page(fetched) => {
+                    let (rows, next) = match fetched.await {
+                        Ok(Ok(page)) => page,
+                        Ok(Err(e)) => return stopped(&e),
+                        Err(e) => return stopped(&e),
+                    };
+                    let step = next.map_or(Step::Done, |cursor| Step::Page(fetch(Some(cursor))));
+                    let written = tokio::task::spawn_blocking(move || {
+                        let cells: Vec<Vec<String>> =
+                            rows.iter().map(|r| detailed_cells(r, v)).collect();
+                        csv_bytes(&cells).unwrap_or_default()
+                    })
+                    .await;
+                    match written {
+                        Ok(bytes) => Some((Ok(bytes::Bytes::from(bytes)), step)),
+                        Err(e) => stopped(&e),
                     }
                 }
             }
