@@ -915,7 +915,9 @@ impl Report {
                 md,
                 "Invoices on the same data: one client's billable entries from 2026-01-01 to {} \
                  ({} entries; 10,000 at full size), grouped by project and task into {} lines, \
-                 with 19 % tax. Each run previews the invoice, creates it (the entries locked and \
+                 with 19 % tax. The part starts with a `VACUUM ANALYZE` of the entries (the \
+                 rate part's dead row versions cleaned up, as autovacuum does within a minute or \
+                 so). Each run previews the invoice, creates it (the entries locked and \
                  linked in one transaction) and deletes the draft again (which releases the \
                  entries and prices them anew). The first draft's PDF is fetched one at a time, \
                  then eight at once while the server's resident memory is sampled every 20 ms.\n\n\

@@ -27,6 +27,7 @@ const RECORD: &str = "schema timetrack_code";
 const FUNCTIONS: &[&str] = &[
     include_str!("functions/shows_to.sql"),
     include_str!("functions/receives.sql"),
+    include_str!("functions/sent_type.sql"),
     include_str!("functions/claim_deliveries.sql"),
     include_str!("functions/claim_after.sql"),
     include_str!("functions/record_attempts.sql"),

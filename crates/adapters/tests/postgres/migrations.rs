@@ -380,7 +380,7 @@ async fn installed_functions(client: &tokio_postgres::Client) -> Vec<String> {
         .collect()
 }
 
-const FUNCTIONS: [&str; 18] = [
+const FUNCTIONS: [&str; 19] = [
     "timetrack_code.amount_minor",
     "timetrack_code.apply_and_claim",
     "timetrack_code.apply_streaks",
@@ -398,6 +398,7 @@ const FUNCTIONS: [&str; 18] = [
     "timetrack_code.record_round",
     "timetrack_code.repricing",
     "timetrack_code.rounded_seconds",
+    "timetrack_code.sent_type",
     "timetrack_code.shows_to",
 ];
 

@@ -191,10 +191,10 @@ RETURN QUERY
     -- Each leased delivery's event and subscription, each found by its key from the delivery
     -- (lateral subqueries kept apart by their LIMIT, so no plan can drive the join from events
     -- or subscriptions instead).
-    -- A test sent as another type is sent with that type (events.sent_as, migration
-    -- 2026-11-29-000002); any other delivery of its event (a resend) is a WEBHOOK_TEST.
+    -- A test sent as another type is sent with that type, any other delivery of its event (a
+    -- resend) as a WEBHOOK_TEST (sent_type).
     SELECT l.id, l.kind, l.event_id, l.subscription_id, l.workspace_id,
-           CASE WHEN l.kind = 'test' THEN coalesce(e.sent_as, e.event_type) ELSE e.event_type END,
+           timetrack_code.sent_type(l.kind, e.event_type, e.sent_as),
            e.body,
            s.url, s.description, s.secret, s.previous_secret, l.attempts, s.failing_since,
            s.failing_notified, coalesce(l.ordering_key, l.event_id::text),

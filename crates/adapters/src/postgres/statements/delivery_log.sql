@@ -1,13 +1,12 @@
 -- A page of a subscription's delivery log, newest (highest id) first: deliveries created at or
 -- after `since`, of the status, event type, event and entity (the ordering key) asked for (null:
--- any), older than `before`
--- (null: from the newest). `delivery` (null: any) selects one delivery, for its detail. Only
--- events that show to the subscription's owner (functions/shows_to.sql). A test sent as another
--- type is listed, and filtered, as the type it was sent as (events.sent_as; a resend of it is a
--- WEBHOOK_TEST, as functions/claim_deliveries.sql sends it). Each row also carries the ordering
--- key and sequence the claim gives the sender (the event's id and 0 for a delivery without).
+-- any), older than `before` (null: from the newest). `delivery` (null: any) selects one
+-- delivery, for its detail. Only events that show to the subscription's owner
+-- (functions/shows_to.sql). Each is listed, and filtered, as the type it was sent as
+-- (functions/sent_type.sql, the rule the claim sends by). Each row also carries the ordering key
+-- and sequence the claim gives the sender (the event's id and 0 for a delivery without).
 SELECT d.id, d.event_id,
-       CASE WHEN d.kind = 'test' THEN coalesce(e.sent_as, e.event_type) ELSE e.event_type END
+       timetrack_code.sent_type(d.kind, e.event_type, e.sent_as)
            AS event_type,
        d.kind, d.status, d.attempts, d.next_attempt_at,
        (SELECT max(a.started_at) FROM delivery_attempts a WHERE a.delivery_id = d.id)
@@ -24,7 +23,7 @@ WHERE d.subscription_id = :id
   AND (:delivery::bigint IS NULL OR d.id = :delivery)
   AND (:status::text IS NULL OR d.status = :status)
   AND (:event_type::text IS NULL
-       OR CASE WHEN d.kind = 'test' THEN coalesce(e.sent_as, e.event_type) ELSE e.event_type END
+       OR timetrack_code.sent_type(d.kind, e.event_type, e.sent_as)
           = :event_type)
   AND (:event_id::uuid IS NULL OR d.event_id = :event_id)
   AND (:entity_id::text IS NULL OR d.ordering_key = :entity_id)

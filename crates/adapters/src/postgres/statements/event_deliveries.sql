@@ -1,10 +1,10 @@
 -- The deliveries of one event to one member's subscriptions that are not deleted, newest first,
 -- each with its subscription: the event's fate across the member's webhooks. The event is read
--- through its primary key and its deliveries through deliveries_event_idx. A test sent as another
--- type is listed as that type (events.sent_as), as in the delivery log (statements/delivery_log.sql,
--- whose columns these are).
+-- through its primary key and its deliveries through deliveries_event_idx. Each is listed as the
+-- type it was sent as (functions/sent_type.sql), as in the delivery log
+-- (statements/delivery_log.sql, whose columns these are).
 SELECT d.id, d.event_id,
-       CASE WHEN d.kind = 'test' THEN coalesce(e.sent_as, e.event_type) ELSE e.event_type END
+       timetrack_code.sent_type(d.kind, e.event_type, e.sent_as)
            AS event_type,
        d.kind, d.status, d.attempts, d.next_attempt_at,
        (SELECT max(a.started_at) FROM delivery_attempts a WHERE a.delivery_id = d.id)
