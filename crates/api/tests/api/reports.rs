@@ -754,10 +754,23 @@ async fn detailed_rows_sum_exactly_to_the_summary_totals_for_random_data() {
 
 #[actix_web::test]
 async fn the_detailed_csv_streams_every_row_once_in_order_across_its_pages() {
-    // 12,001 entries: the CSV is written 5,000 rows a page, each next page read while the one
-    // before is written out; every row must come once, in order, with the header once.
+    // 12,001 entries, every third tagged, written straight into the table as an import would,
+    // with no statistics gathered yet: the CSV is written 5,000 rows a page, each next page read
+    // while the one before is written out; every row must come once, in order, with its tag.
     let t = TestApp::new().await;
     let app = t.service().await;
+    let key = t.key();
+    let (_, _, tag) = call(
+        &app,
+        req(
+            "POST",
+            "/api/tags",
+            &key,
+            Some(json!({"name": "Deep work"})),
+        ),
+    )
+    .await;
+    let tag = tag["id"].as_str().unwrap().to_owned();
     let (workspace, user) = (t.workspace.id.0, t.user.id.0);
     t.execute(&format!(
         "INSERT INTO time_entries (id, workspace_id, user_id, source, description, billable, \
@@ -768,15 +781,18 @@ async fn the_detailed_csv_streams_every_row_once_in_order_across_its_pages() {
          FROM generate_series(0, 12000) AS n"
     ))
     .await;
-    // Statistics, as autovacuum would gather after such an import (without them the planner
-    // takes the new rows for an empty table).
-    t.execute("ANALYZE time_entries").await;
+    t.execute(&format!(
+        "INSERT INTO time_entry_tags (workspace_id, time_entry_id, tag_id) \
+         SELECT '{workspace}', id, '{tag}' FROM time_entries \
+         WHERE substr(description, 5)::int % 3 = 0"
+    ))
+    .await;
     let (status, content_type, body) = call_text(
         &app,
         req(
             "GET",
             "/api/reports/detailed?from=2026-03-01&to=2026-03-31&format=csv",
-            &t.key(),
+            &key,
             None,
         ),
     )
@@ -786,17 +802,25 @@ async fn the_detailed_csv_streams_every_row_once_in_order_across_its_pages() {
         (200, "text/csv; charset=utf-8")
     );
     let mut reader = csv::Reader::from_reader(body.as_bytes());
-    let description = reader
-        .headers()
-        .unwrap()
-        .iter()
-        .position(|h| h == "description")
-        .unwrap();
-    let rows: Vec<String> = reader
+    let header = reader.headers().unwrap().clone();
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (description, tags) = (column("description"), column("tags"));
+    let rows: Vec<(String, String)> = reader
         .records()
-        .map(|r| r.unwrap()[description].to_owned())
+        .map(|r| {
+            let r = r.unwrap();
+            (r[description].to_owned(), r[tags].to_owned())
+        })
         .collect();
-    let expected: Vec<String> = (0..=12000).map(|n| format!("row {n}")).collect();
+    let expected: Vec<(String, String)> = (0..=12000)
+        .map(|n| {
+            let tags = if n % 3 == 0 { "Deep work" } else { "" };
+            (format!("row {n}"), tags.to_owned())
+        })
+        .collect();
     assert_eq!(rows.len(), expected.len());
-    assert!(rows == expected, "every row once, oldest start first");
+    assert!(
+        rows == expected,
+        "every row once, oldest start first, with its tag"
+    );
 }

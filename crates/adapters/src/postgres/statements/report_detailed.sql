@@ -1,7 +1,10 @@
 -- After report_base.sql: a page of its entries, oldest start first, after ($14 start, $15 id)
 -- when given, at most $16, with the names of what each refers to. The page is taken first; the
 -- names and the tags are then joined to its rows by hashing, the tags read for the page's ids in
--- one index scan (a look-up per row cost several times the rest of the page).
+-- one index scan (a look-up per row cost several times the rest of the page). Both are
+-- MATERIALIZED, computed once: on a table without statistics yet (entries just imported, before
+-- autovacuum's ANALYZE) the planner takes the page for one row and would otherwise run the tags'
+-- aggregate again for every row of the page (34 s for a page of 5,000 instead of 0.5 s).
 , page AS MATERIALIZED (
     SELECT x.id, x.day, x.start_at, x.end_at, x.seconds, x.rounded, x.description, x.billable,
            x.user_id, x.client_id, x.project_id, x.task_id, x.currency,
@@ -10,7 +13,7 @@
     WHERE $14::timestamptz IS NULL OR (x.start_at, x.id) > ($14, $15::uuid)
     ORDER BY x.start_at, x.id
     LIMIT $16
-), page_tags AS (
+), page_tags AS MATERIALIZED (
     SELECT tt.time_entry_id,
            array_agg(g.id::text ORDER BY g.name, g.id) AS ids,
            array_agg(g.name ORDER BY g.name, g.id) AS names
