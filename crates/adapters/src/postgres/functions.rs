@@ -22,8 +22,10 @@ pub const SCHEMA: &str = "timetrack_code";
 /// `public`), dropped at the next install.
 const RECORD: &str = "schema timetrack_code";
 
-/// Every function the service calls, in the order they are created (none calls another at
-/// creation; PL/pgSQL resolves calls when they run).
+/// Every function the service calls, in the order they are created. The order matters for the
+/// plain SQL ones, whose bodies PostgreSQL checks when they are created: each comes after the
+/// functions it calls (`repricing` after `rate_level`, `price_entries` after `entry_prices`,
+/// `claim_deliveries` after `sent_type`). PL/pgSQL resolves its calls when it runs.
 const FUNCTIONS: &[&str] = &[
     include_str!("functions/shows_to.sql"),
     include_str!("functions/receives.sql"),

@@ -1,5 +1,6 @@
 //! Rates and entry prices in PostgreSQL. The rule that picks an entry's rate is the SQL function
-//! `timetrack_code.entry_prices` (functions/entry_prices.sql), which `price_entries` writes; every change that can move a
+//! `timetrack_code.repricing` (functions/repricing.sql), which `price_entries` (filtered
+//! re-pricings) and `price_written` (entries a write made) write; every change that can move a
 //! price calls it in its own transaction, after taking the workspace's pricing lock
 //! (`timetrack_code.pricing_lock`) first.
 

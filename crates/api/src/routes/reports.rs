@@ -734,7 +734,8 @@ pub async fn detailed(
 /// The detailed CSV, [`CSV_PAGE`] rows at a time: the header first, then page after page until
 /// the last. Each page is written out as CSV on a blocking thread while the next page's query is
 /// already sent, so the database and the CSV writer work at once; at most two pages are held. A
-/// failure midway ends the body early (and is logged); what was sent stays valid CSV.
+/// failure midway is logged and breaks the body off before the chunked encoding's last chunk, so
+/// a client sees an incomplete download rather than a short file that looks whole.
 fn detailed_stream(
     state: std::sync::Arc<AppState>,
     caller: Principal,
@@ -761,15 +762,15 @@ fn detailed_stream(
         async move {
             let stopped = |e: &dyn std::fmt::Display| {
                 tracing::error!(error = %e, "the detailed CSV stopped early");
-                None::<(Result<bytes::Bytes, actix_web::Error>, Step)>
+                let cut = actix_web::error::ErrorInternalServerError("the detailed CSV stopped");
+                Some((Err(cut), Step::Done))
             };
             match step {
                 Step::Done => None,
-                Step::Header => {
-                    let first = fetch(None);
-                    let bytes = csv_bytes(&[detailed_header(v)]).unwrap_or_default();
-                    Some((Ok(bytes::Bytes::from(bytes)), Step::Page(first)))
-                }
+                Step::Header => match csv_bytes(&[detailed_header(v)]) {
+                    Ok(bytes) => Some((Ok(bytes::Bytes::from(bytes)), Step::Page(fetch(None)))),
+                    Err(e) => stopped(&e),
+                },
                 Step::Page(fetched) => {
                     let (rows, next) = match fetched.await {
                         Ok(Ok(page)) => page,
@@ -780,11 +781,12 @@ fn detailed_stream(
                     let written = tokio::task::spawn_blocking(move || {
                         let cells: Vec<Vec<String>> =
                             rows.iter().map(|r| detailed_cells(r, v)).collect();
-                        csv_bytes(&cells).unwrap_or_default()
+                        csv_bytes(&cells)
                     })
                     .await;
                     match written {
-                        Ok(bytes) => Some((Ok(bytes::Bytes::from(bytes)), step)),
+                        Ok(Ok(bytes)) => Some((Ok(bytes::Bytes::from(bytes)), step)),
+                        Ok(Err(e)) => stopped(&e),
                         Err(e) => stopped(&e),
                     }
                 }

@@ -243,7 +243,7 @@ pub struct PricedEntry {
 /// its day (the latest `effective_from` not after it, per scope and target), the one of the most
 /// specific level: project_member, task, project, client, member, workspace. None for a
 /// billable rate of a non-billable entry. (The PostgreSQL adapter states the same rule in
-/// `price_entries.sql`; the contract tests hold both to it.)
+/// `repricing.sql`; the contract tests hold both to it.)
 pub fn choose_rate<'a>(rates: &'a [Rate], entry: &PricedEntry, kind: RateKind) -> Option<&'a Rate> {
     if kind == RateKind::Billable && !entry.billable {
         return None;

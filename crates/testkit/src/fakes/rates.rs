@@ -1,5 +1,5 @@
 //! Rates and entry prices: the domain's `choose_rate` over the fake's tables, applied where the
-//! PostgreSQL adapters call `price_entries`.
+//! PostgreSQL adapters call `price_entries` and `price_written`.
 
 use super::*;
 use timetrack_domain::ids::RateId;
@@ -50,7 +50,7 @@ impl Tables {
         })
     }
 
-    /// Prices the unlocked entries of `workspace` that `reach` selects, as `price_entries.sql`
+    /// Prices the unlocked entries of `workspace` that `reach` selects, as `repricing.sql`
     /// does, and returns those whose price changed.
     pub(super) fn reprice(
         &mut self,
