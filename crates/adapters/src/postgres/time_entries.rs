@@ -157,10 +157,10 @@ async fn insert_tags(conn: &mut AsyncPgConnection, entry: &TimeEntry) -> QueryRe
     Ok(())
 }
 
-/// Ends `stop`'s timer if it is still running: whether it was (its event is the caller's to
-/// record, in the same transaction).
-async fn end_timer(conn: &mut AsyncPgConnection, stop: &TimerStop) -> QueryResult<bool> {
-    let stopped = diesel::update(
+/// Ends `stop`'s timer if it is still running: the rows ended, 0 or 1 (its event is the caller's
+/// to record, in the same transaction).
+async fn end_timer(conn: &mut AsyncPgConnection, stop: &TimerStop) -> QueryResult<usize> {
+    diesel::update(
         time_entries::table
             .filter(time_entries::id.eq(stop.entry.0))
             .filter(time_entries::end_at.is_null()),
@@ -170,8 +170,7 @@ async fn end_timer(conn: &mut AsyncPgConnection, stop: &TimerStop) -> QueryResul
         time_entries::updated_at.eq(stop.event.created_at),
     ))
     .execute(conn)
-    .await?;
-    Ok(stopped > 0)
+    .await
 }
 
 /// Why a conditional write of `entry` found no row: the 409 of the invoice holding it (draft or
@@ -276,7 +275,7 @@ impl TimeEntryRepository for PgTimeEntryRepository {
                 pricing_lock(conn, entry.workspace_id, false).await?;
                 let mut recorded = Vec::with_capacity(events.len() + 1);
                 if let Some(stop) = stop {
-                    if !end_timer(conn, stop).await? {
+                    if end_timer(conn, stop).await? == 0 {
                         return Ok((WriteOutcome::Raced, 0));
                     }
                     recorded.push(stop.event.clone());
@@ -304,12 +303,8 @@ impl TimeEntryRepository for PgTimeEntryRepository {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let applied = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                if !end_timer(conn, stop).await? {
-                    return Ok(None);
-                }
-                record_events(conn, std::slice::from_ref(&stop.event))
-                    .await
-                    .map(Some)
+                let ended = end_timer(conn, stop).await?;
+                record_if_found(conn, ended, std::slice::from_ref(&stop.event)).await
             })
             .await
             .map_err(|e| map_db_error(e, "stopping a timer"))?;
