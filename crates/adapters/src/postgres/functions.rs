@@ -24,7 +24,7 @@ const RECORD: &str = "schema timetrack_code";
 
 /// Every function the service calls, in the order they are created. The order matters for the
 /// plain SQL ones, whose bodies PostgreSQL checks when they are created: each comes after the
-/// functions it calls (`repricing` after `rate_level`, `price_entries` after `entry_prices`,
+/// functions it calls (`rate_for` after `rate_level`, `repricing` after `rate_for`, `price_entries` after `entry_prices`,
 /// `claim_deliveries` after `sent_type`). PL/pgSQL resolves its calls when it runs.
 const FUNCTIONS: &[&str] = &[
     include_str!("functions/shows_to.sql"),
@@ -40,6 +40,7 @@ const FUNCTIONS: &[&str] = &[
     include_str!("functions/apply_and_claim.sql"),
     include_str!("functions/pricing_lock.sql"),
     include_str!("functions/rate_level.sql"),
+    include_str!("functions/rate_for.sql"),
     include_str!("functions/repricing.sql"),
     include_str!("functions/entry_prices.sql"),
     include_str!("functions/price_entries.sql"),

@@ -380,7 +380,7 @@ async fn installed_functions(client: &tokio_postgres::Client) -> Vec<String> {
         .collect()
 }
 
-const FUNCTIONS: [&str; 19] = [
+const FUNCTIONS: [&str; 20] = [
     "timetrack_code.amount_minor",
     "timetrack_code.apply_and_claim",
     "timetrack_code.apply_streaks",
@@ -391,6 +391,7 @@ const FUNCTIONS: [&str; 19] = [
     "timetrack_code.price_entries",
     "timetrack_code.price_written",
     "timetrack_code.pricing_lock",
+    "timetrack_code.rate_for",
     "timetrack_code.rate_level",
     "timetrack_code.receives",
     "timetrack_code.record_and_claim",

@@ -10,7 +10,7 @@
 --   - an entry's currency is its project's client's, or else the workspace's;
 --   - its date is its start's date in the workspace's time zone;
 --   - per kind, the rate is the one of the most specific level (rate_level) that has a row in
---     that currency in force on that date: the latest effective_from not after it;
+--     that currency in force on that date: the latest effective_from not after it (rate_for);
 --   - a non-billable entry has no billable rate; every entry gets a cost rate.
 --
 -- A plain SQL function, STABLE and without SET clauses, so the planner inlines it into the
@@ -45,34 +45,12 @@ AS $fn$
           AND e.invoice_id IS NULL
           AND (w.lock_before IS NULL OR (e.start_at AT TIME ZONE w.timezone)::date >= w.lock_before)
     ) t
-    LEFT JOIN LATERAL (
-        SELECT r.id, r.scope, r.hourly_minor FROM rates r
-        WHERE t.billable AND r.workspace_id = p_workspace AND r.kind = 'billable'
-          AND r.currency = t.currency AND r.effective_from <= t.day
-          AND CASE r.scope
-                WHEN 'project_member' THEN r.project_id = t.project_id AND r.user_id = t.user_id
-                WHEN 'task' THEN r.task_id = t.task_id
-                WHEN 'project' THEN r.project_id = t.project_id
-                WHEN 'client' THEN r.client_id = t.client_id
-                WHEN 'member' THEN r.user_id = t.user_id
-                ELSE true END
-        ORDER BY timetrack_code.rate_level(r.scope), r.effective_from DESC
-        LIMIT 1
-    ) b ON true
-    LEFT JOIN LATERAL (
-        SELECT r.id, r.scope, r.hourly_minor FROM rates r
-        WHERE r.workspace_id = p_workspace AND r.kind = 'cost'
-          AND r.currency = t.currency AND r.effective_from <= t.day
-          AND CASE r.scope
-                WHEN 'project_member' THEN r.project_id = t.project_id AND r.user_id = t.user_id
-                WHEN 'task' THEN r.task_id = t.task_id
-                WHEN 'project' THEN r.project_id = t.project_id
-                WHEN 'client' THEN r.client_id = t.client_id
-                WHEN 'member' THEN r.user_id = t.user_id
-                ELSE true END
-        ORDER BY timetrack_code.rate_level(r.scope), r.effective_from DESC
-        LIMIT 1
-    ) k ON true
+    LEFT JOIN LATERAL timetrack_code.rate_for(p_workspace, 'billable', t.billable, t.currency, t.day,
+                                              t.user_id, t.client_id, t.project_id, t.task_id) b
+        ON true
+    LEFT JOIN LATERAL timetrack_code.rate_for(p_workspace, 'cost', true, t.currency, t.day,
+                                              t.user_id, t.client_id, t.project_id, t.task_id) k
+        ON true
     WHERE (t.old_currency, t.old_billable_id, t.old_billable_minor, t.old_cost_id, t.old_cost_minor)
           IS DISTINCT FROM (t.currency, b.id, b.hourly_minor, k.id, k.hourly_minor)
 $fn$;
