@@ -875,12 +875,16 @@ impl Report {
                  month's summary by project and day ({} entries; {} requests after 3 to warm up), \
                  a year's ({} entries; the longest range a report takes), and the year's detailed \
                  CSV read whole while the server's resident memory is sampled every 50 ms. The \
-                 machine's own limits, on a connection of the tool's: the summary's statement \
-                 itself (prepared, as the service runs it), and the bare scan of the period's \
-                 entries (a count and a sum of durations, nothing grouped).\n\n\
-                 | | through the API | the statement directly | bare scan |\n|---|---|---|---|\n\
-                 | month summary, p50 / p99 | {:.1} / {:.1} ms | {} ms | {} ms |\n\
-                 | year summary | {} ms | {} ms | {} ms |\n\n\
+                 owner's summaries are summed from the workspace's day totals ({} buckets in the \
+                 month, {} in the year). On a connection of the tool's: the summary's statement \
+                 itself (prepared, as the service runs it), the same summary summed from the \
+                 entries (as for a member, a tag or another zone; the tool checks both answer \
+                 the same rows), and the machine's own limit for the entries, the bare scan of \
+                 the period's (a count and a sum of durations, nothing grouped).\n\n\
+                 | | through the API | the statement directly | from the entries | bare scan of \
+                 the entries |\n|---|---|---|---|---|\n\
+                 | month summary, p50 / p99 | {:.1} / {:.1} ms | {} ms | {} ms | {} ms |\n\
+                 | year summary | {} ms | {} ms | {} ms | {} ms |\n\n\
                  | year detailed CSV | rows | rows/s | server RSS growth |\n|---|---|---|---|\n\
                  | | {} | {} | {} MB |\n\n\
                  A billable rate for one client, in force from before the first entry, reaches \
@@ -894,12 +898,16 @@ impl Report {
                 r.month_entries,
                 self.sizes.report_month_requests,
                 r.year_entries,
+                r.month_buckets,
+                r.year_buckets,
                 r.month.percentile(50.0),
                 r.month.percentile(99.0),
                 r.month_direct.show(1),
+                r.month_from_entries.show(1),
                 r.month_scan.show(1),
                 ms(&r.year),
                 ms(&r.year_direct),
+                ms(&r.year_from_entries),
                 ms(&r.year_scan),
                 r.csv_rows,
                 r.csv_rows_per_second.show(0),

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use timetrack_adapters::postgres::{FOR_ONE_AGGREGATE, summary_statement};
+use timetrack_adapters::postgres::{FOR_ONE_AGGREGATE, ReportSource, summary_statement};
 use timetrack_domain::model::GroupKey;
 use uuid::Uuid;
 
@@ -47,6 +47,12 @@ pub struct Reports {
     /// The same statement executed directly, and the bare scan of the month (ms, medians).
     pub month_direct: Repeated,
     pub month_scan: Repeated,
+    /// The summary's statement summed from the entries instead of the day totals (ms).
+    pub month_from_entries: Repeated,
+    pub year_from_entries: Repeated,
+    /// The day totals' buckets of the month and of the year.
+    pub month_buckets: i64,
+    pub year_buckets: i64,
     /// The year's summary through the API, directly, and the bare scan (ms).
     pub year: Repeated,
     pub year_direct: Repeated,
@@ -177,21 +183,72 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
         out.year_entries
     ));
 
-    // The same statement, directly, in a transaction with the settings the service gives it.
-    let statement = summary_statement(&[GroupKey::Project, GroupKey::Day]);
-    client
-        .batch_execute(&format!(
-            "PREPARE report_summary(uuid, text, date, date, uuid[], uuid[], uuid[], uuid[], \
-             uuid[], boolean, boolean, integer, text) AS {statement}"
-        ))
-        .await?;
-    let execute = |(from, to): (&str, &str)| {
+    // The same statement, directly, in a transaction with the settings the service gives it:
+    // from the day totals, as the service runs it for the owner, and from the entries, as it
+    // would without them; both must answer the same rows.
+    let keys = [GroupKey::Project, GroupKey::Day];
+    for (name, source) in [
+        ("report_summary", ReportSource::DayTotals),
+        ("report_summary_entries", ReportSource::Entries),
+    ] {
+        let statement = summary_statement(source, &keys);
+        client
+            .batch_execute(&format!(
+                "PREPARE {name}(uuid, text, date, date, uuid[], uuid[], uuid[], uuid[], \
+                 uuid[], boolean, boolean, integer, text) AS {statement}"
+            ))
+            .await?;
+    }
+    let run = |name: &str, (from, to): (&str, &str)| {
         format!(
             "BEGIN; {FOR_ONE_AGGREGATE}; \
-             EXECUTE report_summary('{workspace}', '{ZONE}', '{from}', '{to}', '{{}}', '{{}}', \
+             EXECUTE {name}('{workspace}', '{ZONE}', '{from}', '{to}', '{{}}', '{{}}', \
              '{{}}', '{{}}', '{{}}', NULL, NULL, 0, 'nearest'); COMMIT"
         )
     };
+    let execute = |period: (&str, &str)| run("report_summary", period);
+    let from_entries = |period: (&str, &str)| run("report_summary_entries", period);
+    for period in [MONTH, YEAR] {
+        let rows = |sql: String| {
+            let client = client.clone();
+            async move {
+                let mut rows: Vec<Vec<Option<String>>> = Vec::new();
+                for message in client.simple_query(&sql).await? {
+                    if let tokio_postgres::SimpleQueryMessage::Row(row) = message {
+                        rows.push(
+                            (0..row.len())
+                                .map(|i| row.get(i).map(str::to_owned))
+                                .collect(),
+                        );
+                    }
+                }
+                rows.sort();
+                anyhow::Ok(rows)
+            }
+        };
+        if rows(execute(period)).await? != rows(from_entries(period)).await? {
+            out.failures.push(format!(
+                "reports: the summary of {} to {} from the day totals differs from the one \
+                 from the entries",
+                period.0, period.1
+            ));
+        }
+    }
+    let buckets = |(from, to): (&'static str, &'static str)| {
+        let client = client.clone();
+        async move {
+            let row = client
+                .query_one(
+                    "SELECT count(*) FROM report_day_totals WHERE workspace_id = $1::text::uuid \
+                     AND day BETWEEN $2::text::date AND $3::text::date",
+                    &[&workspace.to_string(), &from, &to],
+                )
+                .await?;
+            anyhow::Ok(row.get::<_, i64>(0))
+        }
+    };
+    out.month_buckets = buckets(MONTH).await?;
+    out.year_buckets = buckets(YEAR).await?;
     let scan = |(from, to): (&str, &str)| {
         format!(
             "SELECT count(*), sum(date_part('epoch', end_at - start_at)::bigint) \
@@ -211,8 +268,11 @@ pub async fn measure(env: &Environment, server: &Server, sizes: Sizes) -> Result
     };
     for _ in 0..sizes.runs.max(3) {
         out.month_direct.push(timed(execute(MONTH)).await?);
+        out.month_from_entries
+            .push(timed(from_entries(MONTH)).await?);
         out.month_scan.push(timed(scan(MONTH)).await?);
         out.year_direct.push(timed(execute(YEAR)).await?);
+        out.year_from_entries.push(timed(from_entries(YEAR)).await?);
         out.year_scan.push(timed(scan(YEAR)).await?);
     }
     for (name, period) in [("month", MONTH), ("year", YEAR)] {
@@ -524,7 +584,7 @@ async fn seed(env: &Environment, workspace: Uuid, entries: usize) -> Result<()> 
         let sql = SEED.replace("$1", &id).replace("$2", &entries.to_string());
         client.batch_execute(&sql).await.context("seeding")?;
         client
-            .batch_execute("VACUUM ANALYZE time_entries, time_entry_tags")
+            .batch_execute("VACUUM ANALYZE time_entries, time_entry_tags, report_day_totals")
             .await?;
         progress(&format!(
             "reports dataset seeded in {:.0} s",

@@ -49,7 +49,9 @@ pub(crate) use pool::opaque_debug;
 pub use pool::{PgPool, PoolSettings, build_pool, check_connection, is_on_this_machine};
 pub use queue::PgDeliveryQueue;
 pub use rates::PgRateRepository;
-pub use reports::{FOR_ONE_AGGREGATE, PgReportRepository, summary_statement};
+pub use reports::{
+    FOR_ONE_AGGREGATE, PgReportRepository, Source as ReportSource, summary_statement,
+};
 pub use reseal::{Resealed, reseal_all};
 pub use subscriptions::PgSubscriptionRepository;
 pub use time_entries::PgTimeEntryRepository;

@@ -33,6 +33,36 @@ use super::pool::{PgPool, opaque_debug};
 
 /// The entries of a report with their figures: `priced` (see the file).
 const BASE: &str = include_str!("statements/report_base.sql");
+/// The same figures summed per day and bucket, as `priced` (see the file).
+const DAY_TOTALS: &str = include_str!("statements/report_day_totals.sql");
+
+/// What a summary is summed from: the entries of its period, or the workspace's day totals
+/// (`report_day_totals`), a bucket per local day, project, task, billable, invoiced and
+/// currency, which answer the same figures from a fraction of the rows when no member, tag or
+/// other zone is asked for (ADR 0024).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Entries,
+    DayTotals,
+}
+
+impl Source {
+    /// The statement's first part, which defines `priced`.
+    fn base(self) -> &'static str {
+        match self {
+            Source::Entries => BASE,
+            Source::DayTotals => DAY_TOTALS,
+        }
+    }
+
+    /// The figures of a cell, summed over its rows (entries, or buckets of `entries` each).
+    fn cell_sums(self) -> &'static str {
+        match self {
+            Source::Entries => CELL_SUMS,
+            Source::DayTotals => BUCKET_SUMS,
+        }
+    }
+}
 
 /// Binds the base's parameters ($1 to $13) to `query`.
 macro_rules! bind_base {
@@ -88,6 +118,11 @@ const CELL_SUMS: &str = "count(*) AS entries, sum(x.seconds) AS seconds, \
     coalesce(sum(x.seconds) FILTER (WHERE x.billable), 0) AS billable_seconds, \
     sum(x.rounded) AS rounded, sum(x.bill) AS bill, sum(x.cost) AS cost";
 
+/// The figures of a cell, summed over its day totals.
+const BUCKET_SUMS: &str = "sum(x.entries) AS entries, sum(x.seconds) AS seconds, \
+    coalesce(sum(x.seconds) FILTER (WHERE x.billable), 0) AS billable_seconds, \
+    sum(x.rounded) AS rounded, sum(x.bill) AS bill, sum(x.cost) AS cost";
+
 /// The figures of a group, summed over its cells, as text: a sum of many large entries can pass
 /// the range of bigint, which the reader refuses with a clear error instead of the database
 /// failing the statement.
@@ -95,10 +130,22 @@ const GROUP_SUMS: &str = "sum(c.seconds)::text AS seconds, \
     sum(c.billable_seconds)::text AS billable_seconds, sum(c.rounded)::text AS rounded, \
     sum(c.entries)::text AS entries, sum(c.bill)::text AS bill, sum(c.cost)::text AS cost";
 
+/// The figures of a cell as they are, as text (the cells are the groups of the deepest level).
+const CELL_TEXTS: &str = "c.seconds::text AS seconds, \
+    c.billable_seconds::text AS billable_seconds, c.rounded::text AS rounded, \
+    c.entries::text AS entries, c.bill::text AS bill, c.cost::text AS cost";
+
 /// One select of the groups of `keys` at the depths `depths` (0: the totals), over the entries
-/// joined to their tags when a key is the tag: first the cells (one per value of every key and currency, by
-/// hashing, in one pass over the entries), then the groups of each depth from the cells.
-fn grouped_select(keys: &[GroupKey], depths: std::ops::RangeInclusive<usize>) -> String {
+/// joined to their tags when a key is the tag: first the cells (one per value of every key and
+/// currency, by hashing, in one pass over the entries), then the groups of each depth from the
+/// cells. The cells are the groups of the deepest level, so asked for that level alone, the
+/// select answers them as they are (grouping 10,000 cells again took a third of a year's
+/// summary from the day totals).
+fn grouped_select(
+    source: Source,
+    keys: &[GroupKey],
+    depths: std::ops::RangeInclusive<usize>,
+) -> String {
     let tagged = keys.contains(&GroupKey::Tag);
     let columns: Vec<String> = keys
         .iter()
@@ -112,6 +159,7 @@ fn grouped_select(keys: &[GroupKey], depths: std::ops::RangeInclusive<usize>) ->
     } else {
         ""
     };
+    let deepest_only = depths == (keys.len()..=keys.len());
     let sets: Vec<String> = depths
         .map(|depth| {
             let mut set: Vec<String> = (1..=depth).map(|i| format!("c.k{i}")).collect();
@@ -134,39 +182,55 @@ fn grouped_select(keys: &[GroupKey], depths: std::ops::RangeInclusive<usize>) ->
             })
         })
         .collect();
+    let cells = format!(
+        "SELECT {cell_keys}x.currency, {} FROM priced x{tags} GROUP BY {group_by}{}",
+        source.cell_sums(),
+        keys.len() + 1,
+    );
+    if deepest_only {
+        return format!(
+            "SELECT {} AS level, {} AS k1, {} AS k2, {} AS k3, c.currency, {CELL_TEXTS} \
+             FROM ({cells}) c",
+            keys.len(),
+            texts[0],
+            texts[1],
+            texts[2],
+        );
+    }
     format!(
         "SELECT {level} AS level, {} AS k1, {} AS k2, {} AS k3, c.currency, {GROUP_SUMS} \
-         FROM (SELECT {cell_keys}x.currency, {CELL_SUMS} FROM priced x{tags} \
-               GROUP BY {group_by}{}) c \
+         FROM ({cells}) c \
          GROUP BY GROUPING SETS ({})",
         texts[0],
         texts[1],
         texts[2],
-        keys.len() + 1,
         sets.join(", ")
     )
 }
 
-/// The summary's statement as the repository runs it (parameters as in
+/// The summary's statement as the repository runs it from `source` (parameters as in
 /// `statements/report_base.sql`), for the benchmark to plan and time it directly.
-pub fn summary_statement(group_by: &[GroupKey]) -> String {
-    summary_sql(group_by)
+pub fn summary_statement(source: Source, group_by: &[GroupKey]) -> String {
+    summary_sql(source, group_by)
 }
 
-/// The summary's statement: the totals (level 0) and the groups of every level of `group_by`.
-/// Keys before a tag key count each entry once; from the tag key on, an entry counts under each
-/// of its tags (and "no tag" when it has none), so those levels are summed over the entries
-/// joined to their tags, in a second select.
-fn summary_sql(group_by: &[GroupKey]) -> String {
+/// The summary's statement. Without a tag key: the groups of the deepest level of `group_by`
+/// alone (the totals without keys), each level above summed from them by [`with_upper_levels`]
+/// (in the database, the grouping sets of a year by project and day took twice as long as its
+/// deepest groups alone). With one: the totals (level 0) and the groups of every level, since
+/// keys before a tag key count each entry once and from the tag key on an entry counts under
+/// each of its tags (and "no tag" when it has none), so those levels are summed over the
+/// entries joined to their tags, in a second select.
+fn summary_sql(source: Source, group_by: &[GroupKey]) -> String {
     let select = match group_by.iter().position(|k| *k == GroupKey::Tag) {
-        None => grouped_select(group_by, 0..=group_by.len()),
+        None => grouped_select(source, group_by, group_by.len()..=group_by.len()),
         Some(tag) => format!(
             "{}\nUNION ALL {}",
-            grouped_select(&group_by[..tag], 0..=tag),
-            grouped_select(group_by, tag + 1..=group_by.len())
+            grouped_select(source, &group_by[..tag], 0..=tag),
+            grouped_select(source, group_by, tag + 1..=group_by.len())
         ),
     };
-    format!("{BASE}\n{select}")
+    format!("{}\n{select}", source.base())
 }
 
 #[derive(QueryableByName)]
@@ -193,6 +257,28 @@ struct GroupRow {
     bill: String,
     #[diesel(sql_type = Text)]
     cost: String,
+}
+
+/// `rows` (the groups of the deepest level, each of one currency) and, for every level above,
+/// its groups summed from them: what the grouping sets of every level would answer, a group's
+/// currencies in one row.
+fn with_upper_levels(rows: Vec<SummaryRow>, depth: usize) -> DomainResult<Vec<SummaryRow>> {
+    let mut upper: HashMap<Vec<GroupValue>, Figures> = HashMap::new();
+    for row in &rows {
+        for above in 0..depth.min(row.values.len()) {
+            upper
+                .entry(row.values[..above].to_vec())
+                .or_default()
+                .add(&row.figures)?;
+        }
+    }
+    let mut all = rows;
+    all.extend(
+        upper
+            .into_iter()
+            .map(|(values, figures)| SummaryRow { values, figures }),
+    );
+    Ok(all)
 }
 
 /// The refusal of a report whose sums pass what a figure can hold.
@@ -226,8 +312,60 @@ impl GroupRow {
 /// slower on a year; docs/benchmarks.md, section 11).
 pub const FOR_ONE_AGGREGATE: &str = "SET LOCAL jit = off; SET LOCAL work_mem = '64MB'; SET LOCAL plan_cache_mode = force_custom_plan";
 
+/// Starts a report's transaction: one snapshot for the choice of its source and the statement
+/// that reads it (a change of zone or rounding rebuilds the day totals in the transaction that
+/// makes it), and [`FOR_ONE_AGGREGATE`].
 async fn for_one_aggregate(conn: &mut AsyncPgConnection) -> QueryResult<()> {
-    conn.batch_execute(FOR_ONE_AGGREGATE).await
+    conn.batch_execute(&format!(
+        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; {FOR_ONE_AGGREGATE}"
+    ))
+    .await
+}
+
+/// What a report of `filter` grouped by `keys` is summed from: the day totals when they hold
+/// its answer (no member or tag filtered or grouped by, the workspace's own zone, and rounding
+/// none or the workspace's), else the entries. Read in the report's snapshot.
+async fn source_for(
+    conn: &mut AsyncPgConnection,
+    workspace: WorkspaceId,
+    filter: &ReportFilter,
+    keys: &[GroupKey],
+) -> QueryResult<Source> {
+    #[derive(QueryableByName)]
+    struct Settings {
+        #[diesel(sql_type = Text)]
+        timezone: String,
+        #[diesel(sql_type = diesel::sql_types::SmallInt)]
+        rounding_minutes: i16,
+        #[diesel(sql_type = Text)]
+        rounding_mode: String,
+    }
+    if !filter.tag_ids.is_empty()
+        || !filter.user_ids.is_empty()
+        || keys
+            .iter()
+            .any(|k| matches!(k, GroupKey::Tag | GroupKey::User))
+    {
+        return Ok(Source::Entries);
+    }
+    let settings: Option<Settings> = diesel::sql_query(
+        "SELECT timezone, rounding_minutes, rounding_mode FROM workspaces WHERE id = $1",
+    )
+    .bind::<SqlUuid, _>(workspace.0)
+    .get_result(conn)
+    .await
+    .optional()?;
+    let serves = settings.is_some_and(|s| {
+        s.timezone == filter.timezone
+            && (filter.rounding.minutes == 0
+                || (i32::from(s.rounding_minutes) == i32::from(filter.rounding.minutes)
+                    && s.rounding_mode == filter.rounding.mode.as_str()))
+    });
+    Ok(if serves {
+        Source::DayTotals
+    } else {
+        Source::Entries
+    })
 }
 
 /// The names of the things of `key` among `ids`, by id text.
@@ -433,11 +571,17 @@ impl ReportRepository for PgReportRepository {
     async fn totals(&self, workspace: WorkspaceId, filter: &ReportFilter) -> DomainResult<Figures> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         // The summary's statement without groups: its totals alone.
-        let query = bind_base!(diesel::sql_query(summary_sql(&[])), workspace, filter);
         let rows: Vec<GroupRow> = conn
             .transaction(async |conn| {
                 for_one_aggregate(conn).await?;
-                query.load(conn).await
+                let source = source_for(conn, workspace, filter, &[]).await?;
+                bind_base!(
+                    diesel::sql_query(summary_sql(source, &[])),
+                    workspace,
+                    filter
+                )
+                .load(conn)
+                .await
             })
             .await
             .map_err(|e| map_db_error(e, "summing a report"))?;
@@ -455,11 +599,17 @@ impl ReportRepository for PgReportRepository {
         group_by: &[GroupKey],
     ) -> DomainResult<Vec<SummaryRow>> {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let query = bind_base!(diesel::sql_query(summary_sql(group_by)), workspace, filter);
         let rows: Vec<GroupRow> = conn
             .transaction(async |conn| {
                 for_one_aggregate(conn).await?;
-                query.load(conn).await
+                let source = source_for(conn, workspace, filter, group_by).await?;
+                bind_base!(
+                    diesel::sql_query(summary_sql(source, group_by)),
+                    workspace,
+                    filter
+                )
+                .load(conn)
+                .await
             })
             .await
             .map_err(|e| map_db_error(e, "summing a report"))?;
@@ -477,7 +627,8 @@ impl ReportRepository for PgReportRepository {
                     .map_err(|e| map_db_error(e, "naming a report's groups"))?,
             );
         }
-        rows.iter()
+        let groups: Vec<SummaryRow> = rows
+            .iter()
             .map(|row| {
                 let depth = usize::try_from(row.level).unwrap_or(0);
                 let values = [&row.k1, &row.k2, &row.k3]
@@ -503,7 +654,12 @@ impl ReportRepository for PgReportRepository {
                     figures: row.figures()?,
                 })
             })
-            .collect()
+            .collect::<DomainResult<_>>()?;
+        if group_by.contains(&GroupKey::Tag) {
+            Ok(groups)
+        } else {
+            with_upper_levels(groups, group_by.len())
+        }
     }
 
     async fn detailed(
@@ -536,15 +692,19 @@ impl ReportRepository for PgReportRepository {
             billable: Some(true),
             ..filter.clone()
         };
-        let sql = format!(
-            "{BASE}\n{}",
-            grouped_select(&[GroupKey::Client, GroupKey::Project], 2..=2)
-        );
-        let query = bind_base!(diesel::sql_query(sql), workspace, filter);
+        let keys = [GroupKey::Client, GroupKey::Project];
         let rows: Vec<GroupRow> = conn
             .transaction(async |conn| {
                 for_one_aggregate(conn).await?;
-                query.load(conn).await
+                let source = source_for(conn, workspace, filter, &keys).await?;
+                let sql = format!(
+                    "{}\n{}",
+                    source.base(),
+                    grouped_select(source, &keys, 2..=2)
+                );
+                bind_base!(diesel::sql_query(sql), workspace, filter)
+                    .load(conn)
+                    .await
             })
             .await
             .map_err(|e| map_db_error(e, "reading the uninvoiced report"))?;

@@ -130,10 +130,15 @@ impl WorkspaceRepository for PgWorkspaceRepository {
         let moves_prices = old.timezone != new.timezone
             || old.currency != new.currency
             || old_settings.lock_before != new_settings.lock_before;
+        // Another zone or rounding also rebuilds the report day totals (a trigger does), which
+        // the same lock keeps apart from writes of entries.
+        let rebuilds_totals = old.timezone != new.timezone
+            || old_settings.rounding_minutes != new_settings.rounding_minutes
+            || old_settings.rounding_mode != new_settings.rounding_mode;
         let id = WorkspaceId(old.id);
         let written = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                if moves_prices {
+                if moves_prices || rebuilds_totals {
                     pricing_lock(conn, id, true).await?;
                 }
                 // Written only over exactly what was read: a change in between is a race, tried again.

@@ -59,6 +59,11 @@ const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[
         "each attempt's signature, to show a request as sent, and the type a test is sent as: \
          a database in use gains the columns without being remade (its attempts keep theirs)",
     ),
+    (
+        "2026-11-29-000003_report_day_totals",
+        "report day totals kept by triggers, which owners' summaries are read from: a database \
+         in use gains them summed from its entries without being remade",
+    ),
 ];
 
 #[test]
@@ -164,6 +169,7 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
         >::establish(&url)
         .unwrap();
         for version in [
+            "20261129000003",
             "20261129000002",
             "20261129000001",
             "20261128000007",
@@ -248,7 +254,7 @@ async fn webhooks_disabled_before_reasons_get_theirs_from_their_key() {
             diesel_async::AsyncPgConnection,
         >::establish(&url)
         .unwrap();
-        for version in ["20261129000002", "20261129000001"] {
+        for version in ["20261129000003", "20261129000002", "20261129000001"] {
             let reverted = conn
                 .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
                 .unwrap();
@@ -315,6 +321,77 @@ async fn webhooks_disabled_before_reasons_get_theirs_from_their_key() {
 
 /// The installation's key (ADR 0018) is made by the migrations once, kept by later runs, and
 /// read alike by every pool; the table holds that one row.
+#[tokio::test]
+async fn entries_from_before_the_day_totals_are_summed_into_them() {
+    let db = TestDatabase::new().await;
+    let url = db.url().to_owned();
+    tokio::task::spawn_blocking(move || {
+        use diesel::Connection as _;
+        use diesel_migrations::MigrationHarness as _;
+        let mut conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper::<
+            diesel_async::AsyncPgConnection,
+        >::establish(&url)
+        .unwrap();
+        let reverted = conn
+            .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
+            .unwrap();
+        assert_eq!(reverted.to_string(), "20261129000003");
+    })
+    .await
+    .unwrap();
+    let client = sql_client(db.url()).await;
+    // Three stopped entries in Berlin (two on one local day, one just after its midnight, which
+    // is the day before in UTC), rounded up to 15 minutes, priced 60.00 an hour; one running.
+    client
+        .batch_execute(
+            "INSERT INTO workspaces (id, name, created_at, timezone, rounding_minutes, rounding_mode) \
+             VALUES ('00000000-0000-0000-0000-00000000000a', 'A', now(), 'Europe/Berlin', 15, 'up'); \
+             INSERT INTO users (id, name, email, created_at) VALUES \
+               ('00000000-0000-0000-0000-000000000001', 'One', 'one@example.com', now()); \
+             INSERT INTO memberships (workspace_id, user_id, created_at, role) VALUES \
+               ('00000000-0000-0000-0000-00000000000a', '00000000-0000-0000-0000-000000000001', now(), 'owner'); \
+             INSERT INTO rates (id, workspace_id, kind, scope, currency, hourly_minor, \
+                                effective_from, created_at) \
+             VALUES ('00000000-0000-0000-0000-0000000000b1', '00000000-0000-0000-0000-00000000000a', \
+                     'billable', 'workspace', 'EUR', 6000, '2020-01-01', now()); \
+             INSERT INTO time_entries (id, workspace_id, user_id, source, billable, start_at, end_at, \
+                                       created_at, updated_at, price_currency, billable_rate_id, \
+                                       billable_rate_scope, billable_rate_minor) \
+             SELECT gen_random_uuid(), '00000000-0000-0000-0000-00000000000a', \
+                    '00000000-0000-0000-0000-000000000001', 'timer', true, s::timestamptz, \
+                    e::timestamptz, now(), now(), 'EUR', '00000000-0000-0000-0000-0000000000b1', \
+                    'workspace', 6000 \
+             FROM (VALUES ('2026-03-02 08:00:00+00', '2026-03-02 08:20:00+00'), \
+                          ('2026-03-02 09:00:00+00', '2026-03-02 09:01:00+00'), \
+                          ('2026-03-02 23:30:00+00', '2026-03-03 00:00:00+00'), \
+                          ('2026-03-04 10:00:00+00', NULL)) AS v(s, e);",
+        )
+        .await
+        .unwrap();
+    run_migrations(db.url()).await.unwrap();
+    let totals: Vec<String> = client
+        .query(
+            "SELECT day::text || ' ' || entries || ' ' || seconds || ' ' || rounded_seconds \
+                    || ' ' || bill_rounded || ' ' || bill \
+             FROM report_day_totals ORDER BY day",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    // 20 min and 1 min: 1,260 s, rounded up to 30 and 15 min (2,700 s); 20.00 + 1.00 unrounded,
+    // 30.00 + 15.00 rounded. The half hour from 00:30 Berlin time is the 3rd's.
+    assert_eq!(
+        totals,
+        [
+            "2026-03-02 2 1260 2700 4500 2100",
+            "2026-03-03 1 1800 1800 3000 3000"
+        ]
+    );
+}
+
 #[tokio::test]
 async fn the_installation_key_is_made_once_and_read_alike() {
     let db = TestDatabase::new().await;

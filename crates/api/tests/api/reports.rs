@@ -632,7 +632,7 @@ async fn detailed_rows_sum_exactly_to_the_summary_totals_for_random_data() {
             201
         );
     }
-    for round in 0..6 {
+    for round in 0..10 {
         let currency = ["EUR", "USD", "JPY"][rng.random_range(0..3)];
         let scope = if rng.random_bool(0.5) {
             json!({"scope": "workspace"})
@@ -650,16 +650,6 @@ async fn detailed_rows_sum_exactly_to_the_summary_totals_for_random_data() {
         assert!(status == 201 || status == 409);
         let minutes = [0, 1, 6, 15, 60][rng.random_range(0..5)];
         let mode = ["up", "down", "nearest"][rng.random_range(0..3)];
-        call(
-            &app,
-            req(
-                "PATCH",
-                "/api/workspace",
-                &key,
-                Some(json!({"settings": {"rounding": {"minutes": minutes, "mode": mode}}})),
-            ),
-        )
-        .await;
         let zone = [
             "UTC",
             "Europe/Berlin",
@@ -667,6 +657,15 @@ async fn detailed_rows_sum_exactly_to_the_summary_totals_for_random_data() {
             "Asia/Kolkata",
             "Pacific/Chatham",
         ][rng.random_range(0..5)];
+        // Half the time the workspace moves to the report's zone: its summaries are then read
+        // from its day totals (ADR 0024), otherwise from the entries.
+        let mut settings = json!({"settings": {"rounding": {"minutes": minutes, "mode": mode}}});
+        if rng.random_bool(0.5) {
+            settings["timezone"] = json!(zone);
+        }
+        let (status, _, body) =
+            call(&app, req("PATCH", "/api/workspace", &key, Some(settings))).await;
+        assert_eq!(status, 200, "{body}");
         let filter = format!("from=2026-10-03&to=2026-10-24&timezone={zone}");
         let group =
             ["project", "day", "week", "client,user", "month,project,day"][rng.random_range(0..5)];
@@ -823,4 +822,232 @@ async fn the_detailed_csv_streams_every_row_once_in_order_across_its_pages() {
         rows == expected,
         "every row once, oldest start first, with its tag"
     );
+}
+
+/// How many buckets of the day totals (`report_day_totals`) differ from the workspace's stopped
+/// entries summed afresh here, with the same rules written out independently: 0 when they are
+/// the sum of the entries.
+async fn day_totals_drift(t: &TestApp) -> i64 {
+    t.scalar(
+        "WITH fresh AS ( \
+             SELECT e.workspace_id, (e.start_at AT TIME ZONE w.timezone)::date AS day, \
+                    coalesce(e.project_id, '00000000-0000-0000-0000-000000000000') AS project_id, \
+                    coalesce(e.task_id, '00000000-0000-0000-0000-000000000000') AS task_id, \
+                    e.billable, e.invoice_id IS NOT NULL AS invoiced, \
+                    coalesce(e.price_currency, '') AS currency, \
+                    count(*)::bigint AS entries, sum(d.s)::bigint AS seconds, \
+                    sum(r.r)::bigint AS rounded_seconds, \
+                    sum(timetrack_code.amount_minor(e.billable_rate_minor, r.r))::numeric AS bill_rounded, \
+                    sum(timetrack_code.amount_minor(e.cost_rate_minor, r.r))::numeric AS cost_rounded, \
+                    sum(timetrack_code.amount_minor(e.billable_rate_minor, d.s))::numeric AS bill, \
+                    sum(timetrack_code.amount_minor(e.cost_rate_minor, d.s))::numeric AS cost \
+             FROM time_entries e JOIN workspaces w ON w.id = e.workspace_id \
+             CROSS JOIN LATERAL (SELECT extract(epoch FROM e.end_at - e.start_at)::bigint AS s) d \
+             CROSS JOIN LATERAL (SELECT timetrack_code.rounded_seconds(d.s, w.rounding_minutes, \
+                                                                       w.rounding_mode) AS r) r \
+             WHERE e.end_at IS NOT NULL \
+             GROUP BY 1, 2, 3, 4, 5, 6, 7), \
+         stored AS ( \
+             SELECT workspace_id, day, project_id, task_id, billable, invoiced, currency, entries, \
+                    seconds, rounded_seconds, bill_rounded, cost_rounded, bill, cost \
+             FROM report_day_totals) \
+         SELECT count(*) AS n FROM ( \
+             (SELECT * FROM fresh EXCEPT ALL SELECT * FROM stored) \
+             UNION ALL (SELECT * FROM stored EXCEPT ALL SELECT * FROM fresh)) x",
+    )
+    .await
+}
+
+/// The day totals an owner's summaries are read from stay the exact sum of the entries through
+/// every kind of write (created, timed, edited, re-priced, invoiced and released, deleted, a
+/// member removed with their time) and a change of rounding and of zone; and a summary read from
+/// them answers what the same summary read from the entries answers (a filter by every member
+/// makes the service read the entries).
+#[actix_web::test]
+async fn the_day_totals_stay_the_sum_of_the_entries_through_every_kind_of_write() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let key = t.key();
+    let post = |path: &str, body: Value| {
+        let (app, key, path) = (&app, &key, path.to_owned());
+        async move {
+            let (status, _, body) = call(app, req("POST", &path, key, Some(body))).await;
+            assert!(status == 200 || status == 201, "{path}: {status} {body}");
+            body
+        }
+    };
+    let client = post("/api/clients", json!({"name": "Dollar", "currency": "USD"})).await;
+    let billed = post(
+        "/api/projects",
+        json!({"name": "Billed", "client_id": client["id"]}),
+    )
+    .await;
+    let inner = post("/api/projects", json!({"name": "Inner"})).await;
+    let task = post(
+        &format!("/api/projects/{}/tasks", billed["id"].as_str().unwrap()),
+        json!({"name": "Design"}),
+    )
+    .await;
+    let (colleague, colleague_key) = t.colleague("colleague", Role::Member).await;
+    let mut ids = Vec::new();
+    for (n, (project, task, billable)) in [
+        (&billed["id"], &task["id"], true),
+        (&billed["id"], &Value::Null, true),
+        (&inner["id"], &Value::Null, false),
+        (&Value::Null, &Value::Null, false),
+    ]
+    .into_iter()
+    .cycle()
+    .take(12)
+    .enumerate()
+    {
+        // Around midnight in Berlin and in Los Angeles, so a change of zone moves days.
+        let start = format!("2026-06-{:02}T{:02}:17:05Z", 1 + n % 5, [6, 22, 23][n % 3]);
+        let end = format!("2026-06-{:02}T{:02}:59:31Z", 1 + n % 5, [7, 22, 23][n % 3]);
+        let body = json!({"start": start, "end": end, "project_id": project, "task_id": task,
+                          "billable": billable, "description": format!("entry {n}")});
+        ids.push(post("/api/time-entries", body).await["id"].clone());
+    }
+    assert_eq!(day_totals_drift(&t).await, 0, "created");
+    assert!(
+        t.scalar("SELECT count(*) AS n FROM report_day_totals")
+            .await
+            > 0
+    );
+
+    // The colleague's time, and a timer: running it counts nowhere, stopped it counts.
+    let (status, _, _) = call(
+        &app,
+        req(
+            "POST",
+            "/api/time-entries",
+            &colleague_key,
+            Some(
+                json!({"start": "2026-06-02T10:00:00Z", "end": "2026-06-02T11:30:00Z",
+                        "project_id": inner["id"]}),
+            ),
+        ),
+    )
+    .await;
+    assert_eq!(status, 201);
+    post(
+        "/api/time-entries/start",
+        json!({"project_id": billed["id"], "billable": true}),
+    )
+    .await;
+    assert_eq!(day_totals_drift(&t).await, 0, "running");
+    post("/api/time-entries/stop", json!({})).await;
+    assert_eq!(day_totals_drift(&t).await, 0, "stopped");
+
+    // Edited: another day, another project, not billable.
+    let (status, _, body) = call(
+        &app,
+        req(
+            "PATCH",
+            &format!("/api/time-entries/{}", ids[0].as_str().unwrap()),
+            &key,
+            Some(
+                json!({"start": "2026-06-09T12:00:00Z", "end": "2026-06-09T13:00:01Z",
+                        "project_id": inner["id"], "task_id": null, "billable": false}),
+            ),
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(day_totals_drift(&t).await, 0, "edited");
+
+    // Re-priced by rates, in two currencies.
+    post(
+        "/api/rates",
+        json!({"kind": "billable", "scope": "workspace", "currency": "EUR", "hourly_minor": 9000,
+               "effective_from": "2026-01-01"}),
+    )
+    .await;
+    post(
+        "/api/rates",
+        json!({"kind": "cost", "scope": "project", "project_id": billed["id"], "currency": "USD",
+               "hourly_minor": 4321, "effective_from": "2026-06-03"}),
+    )
+    .await;
+    post(
+        "/api/rates",
+        json!({"kind": "billable", "scope": "client", "client_id": client["id"], "currency": "USD",
+               "hourly_minor": 12345, "effective_from": "2026-06-02"}),
+    )
+    .await;
+    assert_eq!(day_totals_drift(&t).await, 0, "re-priced");
+
+    // Rounded another way, then another zone: rebuilt.
+    for settings in [
+        json!({"settings": {"rounding": {"minutes": 15, "mode": "up"}}}),
+        json!({"timezone": "America/Los_Angeles"}),
+        json!({"timezone": "Europe/Berlin", "settings": {"rounding": {"minutes": 6, "mode": "nearest"}}}),
+    ] {
+        let (status, _, body) =
+            call(&app, req("PATCH", "/api/workspace", &key, Some(settings))).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(day_totals_drift(&t).await, 0, "settings");
+    }
+
+    // Invoiced, and the draft deleted again.
+    let invoice = post(
+        "/api/invoices",
+        json!({"client_id": client["id"], "from": "2026-06-01", "to": "2026-06-30", "group_by": []}),
+    )
+    .await;
+    assert!(
+        t.scalar("SELECT count(*) AS n FROM report_day_totals WHERE invoiced")
+            .await
+            > 0,
+        "{invoice}"
+    );
+    assert_eq!(day_totals_drift(&t).await, 0, "invoiced");
+    let summary = "/api/reports/summary?from=2026-05-25&to=2026-06-15&group_by=client,project,day";
+    let every_member = format!("{summary}&user_ids={},{}", t.user.id.0, colleague.id.0);
+    for path in [
+        summary.to_owned(),
+        format!("{summary}&invoiced=true&billable=true"),
+    ] {
+        let (_, _, from_totals) = call(&app, req("GET", &path, &key, None)).await;
+        let entries_path = path.replace(summary, &every_member);
+        let (_, _, from_entries) = call(&app, req("GET", &entries_path, &key, None)).await;
+        assert!(
+            from_totals["totals"]["entries"].as_i64().unwrap() > 0,
+            "{from_totals}"
+        );
+        assert_eq!(from_totals["totals"], from_entries["totals"], "{path}");
+        assert_eq!(from_totals["groups"], from_entries["groups"], "{path}");
+    }
+    let (status, _, _) = call(
+        &app,
+        req(
+            "DELETE",
+            &format!("/api/invoices/{}", invoice["id"].as_str().unwrap()),
+            &key,
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(day_totals_drift(&t).await, 0, "released");
+
+    // Deleted, and a member removed with their time.
+    let (status, _, _) = call(
+        &app,
+        req(
+            "DELETE",
+            &format!("/api/time-entries/{}", ids[5].as_str().unwrap()),
+            &key,
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(day_totals_drift(&t).await, 0, "deleted");
+    t.execute(&format!(
+        "DELETE FROM memberships WHERE user_id = '{}'",
+        colleague.id.0
+    ))
+    .await;
+    assert_eq!(day_totals_drift(&t).await, 0, "member removed");
 }
