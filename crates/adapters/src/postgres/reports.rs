@@ -42,7 +42,9 @@ const DAY_TOTALS: &str = include_str!("statements/report_day_totals.sql");
 /// other zone is asked for (ADR 0024).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
+    /// The period's entries, one by one (`statements/report_base.sql`).
     Entries,
+    /// The workspace's day totals (`statements/report_day_totals.sql`).
     DayTotals,
 }
 

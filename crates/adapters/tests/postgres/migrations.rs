@@ -154,13 +154,11 @@ async fn reverting_the_migrations_undoes_them_and_migrating_again_makes_the_same
     assert_eq!(schema_of(&client).await, before);
 }
 
-/// Workspaces made before roles existed carry their members across: the earliest member of each
-/// becomes its owner (ties broken by user id), the others members, and the settings take their
-/// defaults.
-#[tokio::test]
-async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
-    let db = TestDatabase::new().await;
-    let url = db.url().to_owned();
+/// Reverts the newest migrations of the database at `url`, which must be `versions`, newest
+/// first: a database as it was before them, for a test to write its data into and migrate.
+async fn revert_newest(url: &str, versions: &[&'static str]) {
+    let url = url.to_owned();
+    let versions = versions.to_vec();
     tokio::task::spawn_blocking(move || {
         use diesel::Connection as _;
         use diesel_migrations::MigrationHarness as _;
@@ -168,7 +166,26 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
             diesel_async::AsyncPgConnection,
         >::establish(&url)
         .unwrap();
-        for version in [
+        for version in versions {
+            let reverted = conn
+                .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
+                .unwrap();
+            assert_eq!(reverted.to_string(), version);
+        }
+    })
+    .await
+    .unwrap();
+}
+
+/// Workspaces made before roles existed carry their members across: the earliest member of each
+/// becomes its owner (ties broken by user id), the others members, and the settings take their
+/// defaults.
+#[tokio::test]
+async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
+    let db = TestDatabase::new().await;
+    revert_newest(
+        db.url(),
+        &[
             "20261129000003",
             "20261129000002",
             "20261129000001",
@@ -178,15 +195,9 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
             "20261128000004",
             "20261128000003",
             "20261128000002",
-        ] {
-            let reverted = conn
-                .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
-                .unwrap();
-            assert_eq!(reverted.to_string(), version);
-        }
-    })
-    .await
-    .unwrap();
+        ],
+    )
+    .await;
     let client = sql_client(db.url()).await;
     client
         .batch_execute(
@@ -246,23 +257,11 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
 #[tokio::test]
 async fn webhooks_disabled_before_reasons_get_theirs_from_their_key() {
     let db = TestDatabase::new().await;
-    let url = db.url().to_owned();
-    tokio::task::spawn_blocking(move || {
-        use diesel::Connection as _;
-        use diesel_migrations::MigrationHarness as _;
-        let mut conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper::<
-            diesel_async::AsyncPgConnection,
-        >::establish(&url)
-        .unwrap();
-        for version in ["20261129000003", "20261129000002", "20261129000001"] {
-            let reverted = conn
-                .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
-                .unwrap();
-            assert_eq!(reverted.to_string(), version);
-        }
-    })
-    .await
-    .unwrap();
+    revert_newest(
+        db.url(),
+        &["20261129000003", "20261129000002", "20261129000001"],
+    )
+    .await;
     let client = sql_client(db.url()).await;
     client
         .batch_execute(
@@ -319,26 +318,12 @@ async fn webhooks_disabled_before_reasons_get_theirs_from_their_key() {
     );
 }
 
-/// The installation's key (ADR 0018) is made by the migrations once, kept by later runs, and
-/// read alike by every pool; the table holds that one row.
+/// Entries written before the day totals existed are summed into them by the migration that
+/// makes them, in the workspace's zone and rounding.
 #[tokio::test]
 async fn entries_from_before_the_day_totals_are_summed_into_them() {
     let db = TestDatabase::new().await;
-    let url = db.url().to_owned();
-    tokio::task::spawn_blocking(move || {
-        use diesel::Connection as _;
-        use diesel_migrations::MigrationHarness as _;
-        let mut conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper::<
-            diesel_async::AsyncPgConnection,
-        >::establish(&url)
-        .unwrap();
-        let reverted = conn
-            .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
-            .unwrap();
-        assert_eq!(reverted.to_string(), "20261129000003");
-    })
-    .await
-    .unwrap();
+    revert_newest(db.url(), &["20261129000003"]).await;
     let client = sql_client(db.url()).await;
     // Three stopped entries in Berlin (two on one local day, one just after its midnight, which
     // is the day before in UTC), rounded up to 15 minutes, priced 60.00 an hour; one running.
@@ -392,6 +377,8 @@ async fn entries_from_before_the_day_totals_are_summed_into_them() {
     );
 }
 
+/// The installation's key (ADR 0018) is made by the migrations once, kept by later runs, and
+/// read alike by every pool; the table holds that one row.
 #[tokio::test]
 async fn the_installation_key_is_made_once_and_read_alike() {
     let db = TestDatabase::new().await;
