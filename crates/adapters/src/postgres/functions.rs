@@ -24,8 +24,9 @@ const RECORD: &str = "schema timetrack_code";
 
 /// Every function the service calls, in the order they are created. The order matters for the
 /// plain SQL ones, whose bodies PostgreSQL checks when they are created: each comes after the
-/// functions it calls (`rate_for` after `rate_level`, `repricing` after `rate_for`, `price_entries` after `entry_prices`,
-/// `claim_deliveries` after `sent_type`). PL/pgSQL resolves its calls when it runs.
+/// functions it calls (`rate_for` after `rate_level`, `repricing` after `rate_for`,
+/// `prices_in_reach` after `repricing`, `claim_deliveries` after `sent_type`). PL/pgSQL resolves
+/// its calls when it runs.
 const FUNCTIONS: &[&str] = &[
     include_str!("functions/shows_to.sql"),
     include_str!("functions/receives.sql"),
@@ -42,6 +43,7 @@ const FUNCTIONS: &[&str] = &[
     include_str!("functions/rate_level.sql"),
     include_str!("functions/rate_for.sql"),
     include_str!("functions/repricing.sql"),
+    include_str!("functions/prices_in_reach.sql"),
     include_str!("functions/entry_prices.sql"),
     include_str!("functions/price_entries.sql"),
     include_str!("functions/price_written.sql"),

@@ -67,6 +67,23 @@ pub(crate) struct Reach {
     pub rate: Option<Uuid>,
 }
 
+impl Reach {
+    /// The entries a rate can price: those of its target (its member, client, project or task;
+    /// all of the workspace's for a workspace rate) that start on or after its first day. Entries
+    /// that start before that day (in any time zone) cannot get it: a day's margin keeps the
+    /// filter on the index without the zone.
+    fn of_rate(rate: &Rate) -> Self {
+        Self {
+            user: rate.target.user_id().map(|id| id.0),
+            client: rate.target.client_id().map(|id| id.0),
+            project: rate.target.project_id().map(|id| id.0),
+            task: rate.target.task_id().map(|id| id.0),
+            since: Some(rate.effective_from.midnight().assume_utc() - time::Duration::days(1)),
+            rate: None,
+        }
+    }
+}
+
 impl From<Repriced> for PriceChange {
     fn from(r: Repriced) -> Self {
         Self {
@@ -281,18 +298,8 @@ impl RateRepository for PgRateRepository {
                     .values(&row)
                     .execute(conn)
                     .await?;
-                // Entries that start before the rate's first day (in any time zone) cannot get
-                // it: a day's margin keeps the filter on the index without the zone.
-                let since = rate.effective_from.midnight().assume_utc() - time::Duration::days(1);
-                let reach = Reach {
-                    user: rate.target.user_id().map(|id| id.0),
-                    client: rate.target.client_id().map(|id| id.0),
-                    project: rate.target.project_id().map(|id| id.0),
-                    task: rate.target.task_id().map(|id| id.0),
-                    since: Some(since),
-                    ..Reach::default()
-                };
                 // A dry run reads what would change, writes nothing, and undoes the rate.
+                let reach = Reach::of_rate(rate);
                 let changed = changes(conn, rate.workspace_id, &reach, !dry_run).await?;
                 let effect = RateEffect::of(&changed, rounding);
                 if dry_run {
@@ -388,17 +395,31 @@ impl RateRepository for PgRateRepository {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         conn.transaction::<_, diesel::result::Error, _>(async |conn| {
             pricing_lock(conn, workspace, true).await?;
-            let found: Option<Uuid> = rates::table
+            let found: Option<RateRow> = rates::table
                 .filter(rates::workspace_id.eq(workspace.0))
                 .filter(rates::id.eq(id.0))
-                .select(rates::id)
+                .select(RateRow::as_select())
                 .for_update()
                 .first(conn)
                 .await
                 .optional()?;
-            if found.is_none() {
+            let Some(found) = found else {
                 return Ok(Err(DomainError::NotFound("rate")));
-            }
+            };
+            let rate = match Rate::try_from(found) {
+                Ok(rate) => rate,
+                Err(e) => return Ok(Err(e)),
+            };
+            // Only entries in the rate's reach can carry it; the rate ids are in no index
+            // (ADR 0025), so its target and first day find them. A locked entry keeps its
+            // member, project, task and start, but its project may since have moved to another
+            // client: the locked entries a client rate priced are looked for among all of the
+            // workspace's (the client is left out of the check below, not of the re-pricing,
+            // whose unlocked entries are always priced by their project's client of now).
+            let reach = Reach {
+                rate: Some(id.0),
+                ..Reach::of_rate(&rate)
+            };
             #[derive(QueryableByName)]
             struct Locked {
                 #[diesel(sql_type = Nullable<SqlDate>)]
@@ -409,16 +430,25 @@ impl RateRepository for PgRateRepository {
                 invoiced: i32,
             }
             let locked: Locked = diesel::sql_query(
-                "SELECT w.lock_before, (SELECT count(*)::int FROM time_entries e \
-                     WHERE e.workspace_id = w.id AND (e.billable_rate_id = $2 OR e.cost_rate_id = $2) \
-                       AND (e.start_at AT TIME ZONE w.timezone)::date < w.lock_before) AS locked, \
-                        (SELECT count(*)::int FROM time_entries e \
-                     WHERE e.workspace_id = w.id AND (e.billable_rate_id = $2 OR e.cost_rate_id = $2) \
-                       AND e.invoice_id IS NOT NULL) AS invoiced \
-                 FROM workspaces w WHERE w.id = $1",
+                "SELECT w.lock_before, \
+                        count(e.id) FILTER (WHERE (e.start_at AT TIME ZONE w.timezone)::date \
+                                                  < w.lock_before)::int AS locked, \
+                        count(e.id) FILTER (WHERE e.invoice_id IS NOT NULL)::int AS invoiced \
+                 FROM workspaces w \
+                 LEFT JOIN time_entries e ON e.workspace_id = w.id \
+                      AND (e.billable_rate_id = $2 OR e.cost_rate_id = $2) \
+                      AND ($3::uuid IS NULL OR e.user_id = $3) \
+                      AND ($4::uuid IS NULL OR e.project_id = $4) \
+                      AND ($5::uuid IS NULL OR e.task_id = $5) \
+                      AND e.start_at >= $6 \
+                 WHERE w.id = $1 GROUP BY w.id",
             )
             .bind::<SqlUuid, _>(workspace.0)
             .bind::<SqlUuid, _>(id.0)
+            .bind::<Nullable<SqlUuid>, _>(reach.user)
+            .bind::<Nullable<SqlUuid>, _>(reach.project)
+            .bind::<Nullable<SqlUuid>, _>(reach.task)
+            .bind::<Nullable<Timestamptz>, _>(reach.since)
             .get_result(conn)
             .await?;
             if locked.locked > 0 {
@@ -444,10 +474,6 @@ impl RateRepository for PgRateRepository {
             )
             .execute(conn)
             .await?;
-            let reach = Reach {
-                rate: Some(id.0),
-                ..Reach::default()
-            };
             reprice(conn, workspace, &reach).await?;
             Ok(Ok(()))
         })

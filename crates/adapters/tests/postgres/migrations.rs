@@ -64,6 +64,11 @@ const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[
         "report day totals kept by triggers, which owners' summaries are read from: a database \
          in use gains them summed from its entries without being remade",
     ),
+    (
+        "2026-11-29-000004_prices_written_in_place",
+        "room on each page of entries and no index on their rate ids, so a rate change writes \
+         new prices in place: a database in use changes without being remade",
+    ),
 ];
 
 #[test]
@@ -186,6 +191,7 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
     revert_newest(
         db.url(),
         &[
+            "20261129000004",
             "20261129000003",
             "20261129000002",
             "20261129000001",
@@ -259,7 +265,12 @@ async fn webhooks_disabled_before_reasons_get_theirs_from_their_key() {
     let db = TestDatabase::new().await;
     revert_newest(
         db.url(),
-        &["20261129000003", "20261129000002", "20261129000001"],
+        &[
+            "20261129000004",
+            "20261129000003",
+            "20261129000002",
+            "20261129000001",
+        ],
     )
     .await;
     let client = sql_client(db.url()).await;
@@ -323,7 +334,7 @@ async fn webhooks_disabled_before_reasons_get_theirs_from_their_key() {
 #[tokio::test]
 async fn entries_from_before_the_day_totals_are_summed_into_them() {
     let db = TestDatabase::new().await;
-    revert_newest(db.url(), &["20261129000003"]).await;
+    revert_newest(db.url(), &["20261129000004", "20261129000003"]).await;
     let client = sql_client(db.url()).await;
     // Three stopped entries in Berlin (two on one local day, one just after its midnight, which
     // is the day before in UTC), rounded up to 15 minutes, priced 60.00 an hour; one running.
@@ -444,7 +455,7 @@ async fn installed_functions(client: &tokio_postgres::Client) -> Vec<String> {
         .collect()
 }
 
-const FUNCTIONS: [&str; 20] = [
+const FUNCTIONS: [&str; 21] = [
     "timetrack_code.amount_minor",
     "timetrack_code.apply_and_claim",
     "timetrack_code.apply_streaks",
@@ -454,6 +465,7 @@ const FUNCTIONS: [&str; 20] = [
     "timetrack_code.lock_streaks",
     "timetrack_code.price_entries",
     "timetrack_code.price_written",
+    "timetrack_code.prices_in_reach",
     "timetrack_code.pricing_lock",
     "timetrack_code.rate_for",
     "timetrack_code.rate_level",

@@ -329,6 +329,164 @@ async fn deleting_a_rate_prices_its_entries_again_unless_one_is_locked() {
     assert_eq!(status, 404);
 }
 
+/// A locked entry keeps the client rate that priced it even after its project moved to another
+/// client: that rate cannot be deleted while the entry is locked, though the entry is no longer
+/// among its client's.
+#[actix_web::test]
+async fn a_client_rate_that_priced_a_locked_entry_stays_after_the_project_moves() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let (_, project, _) = catalog(&app, &t, "EUR").await;
+    let (_, _, other) = call(
+        &app,
+        req(
+            "POST",
+            "/api/clients",
+            &t.key(),
+            Some(json!({"name": "Other client", "currency": "EUR"})),
+        ),
+    )
+    .await;
+    let (_, _, first) = call(
+        &app,
+        req("GET", &format!("/api/projects/{project}"), &t.key(), None),
+    )
+    .await;
+    let body = json!({"kind": "billable", "scope": "client", "client_id": first["client_id"],
+        "currency": "EUR", "hourly_minor": 9000, "effective_from": "2026-01-01"});
+    let (status, _, rate) = call(&app, req("POST", "/api/rates", &t.key(), Some(body))).await;
+    assert_eq!(status, 201, "{rate}");
+    let body = json!({"start": "2026-06-01T08:00:00Z", "end": "2026-06-01T09:00:00Z",
+        "project_id": project, "billable": true});
+    let (_, _, entry) = call(&app, req("POST", "/api/time-entries", &t.key(), Some(body))).await;
+    let uri = format!("/api/time-entries/{}", entry["id"].as_str().unwrap());
+    let settings = json!({"settings": {"lock_before": "2026-06-02"}});
+    let (status, _, _) = call(
+        &app,
+        req("PATCH", "/api/workspace", &t.key(), Some(settings)),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, _, moved) = call(
+        &app,
+        req(
+            "PATCH",
+            &format!("/api/projects/{project}"),
+            &t.key(),
+            Some(json!({"client_id": other["id"]})),
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{moved}");
+    let rate_uri = format!("/api/rates/{}", rate["id"].as_str().unwrap());
+    let (status, _, body) = call(&app, req("DELETE", &rate_uri, &t.key(), None)).await;
+    assert_eq!(
+        (status, body),
+        (
+            409,
+            json!({"error": "Rate priced locked entries (1 before the lock date 2026-06-02)"})
+        )
+    );
+    let (_, _, kept) = call(&app, req("GET", &uri, &t.key(), None)).await;
+    assert_eq!(kept["pricing"]["rate_id"], rate["id"]);
+    assert_eq!(kept["pricing"]["billable_amount_minor"], 9000);
+}
+
+/// A deleted rate is looked for among the entries of its own target (the rate ids are in no
+/// index): each entry it priced falls back to the next level in force, a colleague's entry and
+/// an entry of another project keep theirs, and so do entries priced by other rows.
+#[actix_web::test]
+async fn deleting_a_scoped_rate_re_prices_the_entries_it_priced_and_no_other() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let (linus, linus_key) = t.colleague("Linus", Role::Member).await;
+    let (_, project, task) = catalog(&app, &t, "EUR").await;
+    let entry = async |key: &str, project_id: Option<&str>, task_id: Option<&str>, hours: u32| {
+        let mut body = json!({"start": "2026-06-01T08:00:00Z",
+            "end": format!("2026-06-01T{:02}:00:00Z", 8 + hours), "billable": true});
+        if let Some(project) = project_id {
+            body["project_id"] = json!(project);
+        }
+        if let Some(task) = task_id {
+            body["task_id"] = json!(task);
+        }
+        let (status, _, entry) =
+            call(&app, req("POST", "/api/time-entries", key, Some(body))).await;
+        assert_eq!(status, 201, "{entry}");
+        format!("/api/time-entries/{}", entry["id"].as_str().unwrap())
+    };
+    let in_project = entry(&linus_key, Some(&project), None, 2).await;
+    let on_task = entry(&linus_key, Some(&project), Some(&task), 1).await;
+    let elsewhere = entry(&linus_key, None, None, 2).await;
+    let owners = entry(&t.key(), Some(&project), None, 1).await;
+    let rate = async |body: Value| {
+        let (status, _, rate) = call(&app, req("POST", "/api/rates", &t.key(), Some(body))).await;
+        assert_eq!(status, 201, "{rate}");
+        format!("/api/rates/{}", rate["id"].as_str().unwrap())
+    };
+    let rate_body = |scope: &str, minor: i64| {
+        json!({"kind": "billable", "scope": scope, "currency": "EUR", "hourly_minor": minor,
+            "effective_from": "2026-01-01"})
+    };
+    rate(rate_body("workspace", 5000)).await;
+    let mut member = rate_body("member", 6000);
+    member["user_id"] = json!(linus.id.to_string());
+    let member = rate(member).await;
+    let mut of_project = rate_body("project", 8000);
+    of_project["project_id"] = json!(project);
+    let of_project = rate(of_project).await;
+    let amounts = async || {
+        let mut out = Vec::new();
+        for uri in [&in_project, &on_task, &elsewhere, &owners] {
+            let (_, _, entry) = call(&app, req("GET", uri, &t.key(), None)).await;
+            out.push((
+                entry["pricing"]["rate_scope"]
+                    .as_str()
+                    .unwrap_or("-")
+                    .to_owned(),
+                entry["pricing"]["billable_amount_minor"].as_i64().unwrap(),
+            ));
+        }
+        out
+    };
+    let priced = |pairs: [(&str, i64); 4]| {
+        pairs
+            .map(|(scope, minor)| (scope.to_owned(), minor))
+            .to_vec()
+    };
+    assert_eq!(
+        amounts().await,
+        priced([
+            ("project", 16000),
+            ("project", 8000),
+            ("member", 12000),
+            ("project", 8000)
+        ])
+    );
+    let (status, _, _) = call(&app, req("DELETE", &of_project, &t.key(), None)).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        amounts().await,
+        priced([
+            ("member", 12000),
+            ("member", 6000),
+            ("member", 12000),
+            ("workspace", 5000)
+        ])
+    );
+    let (status, _, _) = call(&app, req("DELETE", &member, &t.key(), None)).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        amounts().await,
+        priced([
+            ("workspace", 10000),
+            ("workspace", 5000),
+            ("workspace", 10000),
+            ("workspace", 5000)
+        ])
+    );
+}
+
 #[actix_web::test]
 async fn hostile_rates_are_refused_with_a_clear_400_and_change_nothing() {
     let t = TestApp::new().await;
