@@ -891,7 +891,9 @@ impl Report {
                  {} entries and re-prices {} (the billable ones): `dry_run` first, then the \
                  change, then its removal (which re-prices them back). Beside them, the \
                  machine's cost of writing those rows: a plain `UPDATE` of one column of the \
-                 same rows, rolled back.\n\n\
+                 same rows, rolled back. A `VACUUM` of the entries follows each run (its dead \
+                 row versions are on every page of the client's entries; between an admin's \
+                 changes, reads of the entries prune them, and here nothing else reads them).\n\n\
                  | dry run | change | removal | plain UPDATE of the rows |\n|---|---|---|---|\n\
                  | {} ms | {} ms | {} ms | {} ms |\n",
                 r.entries,

@@ -3,9 +3,10 @@
 -- in both currencies), and $2 stopped entries spread evenly over the two years 2025 and 2026 (in
 -- working hours), a third of them tagged, four in five billable, one in four entered by hand,
 -- each with the price those rates give it (the workload checks it is what the service would
--- store). Deterministic: the same ids and figures every run. $1 and $2 are written in by the tool.
+-- store). Deterministic: the same ids and figures every run. $1, $2 and $3 (the version of this
+-- text, which names the workspace) are written in by the tool.
 INSERT INTO workspaces (id, name, created_at, timezone, currency)
-VALUES ($1, 'Reports bench', now(), 'Europe/Berlin', 'EUR');
+VALUES ($1, 'Reports bench ' || '$3', now(), 'Europe/Berlin', 'EUR');
 
 INSERT INTO users (id, name, email, created_at)
 SELECT md5($1::text || 'user' || i)::uuid, 'Member ' || i, 'member' || i || '@' || $1::text || '.bench',
@@ -43,8 +44,11 @@ SELECT md5($1::text || 'rate' || kind || currency)::uuid, $1, kind, 'workspace',
 FROM (VALUES ('billable', 'EUR', 9000), ('billable', 'USD', 11000),
              ('cost', 'EUR', 5000), ('cost', 'USD', 5500)) r(kind, currency, minor);
 
--- Entry n: member 1 + n % 50, project 1 + (n / 50) % 40, task 1 + n % 4; starts advance evenly
--- over the two years, from 08:00 Berlin time plus up to ten hours, and last 5 to 125 minutes.
+-- Entry n: member m = n % 50, project 1 + (7m + n / 5000) % 40, task 1 + n % 4; starts advance
+-- evenly over the two years, from 08:00 Berlin time plus up to ten hours, and last 5 to 125
+-- minutes. As in a team's workspace, the members work on different projects at the same time
+-- (each moves to the next project every 5,000 entries, about three and a half days), so every
+-- page of the table holds entries of most projects, written in the order they start.
 -- Project i belongs to client 1 + i % 10; clients 1 and 2 bill in USD. Ids are UUIDv7 of the
 -- entry's start, as the service makes them (time-ordered), with the rest from the entry's number.
 INSERT INTO time_entries (id, workspace_id, user_id, source, description, project_id, task_id,
@@ -69,7 +73,8 @@ FROM (
            CASE WHEN project % 10 IN (0, 1) THEN 'USD' ELSE 'EUR' END AS currency,
            (timestamp '2025-01-01 08:00' + (n * 730 / $2) * interval '1 day'
             + ((n * 104729) % 36000) * interval '1 second') AT TIME ZONE 'Europe/Berlin' AS s
-    FROM generate_series(0::bigint, $2 - 1) n, LATERAL (SELECT 1 + (n / 50) % 40 AS project) p
+    FROM generate_series(0::bigint, $2 - 1) n,
+         LATERAL (SELECT 1 + ((n % 50) * 7 + n / 5000) % 40 AS project) p
 ) e;
 
 -- Every third entry (in start order) gets a tag.
