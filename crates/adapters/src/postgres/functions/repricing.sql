@@ -16,8 +16,8 @@
 -- A plain SQL function, STABLE and without SET clauses, so the planner inlines it into the
 -- statement that calls it: the caller's conditions on its columns reach the scan of the entries
 -- (an id, a user, a project, a start) and pick the index, as if the query were written there.
--- Its two callers: `entry_prices` (any filter, planned for each call's filters) and
--- `price_written` (entries by id, one plan kept per connection).
+-- Its two callers: `prices_in_reach` (any filter, which `entry_prices` and `price_entries` plan
+-- for each call's filters) and `price_written` (entries by id, one plan kept per connection).
 CREATE FUNCTION timetrack_code.repricing(p_workspace uuid)
 RETURNS TABLE (entry_id uuid, user_id uuid, client_id uuid, project_id uuid, task_id uuid,
                start_at timestamptz, old_billable_id uuid, old_cost_id uuid, seconds bigint,
