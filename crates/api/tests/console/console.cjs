@@ -76,6 +76,16 @@ async function until(what, probe, timeoutMs = 20000) {
 
 let page = null;
 
+// A datetime-local value (the page's zone, minutes) `hoursAgo` before now, from the clock at run
+// time: replay windows are checked against the event retention, so no fixed date may stand here.
+async function localInputHoursAgo(hoursAgo) {
+  return page.evaluate((ms) => {
+    const d = new Date(Date.now() - ms);
+    const two = (n) => String(n).padStart(2, "0");
+    return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}T${two(d.getHours())}:${two(d.getMinutes())}`;
+  }, hoursAgo * 3600 * 1000);
+}
+
 (async () => {
   fs.mkdirSync(SHOTS, { recursive: true });
   const browser = await chromium.launch({
@@ -339,7 +349,8 @@ let page = null;
   check((await api("GET", `/api/integrations/automation/webhooks/${webhookId}`)).body.webhook.disabled_reason === "manual", "... as the API does");
   const pausedAt = await page.getByLabel(/^Replay what it missed since/).inputValue();
   check(pausedAt !== "", `Enable offers to replay from the pause (${pausedAt})`);
-  await page.getByLabel(/^Replay from/).fill("2026-11-01T10:00");
+  // A day ago: inside the retention, so the refusal is the disabled webhook's.
+  await page.getByLabel(/^Replay from/).fill(await localInputHoursAgo(24));
   await page.getByRole("button", { name: "Replay" }).click();
   await page.getByText("Webhook is disabled").waitFor();
   await screenshot("webhook-paused");
@@ -350,8 +361,8 @@ let page = null;
   "after Enable the badge, the status and the messages show the webhook active");
   check((await page.locator(".op .status.ok").textContent()).includes("Enabled"), "... with the outcome beside the control");
   // The API's detail beside the control.
-  await page.getByLabel(/^Replay from/).fill("2026-11-20T10:00");
-  await page.getByLabel(/^Until/).fill("2026-11-19T10:00");
+  await page.getByLabel(/^Replay from/).fill(await localInputHoursAgo(24));
+  await page.getByLabel(/^Until/).fill(await localInputHoursAgo(48));
   await page.getByRole("button", { name: "Replay" }).click();
   await page.getByText("until must be later than since").waitFor();
   check(true, "a refused replay shows the API's detail (until must be later than since)");
