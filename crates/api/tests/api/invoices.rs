@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use timetrack_domain::model::Role;
 
-use crate::support::{TestApp, call, error_of, keyed as req};
+use crate::support::{TestApp, call, date_from_today, error_of, keyed as req};
 
 /// Client `name` in `currency` with projects "Web" (with task "Design") and "App", and a
 /// billable workspace rate of 100.00 from 2026-01-01 and a project rate of 150.00 on "App" from
@@ -250,7 +250,9 @@ async fn an_invoice_bills_uninvoiced_time_in_lines_that_never_mix_prices_and_loc
     assert_eq!((status, err), (409, json!({"error": "Nothing to invoice"})));
 
     // The draft's edits: totals follow; null clears the notes.
-    let (status, _, edited) = call(&app, req("PATCH", &format!("/api/invoices/{id}"), &key, Some(json!({"discount_percent": 0, "tax_percent": 0, "extra_lines": [], "notes": null, "issue_date": "2026-04-30", "due_date": "2099-12-31"})))).await;
+    // Due a year from today: still ahead whenever the test runs.
+    let due = date_from_today(366);
+    let (status, _, edited) = call(&app, req("PATCH", &format!("/api/invoices/{id}"), &key, Some(json!({"discount_percent": 0, "tax_percent": 0, "extra_lines": [], "notes": null, "issue_date": "2026-04-30", "due_date": due})))).await;
     assert_eq!(status, 200, "{edited}");
     assert_eq!(
         [
@@ -259,12 +261,7 @@ async fn an_invoice_bills_uninvoiced_time_in_lines_that_never_mix_prices_and_loc
             &edited["notes"],
             &edited["due_date"]
         ],
-        [
-            &json!(60000),
-            &json!(60000),
-            &Value::Null,
-            &json!("2099-12-31")
-        ]
+        [&json!(60000), &json!(60000), &Value::Null, &json!(due)]
     );
     assert_eq!(edited["lines"].as_array().unwrap().len(), 3);
 
@@ -279,7 +276,7 @@ async fn an_invoice_bills_uninvoiced_time_in_lines_that_never_mix_prices_and_loc
     assert_eq!(issued["number"], json!(format!("{year}-0001")));
     assert_eq!(
         (&issued["status"], &issued["due_date"]),
-        (&json!("issued"), &json!("2099-12-31"))
+        (&json!("issued"), &json!(due))
     );
     let (status, _, err) = call(
         &app,
@@ -479,6 +476,19 @@ async fn an_invoice_bills_uninvoiced_time_in_lines_that_never_mix_prices_and_loc
         .collect();
     assert_eq!(counts, [4, 1], "{next}");
     assert!(next["lines"].to_string().contains(&april));
+    // Issued in the first's year (numbers count per year of the issue date; today's may be
+    // another).
+    let (status, _, _) = call(
+        &app,
+        req(
+            "PATCH",
+            &format!("/api/invoices/{next_id}"),
+            &key,
+            Some(json!({"issue_date": "2026-05-04"})),
+        ),
+    )
+    .await;
+    assert_eq!(status, 200);
     let (_, _, issued) = call(
         &app,
         req(
@@ -673,7 +683,7 @@ async fn a_draft_deleted_releases_its_entries_and_the_lock_date_locks_for_every_
             "PATCH",
             "/api/workspace",
             &key,
-            Some(json!({"settings": {"lock_before": "2099-01-01"}})),
+            Some(json!({"settings": {"lock_before": date_from_today(2)}})),
         ),
     )
     .await;
@@ -1381,7 +1391,11 @@ async fn an_overdue_invoice_is_announced_once_whoever_looks_and_however_often() 
     let fee = json!({"client_id": client, "from": "2026-01-01", "to": "2026-01-31",
                      "extra_lines": [{"description": "Retainer", "quantity": 1, "unit_price_minor": 50000}]});
     let mut ids = Vec::new();
-    for (issue, due) in [("2026-01-01", "2026-01-31"), ("2026-01-01", "2099-01-31")] {
+    // Past due, and due a year from today (not yet overdue whenever the test runs).
+    for (issue, due) in [
+        ("2026-01-01", "2026-01-31".to_owned()),
+        ("2026-01-01", date_from_today(366)),
+    ] {
         let (_, _, d) = call(&app, req("POST", "/api/invoices", &key, Some(fee.clone()))).await;
         let id = d["id"].as_str().unwrap().to_owned();
         call(

@@ -312,3 +312,10 @@ pub fn error_of(body: &Value) -> Value {
     }
     serde_json::json!({ "error": object["error"] })
 }
+
+/// The UTC date `days` from today, `YYYY-MM-DD`, from the clock at run time: for dates a test
+/// needs on a side of now (a due date still ahead, a lock date after today), which no fixed date
+/// stays on for good.
+pub fn date_from_today(days: i64) -> String {
+    (time::OffsetDateTime::now_utc().date() + time::Duration::days(days)).to_string()
+}
