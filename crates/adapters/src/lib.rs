@@ -12,6 +12,7 @@ pub mod resolver;
 pub mod search_slots;
 pub mod secrets;
 pub mod system;
+pub mod throttle;
 pub mod worker;
 
 pub use http::{HyperWebhookSender, SenderSettings};
@@ -27,4 +28,5 @@ pub use resolver::SystemResolver;
 pub use search_slots::{SearchSlots, SlottedSearches};
 pub use secrets::{SecretBox, SecretKey};
 pub use system::{OsRandom, SystemClock, UuidV7Ids};
+pub use throttle::LogThrottle;
 pub use worker::{WorkerSettings, run_housekeeping, run_listener, run_worker};

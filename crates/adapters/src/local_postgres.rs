@@ -143,6 +143,72 @@ impl LocalPostgres {
         Ok(started)
     }
 
+    /// Starts a streaming standby of `primary` under `root`, made on first use by `pg_basebackup
+    /// -R` from it (so it follows the primary with `primary_conninfo` and `standby.signal`), on a
+    /// port of its own and with the primary's password; or attaches to it as [`start`] does.
+    /// For replication and failover tests, and for trying read replicas on one machine.
+    ///
+    /// [`start`]: Self::start
+    pub fn start_standby(primary: &Self, root: &Path, durability: Durability) -> Result<Self> {
+        let bin = find_bin_dir()?;
+        let run_as = unprivileged_user()?;
+        fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
+        let root = root
+            .canonicalize()
+            .with_context(|| format!("resolving {}", root.display()))?;
+        let data = root.join("pgdata");
+        if !data.join("PG_VERSION").exists() {
+            if data.exists() {
+                fs::remove_dir_all(&data)
+                    .with_context(|| format!("removing {}", data.display()))?;
+            }
+            fs::create_dir_all(&data)?;
+            fs::set_permissions(&data, fs::Permissions::from_mode(0o700))?;
+            if let Some(user) = &run_as {
+                check_reachable(&root, user)?;
+                nix::unistd::chown(&data, Some(user.uid), Some(user.gid))?;
+            }
+            let mut cmd = Command::new(bin.join("pg_basebackup"));
+            cmd.args(["--host", "127.0.0.1", "--port", &primary.port.to_string()])
+                .args(["--username", SUPERUSER, "--no-password"])
+                .arg("--pgdata")
+                .arg(&data)
+                .args(["--write-recovery-conf", "--wal-method=stream"])
+                .args(["--checkpoint=fast"])
+                .env("PGPASSWORD", &primary.password)
+                .current_dir(&root)
+                .stdin(Stdio::null());
+            as_user(&mut cmd, run_as.as_ref());
+            let out = cmd.output().context("running pg_basebackup")?;
+            if !out.status.success() {
+                bail!(
+                    "pg_basebackup failed ({}): {}{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            let cluster = ClusterFile {
+                port: free_port()?,
+                password: primary.password.clone(),
+            };
+            write_private(
+                &root.join("cluster.json"),
+                &serde_json::to_vec_pretty(&cluster)?,
+            )?;
+        }
+        Self::start(&root, durability)
+    }
+
+    /// Kills the server with `SIGKILL` if this handle started it, as a crash of its host would
+    /// end it (its backends notice the postmaster's death and exit), and waits for it to exit.
+    pub fn kill(&mut self) {
+        if let Some(server) = self.server.take() {
+            let _ = kill(server.pid, Signal::SIGKILL);
+            server.wait_exit(Duration::from_secs(10));
+        }
+    }
+
     /// The connection URL of `database` on this cluster.
     pub fn url(&self, database: &str) -> String {
         format!(

@@ -275,6 +275,7 @@ pub async fn run_worker(
     let (finished_tx, mut finished_rx) = mpsc::unbounded_channel();
     let mut held = Held::default();
     let mut failures = FailureLog::default();
+    let round_failures = crate::LogThrottle::new();
     // Whether to claim even with nothing to record: woken, polled, or the last claim was full.
     let mut claim = true;
     // The poll: a claim at least this often whatever else happens (retries that came due are
@@ -346,11 +347,15 @@ pub async fn run_worker(
                     claim = true;
                     continue;
                 }
-                tracing::warn!(
-                    %error,
-                    attempts = held.done.len(),
-                    "recording attempts and claiming deliveries failed; retrying"
-                );
+                // Every poll while the database is away: logged once a second at most.
+                if let Some(unlogged) = round_failures.admit() {
+                    tracing::warn!(
+                        %error,
+                        attempts = held.done.len(),
+                        unlogged_since_last = unlogged,
+                        "recording attempts and claiming deliveries failed; retrying"
+                    );
+                }
                 held.expire(settings.attempt_deadline, &metrics);
                 claim = true;
                 tokio::select! {
@@ -509,12 +514,17 @@ async fn attempt(
         Ok(None) => Finished::Released(delivery.workspace_id, delivery.delivery_id),
         Err(err) => {
             metrics.observe_record_error();
-            tracing::warn!(
-                event_id = %delivery.event_id,
-                webhook_id = %delivery.subscription_id,
-                error = %err,
-                "delivery attempt abandoned; its lease will expire and it will be retried"
-            );
+            // With the database away, every attempt in flight ends here: once a second at most.
+            static ABANDONED: crate::LogThrottle = crate::LogThrottle::new();
+            if let Some(unlogged) = ABANDONED.admit() {
+                tracing::warn!(
+                    event_id = %delivery.event_id,
+                    webhook_id = %delivery.subscription_id,
+                    error = %err,
+                    unlogged_since_last = unlogged,
+                    "delivery attempt abandoned; its lease will expire and it will be retried"
+                );
+            }
             Finished::Released(delivery.workspace_id, delivery.delivery_id)
         }
     };
@@ -522,28 +532,60 @@ async fn attempt(
     let _ = finished.send(message);
 }
 
-/// Keeps a `LISTEN` connection on `url` and wakes this process's worker (the announcer's
-/// [`local_wake`](DeliveryAnnouncer::local_wake)) on every delivery notification, reconnecting
-/// after a second when the connection is lost, until `shutdown`.
+/// How long a probe (a notification this process sends itself through its pool) may take to come
+/// back on the listening connection before that connection is taken for lost.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How often a listening connection that works is proven again by a probe: a primary demoted
+/// while running keeps the connection open but hears no write of the new primary's.
+const PROBE_EVERY: Duration = Duration::from_secs(10);
+
+/// Keeps a `LISTEN` connection on the primary of `url` and wakes this process's worker (the
+/// announcer's [`local_wake`](DeliveryAnnouncer::local_wake)) on every delivery notification,
+/// reconnecting after a second when the connection is lost, until `shutdown`.
 ///
 /// A notification whose payload is this process's origin (its own) is ignored: the announcement
 /// already woke the worker. Any other tells the announcer that another process is there
 /// ([`DeliveryAnnouncer::heard_another`]). On reaching `LISTEN`, the listener sends a
 /// notification of its own origin, so that the other processes notify this one from then on
 /// (a process alone sends none; see the announcer).
+///
+/// The connection is proven, not trusted: on reaching `LISTEN` and then every 10 s, a probe
+/// (`probe:<origin>:<n>`) is sent through `pool`, whose connections are the writers' own, and
+/// must come back on the listening connection within 3 s. One that does not means the listener
+/// is on another server than the writes (after a failover, a demoted primary that still runs) or
+/// deaf: it is dropped and opened again, with `target_session_attrs=read-write`, on the primary.
+/// Until a probe has come back, and whenever none can be sent (the database away), the worker's
+/// poll (every 500 ms) is what finds new deliveries, so none waits longer than that.
 pub async fn run_listener(
     url: String,
+    pool: crate::PgPool,
     announcer: DeliveryAnnouncer,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let url = crate::postgres::for_writes_bounded(&url);
     let wake = announcer.local_wake();
+    let failures = crate::LogThrottle::new();
+    let mut probes = 0_u64;
     loop {
-        match listen(&url, &announcer, &mut shutdown).await {
+        match listen(&url, &pool, &announcer, &mut probes, &mut shutdown).await {
             Ok(Listening::ShutDown) => return,
             Ok(Listening::Lost) => {
                 tracing::warn!("delivery notification connection closed; reconnecting");
             }
-            Err(err) => tracing::warn!(error = %err, "delivery notifications lost; reconnecting"),
+            Ok(Listening::Deaf) => tracing::warn!(
+                "delivery notifications: a probe sent through the pool did not come back (the \
+                 listener is not on the primary); reconnecting"
+            ),
+            Err(err) => {
+                if let Some(unlogged) = failures.admit() {
+                    tracing::warn!(
+                        error = %err,
+                        unlogged_since_last = unlogged,
+                        "delivery notifications lost; reconnecting"
+                    );
+                }
+            }
         }
         // Whatever was announced meanwhile is picked up by the next claim.
         wake.notify_one();
@@ -560,11 +602,23 @@ enum Listening {
     ShutDown,
     /// The connection closed.
     Lost,
+    /// A probe sent through the pool did not come back on it.
+    Deaf,
+}
+
+/// What the listening connection's driver passes on.
+enum Heard {
+    /// A delivery notification of another process.
+    Delivery,
+    /// This process's probe number `n`.
+    Probe(u64),
 }
 
 async fn listen(
     url: &str,
+    pool: &crate::PgPool,
     announcer: &DeliveryAnnouncer,
+    probes: &mut u64,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<Listening, tokio_postgres::Error> {
     let wake = announcer.local_wake();
@@ -578,18 +632,30 @@ async fn listen(
         .await?;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (heard, origin) = (announcer.clone(), own_origin.clone());
+    let own_probe = format!("probe:{own_origin}:");
     let driver = tokio::spawn(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(message) = messages.next().await {
-            match message {
-                Ok(AsyncMessage::Notification(note)) if note.payload() != &*origin => {
-                    heard.heard_another();
-                    if tx.send(()).is_err() {
-                        return;
+            let passed = match message {
+                Ok(AsyncMessage::Notification(note)) => {
+                    let payload = note.payload();
+                    if let Some(n) = payload.strip_prefix(&own_probe) {
+                        n.parse().ok().map(Heard::Probe)
+                    } else if payload == &*origin || payload.starts_with("probe:") {
+                        // Its own announcement, or another process's probe.
+                        None
+                    } else {
+                        heard.heard_another();
+                        Some(Heard::Delivery)
                     }
                 }
-                Ok(_) => {}
+                Ok(_) => None,
                 Err(_) => return,
+            };
+            if let Some(passed) = passed
+                && tx.send(passed).is_err()
+            {
+                return;
             }
         }
     });
@@ -601,20 +667,70 @@ async fn listen(
         ))
         .await?;
     wake.notify_one();
-    loop {
+    // The probe in flight: its number and when it must have come back. The first goes at once.
+    let mut waiting: Option<(u64, tokio::time::Instant)> = None;
+    let mut next_probe = tokio::time::Instant::now();
+    let ended = loop {
+        let deadline = waiting.map_or(next_probe, |(_, by)| by);
         tokio::select! {
             message = rx.recv() => match message {
-                Some(()) => wake.notify_one(),
-                None => break,
+                Some(Heard::Delivery) => wake.notify_one(),
+                Some(Heard::Probe(n)) => {
+                    if waiting.is_some_and(|(sent, _)| sent == n) {
+                        waiting = None;
+                        next_probe = tokio::time::Instant::now() + PROBE_EVERY;
+                    }
+                }
+                None => break Listening::Lost,
             },
+            () = tokio::time::sleep_until(deadline) => {
+                if waiting.is_some() {
+                    break Listening::Deaf;
+                }
+                *probes += 1;
+                if send_probe(pool, &own_origin, *probes).await {
+                    waiting = Some((*probes, tokio::time::Instant::now() + PROBE_TIMEOUT));
+                } else {
+                    // Nothing to conclude while no probe can be sent: try again later.
+                    next_probe = tokio::time::Instant::now() + PROBE_TIMEOUT;
+                }
+            }
             _ = shutdown.changed() => {
                 driver.abort();
                 return Ok(Listening::ShutDown);
             }
         }
-    }
+    };
+    driver.abort();
     drop(client);
-    Ok(Listening::Lost)
+    Ok(ended)
+}
+
+/// Sends probe `n` of the listener of `origin` through `pool`, committed at once; `false` when it
+/// could not be sent, or when the pool's connection is read-only (not on the primary: the pools
+/// are then told to check their connections, and the probe is not sent where no write goes).
+async fn send_probe(pool: &crate::PgPool, origin: &str, n: u64) -> bool {
+    use diesel_async::RunQueryDsl as _;
+    let sent = tokio::time::timeout(PROBE_TIMEOUT, async {
+        let mut conn = pool.get().await.ok()?;
+        diesel::sql_query(
+            "SELECT pg_notify($1, $2)::text FROM (SELECT) AS one \
+             WHERE current_setting('transaction_read_only') = 'off'",
+        )
+        .bind::<diesel::sql_types::Text, _>(DELIVERY_CHANNEL)
+        .bind::<diesel::sql_types::Text, _>(format!("probe:{origin}:{n}"))
+        .execute(&mut conn)
+        .await
+        .ok()
+    });
+    match sent.await {
+        Ok(Some(1)) => true,
+        Ok(Some(_)) => {
+            crate::postgres::read_only_seen();
+            false
+        }
+        _ => false,
+    }
 }
 
 /// How many overdue invoices one housekeeping call announces at most.

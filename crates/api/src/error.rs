@@ -162,6 +162,25 @@ impl ResponseError for ApiError {
 
     fn error_response(&self) -> HttpResponse {
         let status = self.status_code();
+        if let Self::Domain(DomainError::Unavailable(cause)) = self {
+            // The database is away (down, failing over, or only a standby reachable): every
+            // request says so at once, and the log says it once a second at most, with how many
+            // it did not repeat.
+            if let Some(unlogged) = UNAVAILABLE_LOG.admit() {
+                tracing::warn!(
+                    status = status.as_u16(),
+                    error = %cause,
+                    unlogged_since_last = unlogged,
+                    "request failed: database unavailable"
+                );
+            }
+            return HttpResponse::build(status)
+                .insert_header((
+                    header::RETRY_AFTER,
+                    UNAVAILABLE_RETRY_AFTER_SECS.to_string(),
+                ))
+                .json(json!({ "error": self.message() }));
+        }
         if status.is_server_error() {
             // The whole chain of causes, in one line.
             let error = match self {
@@ -193,6 +212,13 @@ impl ResponseError for ApiError {
     }
 }
 
+/// `Retry-After` of a 503 while the database is unavailable: about what a failover of the
+/// database takes to show (a connection attempt per host, then the new primary's first answer).
+pub const UNAVAILABLE_RETRY_AFTER_SECS: u64 = 2;
+
+/// The log of unavailable answers: at most one line a second, however many requests fail.
+static UNAVAILABLE_LOG: timetrack_adapters::LogThrottle = timetrack_adapters::LogThrottle::new();
+
 /// 405 with a JSON body and the methods the resource serves in `Allow`, for resources hit with a
 /// method they do not serve.
 pub async fn method_not_allowed(allow: String) -> HttpResponse {
@@ -214,6 +240,17 @@ pub fn json_error(status: StatusCode, message: &str) -> HttpResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unavailable_database_is_503_with_retry_after() {
+        let response = ApiError::from(DomainError::Unavailable("no database connection".into()))
+            .error_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            response.headers().get(header::RETRY_AFTER).unwrap(),
+            &UNAVAILABLE_RETRY_AFTER_SECS.to_string()
+        );
+    }
 
     #[test]
     fn not_found_names_the_resource() {

@@ -19,6 +19,8 @@ mod database;
 mod process;
 #[cfg(feature = "infra")]
 mod receiver;
+#[cfg(feature = "infra")]
+pub mod replication;
 
 #[cfg(feature = "infra")]
 pub use browser::{chromium, pdftotext};
@@ -28,6 +30,8 @@ pub use database::{TestDatabase, npm_package, python_package, recreate_database}
 pub use process::{Account, Admin, Memory, ServeCommand, ServerProcess, field, free_port};
 #[cfg(feature = "infra")]
 pub use receiver::{Behaviour, HttpsReceiver, Received};
+#[cfg(feature = "infra")]
+pub use replication::{ReplicaPair, Replication};
 
 /// The `TIMETRACK_SECRET_KEY` of servers the tests and tools start (every process of one test
 /// database must share it); a published test value, never a production one.

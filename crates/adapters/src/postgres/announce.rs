@@ -160,6 +160,7 @@ pub async fn run_notifier(
     );
     // Whether another process listened when last looked, and when that was.
     let mut seen: Option<(bool, Instant)> = None;
+    let failures = crate::LogThrottle::new();
     loop {
         tokio::select! {
             () = announcer.remote.notified() => {}
@@ -195,8 +196,14 @@ pub async fn run_notifier(
         })
         .await
         .unwrap_or_else(|_| Err("timed out".to_owned()));
-        if let Err(error) = sent {
-            tracing::warn!(%error, "notifying other processes of new deliveries failed");
+        if let Err(error) = sent
+            && let Some(unlogged) = failures.admit()
+        {
+            tracing::warn!(
+                %error,
+                unlogged_since_last = unlogged,
+                "notifying other processes of new deliveries failed"
+            );
         }
     }
 }

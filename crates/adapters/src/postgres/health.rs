@@ -12,10 +12,14 @@ use tokio::sync::Mutex;
 use super::errors::{map_db_error, map_pool_error};
 use super::pool::{PgPool, opaque_debug};
 
+/// What a check finds when the database answers but accepts no writes.
+pub const READ_ONLY: &str = "the database is read-only (a standby): no primary reachable";
+
 /// When a check came back, and what it found (the error as its message).
 type LastCheck = (Instant, Result<(), String>);
 
-/// Checks the database with `SELECT 1`, bounded in time.
+/// Checks that the database answers and accepts writes (`SHOW transaction_read_only` on a pooled
+/// connection, which the pool opened on the primary), bounded in time.
 ///
 /// Checks asked for at the same time share one query: while a check runs, the others wait for it
 /// (in arrival order) and take its outcome, since it came back after they asked. A flood of health
@@ -42,11 +46,21 @@ impl PgHealthProbe {
     }
 
     async fn select_one(&self) -> DomainResult<()> {
+        #[derive(diesel::QueryableByName)]
+        struct ReadOnly {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            transaction_read_only: String,
+        }
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        diesel::sql_query("SELECT 1")
-            .execute(&mut conn)
+        let row: ReadOnly = diesel::sql_query("SHOW transaction_read_only")
+            .get_result(&mut conn)
             .await
             .map_err(|e| map_db_error(e, "health check"))?;
+        if row.transaction_read_only != "off" {
+            // A standby, or a primary demoted under the connection: no write would succeed.
+            super::pool::read_only_seen();
+            return Err(DomainError::Unavailable(READ_ONLY.to_owned()));
+        }
         Ok(())
     }
 }

@@ -33,7 +33,8 @@ pub async fn run_migrations(url: &str) -> Result<Vec<String>> {
 }
 
 fn migrate_blocking(url: &str) -> Result<Vec<String>> {
-    let mut conn = AsyncConnectionWrapper::<AsyncPgConnection>::establish(url)
+    // On the primary, of the hosts a multi-host URL names.
+    let mut conn = AsyncConnectionWrapper::<AsyncPgConnection>::establish(&super::for_writes(url))
         .context("connecting to PostgreSQL")?;
     diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
         .execute(&mut conn)

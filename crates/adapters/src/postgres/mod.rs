@@ -38,7 +38,7 @@ pub use clients::{PgClientRepository, SEARCH_SQL};
 pub use delivery_log::PgDeliveryLog;
 pub use errors::{map_db_error, map_pool_error};
 pub use feed::PgEventFeed;
-pub use health::PgHealthProbe;
+pub use health::{PgHealthProbe, READ_ONLY as HEALTH_READ_ONLY};
 pub use housekeeping::PgHousekeeping;
 pub use idempotency::PgIdempotencyStore;
 pub use installation::installation_masks;
@@ -46,7 +46,10 @@ pub use invoices::PgInvoiceRepository;
 pub use migrate::{MIGRATIONS, run_migrations, sql_functions_fingerprint};
 pub use outbox::DELIVERY_CHANNEL;
 pub(crate) use pool::opaque_debug;
-pub use pool::{PgPool, PoolSettings, build_pool, check_connection, is_on_this_machine};
+pub use pool::{
+    PgPool, PoolSettings, build_pool, check_connection, for_writes, for_writes_bounded,
+    is_on_this_machine, read_only_seen,
+};
 pub use queue::PgDeliveryQueue;
 pub use rates::PgRateRepository;
 pub use reports::{

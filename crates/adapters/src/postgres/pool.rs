@@ -1,6 +1,8 @@
 //! The connection pool every PostgreSQL adapter shares, and the checks of a database URL.
 
-use std::time::Duration;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use diesel_async::AsyncPgConnection;
@@ -44,19 +46,93 @@ impl Default for PoolSettings {
     }
 }
 
+/// Seconds one connection attempt to one host may take (libpq's `connect_timeout`), unless the
+/// URL says otherwise: a host that does not answer (a dead primary's address) costs this much
+/// before the next host of a multi-host URL is tried.
+pub const HOST_CONNECT_TIMEOUT_SECS: u64 = 2;
+
+/// `url` as every connection that may write opens it: with `target_session_attrs=read-write`
+/// unless the URL sets it, so that of the hosts a multi-host URL names the one that accepts
+/// writes is taken, and a standby or a demoted primary is passed over. Both URL
+/// (`postgres://…`) and key-value (`host=… user=…`) forms are kept in their form.
+pub fn for_writes(url: &str) -> String {
+    with_defaults(url, &[("target_session_attrs", "read-write")])
+}
+
+/// [`for_writes`], with a per-host `connect_timeout` unless the URL sets one: for connections
+/// opened on the service's runtime (the time-out needs its timers; the migrations' blocking
+/// connection has none, and is bounded by the start-up check before it).
+pub fn for_writes_bounded(url: &str) -> String {
+    with_defaults(
+        &for_writes(url),
+        &[("connect_timeout", &HOST_CONNECT_TIMEOUT_SECS.to_string())],
+    )
+}
+
+/// `url` with each `(key, value)` parameter added that it does not set already.
+fn with_defaults(url: &str, defaults: &[(&str, &str)]) -> String {
+    let is_uri = url.starts_with("postgres://") || url.starts_with("postgresql://");
+    let mut out = url.to_owned();
+    for (key, value) in defaults {
+        if is_uri {
+            let query = url.split_once('?').map_or("", |(_, q)| q);
+            if query
+                .split('&')
+                .any(|pair| pair.split('=').next() == Some(key))
+            {
+                continue;
+            }
+            out.push(if out.contains('?') { '&' } else { '?' });
+            out.push_str(&format!("{key}={value}"));
+        } else {
+            let set = url
+                .split_whitespace()
+                .any(|pair| pair.split('=').next().map(str::trim) == Some(key));
+            if !set {
+                out.push_str(&format!(" {key}={value}"));
+            }
+        }
+    }
+    out
+}
+
+/// How many hosts `url` names (1 when it does not parse or names none: the default socket).
+fn host_count(url: &str) -> u32 {
+    use std::str::FromStr as _;
+    tokio_postgres::Config::from_str(url)
+        .map_or(1, |config| {
+            u32::try_from(config.get_hosts().len()).unwrap_or(1)
+        })
+        .max(1)
+}
+
 /// Builds the pool; no connection is opened until one is needed.
 ///
+/// Connections are opened by [`for_writes`]: on the host that accepts writes. One found
+/// read-only later (a primary demoted under it) is dropped instead of being handed out again:
+/// see [`read_only_seen`].
+///
 /// Every wait is bounded, so a dead or unreachable database yields an error within seconds, never a
-/// hang.
+/// hang: opening a connection may take the connect time-out once per host the URL names.
 pub fn build_pool(url: &str, settings: PoolSettings) -> Result<PgPool> {
+    let url = for_writes_bounded(url);
     let mut config = ManagerConfig::default();
-    // A broken connection surfaces on its first use and is dropped; no ping on every checkout.
-    config.recycling_method = RecyclingMethod::Fast;
+    // A broken connection surfaces on its first use and is dropped; no ping on every checkout,
+    // except for a while after a connection was found read-only (see `read_only_seen`).
+    config.recycling_method = RecyclingMethod::CustomFunction(Box::new(|conn| {
+        Box::pin(async move {
+            if !read_only_suspected() {
+                return Ok(());
+            }
+            check_writable(conn).await
+        })
+    }));
+    let create_timeout = settings.connect_timeout * host_count(&url);
     let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(url, config);
     PgPool::builder(manager)
         .max_size(settings.max_size)
         .wait_timeout(Some(settings.wait_timeout))
-        .create_timeout(Some(settings.connect_timeout))
+        .create_timeout(Some(create_timeout))
         .recycle_timeout(Some(settings.connect_timeout))
         // The most recently returned connection is handed out first, so after a burst the load
         // runs on a few warm backends instead of rotating through every connection the burst
@@ -66,6 +142,55 @@ pub fn build_pool(url: &str, settings: PoolSettings) -> Result<PgPool> {
         .runtime(deadpool::Runtime::Tokio1)
         .build()
         .context("building the PostgreSQL pool")
+}
+
+/// How long after a connection was found read-only every connection handed out is checked first.
+const READ_ONLY_SUSPICION: Duration = Duration::from_secs(30);
+
+/// When a connection of this process was last found read-only, as milliseconds since
+/// [`process_start`]; 0 for never.
+static READ_ONLY_SEEN_MS: AtomicU64 = AtomicU64::new(0);
+
+fn process_start() -> Instant {
+    static START: OnceLock<Instant> = OnceLock::new();
+    *START.get_or_init(Instant::now)
+}
+
+/// Notes that a statement failed because its connection is read-only (SQLSTATE 25006: the
+/// server it was opened on is a standby now, or was demoted while running). For the next 30 s
+/// every connection taken from any pool of this process is first asked whether it may still
+/// write (one `SHOW transaction_read_only`), and dropped if not; the pools then open new
+/// connections with `target_session_attrs=read-write`, which find the new primary. Outside these
+/// windows checkouts cost no round trip.
+pub fn read_only_seen() {
+    let ms = u64::try_from(process_start().elapsed().as_millis()).unwrap_or(u64::MAX);
+    READ_ONLY_SEEN_MS.store(ms.max(1), Ordering::Relaxed);
+}
+
+fn read_only_suspected() -> bool {
+    let seen = READ_ONLY_SEEN_MS.load(Ordering::Relaxed);
+    seen != 0 && process_start().elapsed() < Duration::from_millis(seen) + READ_ONLY_SUSPICION
+}
+
+/// `Ok` when `conn` may write; an error (which makes the pool drop it) when it is read-only.
+async fn check_writable(conn: &mut AsyncPgConnection) -> diesel::QueryResult<()> {
+    use diesel_async::RunQueryDsl as _;
+    #[derive(diesel::QueryableByName)]
+    struct ReadOnly {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        transaction_read_only: String,
+    }
+    let row: ReadOnly = diesel::sql_query("SHOW transaction_read_only")
+        .get_result(conn)
+        .await?;
+    if row.transaction_read_only == "off" {
+        Ok(())
+    } else {
+        Err(diesel::result::Error::DatabaseError(
+            diesel::result::DatabaseErrorKind::ReadOnlyTransaction,
+            Box::new("the connection's server no longer accepts writes".to_owned()),
+        ))
+    }
 }
 
 /// Whether the database at `url` runs on this machine: every host it names is a Unix socket,
@@ -98,7 +223,7 @@ pub fn is_on_this_machine(url: &str) -> bool {
 /// reached and why (the refusal, the unknown host, the rejected password), without the password.
 pub async fn check_connection(url: &str) -> Result<()> {
     use std::str::FromStr as _;
-    let config = tokio_postgres::Config::from_str(url).map_err(|err| {
+    let config = tokio_postgres::Config::from_str(&for_writes_bounded(url)).map_err(|err| {
         anyhow::anyhow!(
             "the database URL is not a valid PostgreSQL URL: {}",
             error_chain(&err)
@@ -167,7 +292,38 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::is_on_this_machine;
+    use super::{for_writes, for_writes_bounded, host_count, is_on_this_machine};
+
+    #[test]
+    fn connections_that_may_write_ask_for_the_primary_unless_the_url_says_otherwise() {
+        assert_eq!(
+            for_writes("postgres://u@h1:5432,h2:5433/db"),
+            "postgres://u@h1:5432,h2:5433/db?target_session_attrs=read-write"
+        );
+        assert_eq!(
+            for_writes_bounded("postgres://u@h1:5432,h2:5433/db"),
+            "postgres://u@h1:5432,h2:5433/db?target_session_attrs=read-write&connect_timeout=2"
+        );
+        assert_eq!(
+            for_writes_bounded("postgres://u@h/db?sslmode=disable&connect_timeout=5"),
+            "postgres://u@h/db?sslmode=disable&connect_timeout=5&target_session_attrs=read-write"
+        );
+        assert_eq!(
+            for_writes_bounded("postgresql://u@h/db?target_session_attrs=any"),
+            "postgresql://u@h/db?target_session_attrs=any&connect_timeout=2"
+        );
+        assert_eq!(
+            for_writes_bounded("host=h1,h2 user=u dbname=db"),
+            "host=h1,h2 user=u dbname=db target_session_attrs=read-write connect_timeout=2"
+        );
+        let parsed: tokio_postgres::Config = for_writes("postgres://u@h1,h2/db").parse().unwrap();
+        assert_eq!(
+            parsed.get_target_session_attrs(),
+            tokio_postgres::config::TargetSessionAttrs::ReadWrite
+        );
+        assert_eq!(host_count("postgres://u@h1:1,h2:2,h3:3/db"), 3);
+        assert_eq!(host_count("postgres://u@/db"), 1);
+    }
 
     #[test]
     fn a_database_on_loopback_or_a_socket_is_on_this_machine() {

@@ -89,6 +89,7 @@ fn listening(
 ) -> JoinHandle<()> {
     tokio::spawn(run_listener(
         db.url().to_owned(),
+        db.pool(),
         announcer,
         stopped.clone(),
     ))
@@ -144,7 +145,8 @@ async fn overhear(url: &str) -> (tokio_postgres::Client, mpsc::UnboundedReceiver
     (client, rx)
 }
 
-/// The next payload heard within `within` that is not `skipping`, if any.
+/// The next payload heard within `within` that is not `skipping` nor a listener's probe of
+/// itself (`probe:…`, which a process sends to its own listener), if any.
 async fn next_heard(
     heard: &mut mpsc::UnboundedReceiver<String>,
     skipping: &str,
@@ -153,7 +155,7 @@ async fn next_heard(
     tokio::time::timeout(within, async {
         loop {
             match heard.recv().await {
-                Some(payload) if payload == skipping => {}
+                Some(payload) if payload == skipping || payload.starts_with("probe:") => {}
                 other => return other,
             }
         }
@@ -237,4 +239,65 @@ async fn a_process_finds_a_listener_already_there_by_looking() {
         .await
         .expect("the listener found in pg_stat_activity is notified");
     stop_all(stop, [notifier, other_listener]).await;
+}
+
+/// The backend pids of the listening connections of `announcer` on `url` seen in
+/// `pg_stat_activity`, looked at every 200 ms for `during`.
+async fn listener_pids(url: &str, announcer: &DeliveryAnnouncer, during: Duration) -> Vec<i32> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let name = announcer.listener_name();
+    let mut pids: Vec<i32> = Vec::new();
+    let until = tokio::time::Instant::now() + during;
+    while tokio::time::Instant::now() < until {
+        for row in client
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = $1",
+                &[&name],
+            )
+            .await
+            .unwrap()
+        {
+            let pid: i32 = row.get(0);
+            if !pids.contains(&pid) {
+                pids.push(pid);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    pids
+}
+
+/// A listener proves its connection by a probe sent through the writers' pool: one on another
+/// database than the pool's (as a listener left on a demoted primary is on another server than
+/// the writes) never hears it, and is opened again; one that hears its probes keeps its
+/// connection.
+#[tokio::test]
+async fn a_listener_that_does_not_hear_its_probe_through_the_pool_reconnects() {
+    let (listened, written) = (TestDatabase::new().await, TestDatabase::new().await);
+    let (stop, stopped) = watch::channel(false);
+    let deaf = DeliveryAnnouncer::new();
+    let deaf_listener = tokio::spawn(run_listener(
+        listened.url().to_owned(),
+        written.pool(),
+        deaf.clone(),
+        stopped.clone(),
+    ));
+    let proven = DeliveryAnnouncer::new();
+    let proven_listener = listening(&listened, proven.clone(), &stopped);
+    let watch = Duration::from_secs(7);
+    let (deaf_pids, proven_pids) = futures_util::join!(
+        listener_pids(listened.url(), &deaf, watch),
+        listener_pids(listened.url(), &proven, watch)
+    );
+    assert!(
+        deaf_pids.len() >= 2,
+        "a listener whose probe did not come back within 3 s connects again: {deaf_pids:?}"
+    );
+    assert_eq!(
+        proven_pids.len(),
+        1,
+        "a listener that hears its probes keeps its connection: {proven_pids:?}"
+    );
+    stop_all(stop, [deaf_listener, proven_listener]).await;
 }

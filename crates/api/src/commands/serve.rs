@@ -275,6 +275,7 @@ async fn run_server(
     ));
     let listener = tokio::spawn(run_listener(
         db.url().to_owned(),
+        pool.clone(),
         announcer,
         stopped.clone(),
     ));

@@ -27,7 +27,11 @@ pub struct UnhealthyResponse {
     status: &'static str,
     timestamp: String,
     service: &'static str,
+    /// Always `database connection failed` (the published text).
     error: &'static str,
+    /// Why: `no database connection`, `the database is read-only (a standby): no primary
+    /// reachable`, or `the database did not answer within 3 s`.
+    reason: &'static str,
 }
 
 /// 200 `healthy` when the database answers, 503 `unhealthy` otherwise; never needs a key.
@@ -55,17 +59,42 @@ pub async fn health(state: web::Data<AppState>) -> HttpResponse {
             version: env!("CARGO_PKG_VERSION"),
         }),
         failure => {
-            let error = match failure {
-                Ok(Err(err)) => err.to_string(),
-                _ => format!("no answer within {HEALTH_DEADLINE:?}"),
+            let (cause, reason) = match failure {
+                Ok(Err(err)) => {
+                    let cause = err.to_string();
+                    let reason = if cause.contains(timetrack_adapters::postgres::HEALTH_READ_ONLY) {
+                        "the database is read-only (a standby): no primary reachable"
+                    } else {
+                        "no database connection"
+                    };
+                    (cause, reason)
+                }
+                _ => (
+                    format!("no answer within {HEALTH_DEADLINE:?}"),
+                    "the database did not answer within 3 s",
+                ),
             };
-            tracing::warn!(error, "health check failed");
-            HttpResponse::build(StatusCode::SERVICE_UNAVAILABLE).json(UnhealthyResponse {
-                status: "unhealthy",
-                timestamp,
-                service: SERVICE_NAME,
-                error: "database connection failed",
-            })
+            static FAILURES: timetrack_adapters::LogThrottle =
+                timetrack_adapters::LogThrottle::new();
+            if let Some(unlogged) = FAILURES.admit() {
+                tracing::warn!(
+                    error = cause,
+                    unlogged_since_last = unlogged,
+                    "health check failed"
+                );
+            }
+            HttpResponse::build(StatusCode::SERVICE_UNAVAILABLE)
+                .insert_header((
+                    actix_web::http::header::RETRY_AFTER,
+                    crate::error::UNAVAILABLE_RETRY_AFTER_SECS.to_string(),
+                ))
+                .json(UnhealthyResponse {
+                    status: "unhealthy",
+                    timestamp,
+                    service: SERVICE_NAME,
+                    error: "database connection failed",
+                    reason,
+                })
         }
     }
 }

@@ -109,10 +109,14 @@ async fn stopped_database_gives_503_within_3_seconds_and_recovers() {
     );
     assert_eq!(status, 503);
     assert_eq!(content_type, "application/json");
-    assert_eq!(keys(&body), ["error", "service", "status", "timestamp"]);
+    assert_eq!(
+        keys(&body),
+        ["error", "reason", "service", "status", "timestamp"]
+    );
     assert_eq!(body["status"], "unhealthy");
     assert_eq!(body["service"], "timetrack");
     assert_eq!(body["error"], "database connection failed");
+    assert_eq!(body["reason"], "no database connection");
     assert_recent_utc(&body["timestamp"]);
 
     // Started again (same port and credentials): healthy again without restarting the app.

@@ -16,6 +16,7 @@ use timetrack_testkit::{ServeCommand, ServerProcess, TestDatabase};
 
 mod cli;
 mod deliveries;
+mod failover;
 mod listen;
 mod process;
 mod zapier;
