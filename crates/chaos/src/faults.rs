@@ -14,11 +14,14 @@ use crate::env::{Db, Env, arrivals, arrivals_by_path, create_clients};
 use crate::scenario::{Scenario, percentile, say};
 
 /// Deliveries held by a worker: sent or being sent, their outcome not yet written.
-const LEASED: &str = "SELECT count(*) FROM deliveries d WHERE d.status = 'PENDING' AND EXISTS \
+pub(crate) const LEASED: &str = "SELECT count(*) FROM deliveries d WHERE d.status = 'PENDING' AND EXISTS \
      (SELECT 1 FROM delivery_leases l WHERE l.delivery_id = d.id AND l.expires_at > now())";
 
 /// Polls `condition` every 20 ms until it holds or `timeout` passes; whether it held.
-async fn wait_until(timeout: Duration, mut condition: impl AsyncFnMut() -> bool) -> bool {
+pub(crate) async fn wait_until(
+    timeout: Duration,
+    mut condition: impl AsyncFnMut() -> bool,
+) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
         if condition().await {
@@ -33,7 +36,11 @@ async fn wait_until(timeout: Duration, mut condition: impl AsyncFnMut() -> bool)
 
 /// Waits until the receiver holds `expected` distinct deliveries (or `timeout` passes); the
 /// distinct deliveries and the extra copies then.
-async fn drain(receiver: &HttpsReceiver, expected: usize, timeout: Duration) -> (usize, usize) {
+pub(crate) async fn drain(
+    receiver: &HttpsReceiver,
+    expected: usize,
+    timeout: Duration,
+) -> (usize, usize) {
     let deadline = Instant::now() + timeout;
     loop {
         // Counting distinct ids copies every request; only do it once enough have arrived.
@@ -207,18 +214,18 @@ pub async fn process_faults(env: &mut Env, s: &mut Scenario) -> Result<()> {
     Ok(())
 }
 
-/// One request of the load during the outage scenario.
-struct Sample {
+/// One request of the load during the outage and failover scenarios.
+pub(crate) struct Sample {
     /// Sent, from the scenario's start.
-    at: Duration,
-    latency: Duration,
+    pub(crate) at: Duration,
+    pub(crate) latency: Duration,
     /// 0 when no answer came.
-    status: u16,
-    body: Value,
+    pub(crate) status: u16,
+    pub(crate) body: Value,
 }
 
 /// Sends `make(n)` every `period` until stopped; records each answer.
-fn sampler(
+pub(crate) fn sampler(
     http: reqwest::Client,
     start: Instant,
     period: Duration,

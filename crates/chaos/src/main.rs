@@ -10,6 +10,7 @@
 
 mod edges;
 mod env;
+mod failover;
 mod faults;
 mod fuzz;
 mod isolation;
@@ -37,8 +38,8 @@ struct Options {
     /// The short scenarios at small sizes, in a few minutes (what CI runs).
     #[arg(long)]
     quick: bool,
-    /// Run only these scenarios (comma-separated): faults, outage, crash, receivers, ssrf, raw,
-    /// fuzz, isolation, limits, edges, revoke, idempotency, address.
+    /// Run only these scenarios (comma-separated): faults, outage, crash, failover, receivers,
+    /// ssrf, raw, fuzz, isolation, limits, edges, revoke, idempotency, address.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// The `timetrack` binary under test.
@@ -65,6 +66,11 @@ const SCENARIOS: &[(&str, &str, bool)] = &[
         true,
     ),
     ("outage", "2. Database outage", true),
+    (
+        "failover",
+        "12. Failover to a promoted standby under load (asynchronous, synchronous)",
+        true,
+    ),
     (
         "crash",
         "2b. Database crash (immediate stop) during a delivery burst",
@@ -129,6 +135,7 @@ async fn run(options: &Options) -> Result<bool> {
             "faults" => faults::process_faults(&mut env, &mut scenario).await,
             "outage" => faults::database_outage(&mut env, &mut scenario).await,
             "crash" => faults::database_crash(&mut env, &mut scenario).await,
+            "failover" => failover::run(&env, &mut scenario).await,
             "edges" => edges::run(&env, &mut scenario).await,
             "revoke" => keys::revocation_race(&env, &mut scenario).await,
             "idempotency" => keys::idempotency_flood(&env, &mut scenario).await,
