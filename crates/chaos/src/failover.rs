@@ -22,27 +22,192 @@ const KEYS: usize = 4;
 /// Subscriptions per workspace.
 const SUBSCRIBERS: usize = 2;
 
-/// Both modes, one after the other.
+/// What is done to the database under load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// The primary's host dies; a standby is promoted.
+    KillAndPromote,
+    /// As `KillAndPromote`, then the old primary comes back (as a replica).
+    KillAndRejoin,
+    /// A planned switchover.
+    Switchover,
+}
+
+/// The database under test.
+enum Cluster {
+    /// Two plain clusters; the standby promoted by hand `promote_after` the kill.
+    Pair(ReplicaPair, Duration),
+    /// Patroni with etcd.
+    Patroni(crate::patroni::PatroniCluster),
+}
+
+/// When the fault began and when a primary was back (for a switchover: when it had ended).
+struct Inflicted {
+    began: Instant,
+    ended: Instant,
+    what: String,
+}
+
+impl Cluster {
+    fn url(&self, database: &str) -> String {
+        match self {
+            Self::Pair(pair, _) => pair.url(database),
+            Self::Patroni(cluster) => cluster.url(database),
+        }
+    }
+
+    async fn inflict(&mut self, fault: Fault) -> Result<Inflicted> {
+        match (self, fault) {
+            (Self::Pair(pair, promote_after), Fault::KillAndPromote) => {
+                pair.kill_primary();
+                let began = Instant::now();
+                tokio::time::sleep(*promote_after).await;
+                pair.promote().await?;
+                Ok(Inflicted {
+                    began,
+                    ended: Instant::now(),
+                    what: "primary killed, standby promoted by pg_promote".into(),
+                })
+            }
+            (Self::Pair(..), _) => anyhow::bail!("two plain clusters only fail over"),
+            (Self::Patroni(cluster), Fault::Switchover) => {
+                let from = cluster.leader().await.context("no leader")?;
+                let to = (from + 1) % 3;
+                let began = Instant::now();
+                let (config_from, config_to) = (from, to);
+                let names = (cluster.name(from).to_owned(), cluster.name(to).to_owned());
+                // patronictl blocks until the switchover is done.
+                tokio::task::block_in_place(|| cluster.switchover(config_from, config_to))?;
+                let leader = cluster
+                    .wait_for_leader(Some(from), Duration::from_secs(60))
+                    .await?;
+                Ok(Inflicted {
+                    began,
+                    ended: Instant::now(),
+                    what: format!(
+                        "switchover {} -> {} ({} leads)",
+                        names.0,
+                        names.1,
+                        cluster.name(leader)
+                    ),
+                })
+            }
+            (Self::Patroni(cluster), fault) => {
+                let old = cluster.leader().await.context("no leader")?;
+                cluster.kill_member(old)?;
+                let began = Instant::now();
+                let leader = cluster
+                    .wait_for_leader(Some(old), Duration::from_secs(60))
+                    .await?;
+                let ended = Instant::now();
+                let mut what = format!(
+                    "{} killed (Patroni and postmaster), {} promoted by Patroni",
+                    cluster.name(old),
+                    cluster.name(leader)
+                );
+                if fault == Fault::KillAndRejoin {
+                    cluster.start_member(old)?;
+                    cluster
+                        .wait_for_replicas(2, Duration::from_secs(90))
+                        .await
+                        .context("the old leader did not rejoin as a replica")?;
+                    what.push_str(&format!(", {} back as a replica", cluster.name(old)));
+                }
+                Ok(Inflicted { began, ended, what })
+            }
+        }
+    }
+}
+
+/// Both modes on two plain clusters (quick and full runs), then, in the full run, the Patroni
+/// runs.
 pub async fn run(env: &Env, s: &mut Scenario) -> Result<()> {
     for replication in [Replication::Asynchronous, Replication::Synchronous] {
-        one_failover(env, s, replication).await?;
+        let mode = match replication {
+            Replication::Asynchronous => "asynchronous",
+            Replication::Synchronous => "synchronous",
+        };
+        let dir = env.dir.clone();
+        let pair = tokio::task::spawn_blocking(move || ReplicaPair::start(Some(&dir), replication))
+            .await??;
+        let promote_after = Duration::from_secs(if env.quick { 1 } else { 3 });
+        let mut cluster = Cluster::Pair(pair, promote_after);
+        under_load(
+            env,
+            s,
+            mode,
+            replication == Replication::Synchronous,
+            &mut cluster,
+            Fault::KillAndPromote,
+        )
+        .await?;
+    }
+    if env.quick {
+        return Ok(());
+    }
+    use crate::patroni::{Mode, PatroniCluster};
+    for (label, mode, fault) in [
+        (
+            "Patroni, asynchronous",
+            Mode::Asynchronous,
+            Fault::KillAndPromote,
+        ),
+        (
+            "Patroni, synchronous strict",
+            Mode::SynchronousStrict,
+            Fault::KillAndPromote,
+        ),
+        (
+            "Patroni, asynchronous, old leader rejoins",
+            Mode::Asynchronous,
+            Fault::KillAndRejoin,
+        ),
+        (
+            "Patroni, planned switchover",
+            Mode::Asynchronous,
+            Fault::Switchover,
+        ),
+    ] {
+        say(&format!(
+            "  {label}: starting etcd and three Patroni members"
+        ));
+        let patroni = PatroniCluster::start(&env.dir, mode).await?;
+        let mut cluster = Cluster::Patroni(patroni);
+        under_load(
+            env,
+            s,
+            label,
+            mode == Mode::SynchronousStrict,
+            &mut cluster,
+            fault,
+        )
+        .await?;
     }
     Ok(())
 }
 
-async fn one_failover(env: &Env, s: &mut Scenario, replication: Replication) -> Result<()> {
-    let mode = match replication {
-        Replication::Asynchronous => "asynchronous",
-        Replication::Synchronous => "synchronous",
-    };
-    let (before, promote_after, after) = if env.quick { (3, 1, 5) } else { (10, 3, 15) };
-    let dir = env.dir.clone();
-    let mut pair =
-        tokio::task::spawn_blocking(move || ReplicaPair::start(Some(&dir), replication)).await??;
-    pair.primary.ensure_database("timetrack").await?;
-    let url = pair.url("timetrack");
+async fn under_load(
+    env: &Env,
+    s: &mut Scenario,
+    mode: &str,
+    synchronous: bool,
+    cluster: &mut Cluster,
+    fault: Fault,
+) -> Result<()> {
+    let (before, after) = if env.quick { (3, 5) } else { (10, 15) };
+    let admin_url = cluster.url("postgres");
+    let url = cluster.url("timetrack");
+    // The database, on the primary.
+    Db::connect(&timetrack_adapters::postgres::for_writes(&admin_url))
+        .await?
+        .execute("CREATE DATABASE timetrack")
+        .await?;
+    let primary = timetrack_adapters::postgres::for_writes(&url);
     let receiver = HttpsReceiver::start().await;
-    let log = format!("failover-{mode}");
+    let log = format!(
+        "failover-{}",
+        mode.replace([',', ' '], "-").replace("--", "-")
+    );
     // Migrated by the admin commands, through the multi-host URL.
     let mut accounts = Vec::new();
     for k in 0..KEYS {
@@ -53,7 +218,7 @@ async fn one_failover(env: &Env, s: &mut Scenario, replication: Replication) -> 
     let mut paths_of_workspace: HashMap<String, Vec<String>> = HashMap::new();
     for (k, account) in accounts.iter().enumerate() {
         for n in 0..SUBSCRIBERS {
-            let path = format!("/failover/{mode}/{k}/{n}");
+            let path = format!("/{log}/{k}/{n}");
             let (id, _) = server
                 .subscribe(&account.key, &receiver.url(&path), &["CLIENT_CREATED"])
                 .await?;
@@ -81,22 +246,15 @@ async fn one_failover(env: &Env, s: &mut Scenario, replication: Replication) -> 
     });
 
     tokio::time::sleep(Duration::from_secs(before)).await;
-    let leased_before = Db::connect(&pair.primary.url("timetrack"))
-        .await?
-        .count(LEASED)
-        .await?;
-    pair.kill_primary();
-    let kill_at = start.elapsed();
-    let kill_instant = Instant::now();
+    let leased_before = Db::connect(&primary).await?.count(LEASED).await?;
+    let inflicted = cluster.inflict(fault).await?;
+    let kill_at = inflicted.began.duration_since(start);
+    let kill_instant = inflicted.began;
+    let promoted_at = inflicted.ended.duration_since(start);
     say(&format!(
-        "  {mode}: primary killed at {:.1} s, {leased_before} deliveries leased",
-        kill_at.as_secs_f64()
-    ));
-    tokio::time::sleep(Duration::from_secs(promote_after)).await;
-    pair.promote().await?;
-    let promoted_at = start.elapsed();
-    say(&format!(
-        "  {mode}: standby promoted at {:.1} s",
+        "  {mode}: {} ({:.1} s to {:.1} s), {leased_before} deliveries leased before",
+        inflicted.what,
+        kill_at.as_secs_f64(),
         promoted_at.as_secs_f64()
     ));
     tokio::time::sleep(Duration::from_secs(after)).await;
@@ -106,7 +264,7 @@ async fn one_failover(env: &Env, s: &mut Scenario, replication: Replication) -> 
     let load = std::mem::take(&mut *load.lock().unwrap_or_else(|e| e.into_inner()));
 
     // What the new primary holds.
-    let db = Db::connect(&pair.standby.url("timetrack")).await?;
+    let db = Db::connect(&primary).await?;
     let stored: HashSet<String> = db
         .rows("SELECT name FROM clients WHERE name LIKE 'Failover client %'")
         .await?
@@ -236,12 +394,18 @@ async fn one_failover(env: &Env, s: &mut Scenario, replication: Replication) -> 
         format!("{mode}: duplicates / bound (leased at the kill + arrivals around it)"),
         format!("{duplicates} / {bound}"),
     );
+    let (began, ended) = if fault == Fault::Switchover {
+        ("the switchover began", "it ended")
+    } else {
+        ("the kill", "a primary was back (promoted)")
+    };
+    s.figure(format!("{mode}: what was done"), &inflicted.what);
     s.figure(
-        format!("{mode}: writes again after the kill"),
+        format!("{mode}: writes again after {began}"),
         secs(writes_again.map(|at| at.saturating_sub(kill_at))),
     );
     s.figure(
-        format!("{mode}: writes again after the promotion"),
+        format!("{mode}: writes again after {ended}"),
         secs(writes_again.map(|at| at.saturating_sub(promoted_at))),
     );
     s.figure(
@@ -249,21 +413,40 @@ async fn one_failover(env: &Env, s: &mut Scenario, replication: Replication) -> 
         secs(deliveries_again),
     );
 
+    let unanswered: HashSet<String> = load
+        .iter()
+        .filter(|x| x.status == 0)
+        .map(|x| crate::scenario::shorten(&x.body.to_string(), 160))
+        .collect();
     s.check(
         format!("{mode}: every answer is 201 or 503, none missing"),
         statuses.keys().all(|status| [201, 503].contains(status)),
-        format!("{statuses:?}"),
+        format!("{statuses:?} {unanswered:?}"),
     );
     s.check(
         format!("{mode}: the server did not exit"),
         server.exited().is_none(),
         format!("{:?}", server.exited()),
     );
-    s.check(
-        format!("{mode}: writes succeed again within 15 s of the kill"),
-        writes_again.is_some_and(|at| at.saturating_sub(kill_at) <= Duration::from_secs(15)),
-        secs(writes_again.map(|at| at.saturating_sub(kill_at))),
-    );
+    if fault == Fault::Switchover {
+        // Writes that never stopped count as back at once.
+        let after_end = load
+            .iter()
+            .filter(|x| x.at >= promoted_at && x.status == 201)
+            .map(|x| (x.at + x.latency).saturating_sub(promoted_at))
+            .min();
+        s.check(
+            format!("{mode}: writes succeed within 1 s of the switchover's end"),
+            after_end.is_some_and(|d| d <= Duration::from_secs(1)),
+            secs(after_end),
+        );
+    } else {
+        s.check(
+            format!("{mode}: writes succeed again within 15 s of the kill"),
+            writes_again.is_some_and(|at| at.saturating_sub(kill_at) <= Duration::from_secs(15)),
+            secs(writes_again.map(|at| at.saturating_sub(kill_at))),
+        );
+    }
     s.check(
         format!("{mode}: deliveries flow again within 2 s of writes"),
         deliveries_again.is_some_and(|d| d <= Duration::from_secs(2)),
@@ -284,20 +467,19 @@ async fn one_failover(env: &Env, s: &mut Scenario, replication: Replication) -> 
         duplicates <= bound,
         format!("{duplicates} duplicates, bound {bound}"),
     );
-    if replication == Replication::Synchronous {
+    if synchronous || fault == Fault::Switchover {
         s.check(
-            "synchronous: no acknowledged write lost",
+            format!("{mode}: no acknowledged write lost"),
             lost_writes == 0,
             format!("{lost_writes} of {} lost", acknowledged.len()),
         );
         s.check(
-            "synchronous: no event delivered whose row was lost",
+            format!("{mode}: no event delivered whose row was lost"),
             delivered_but_lost.is_empty(),
             format!("{}", delivered_but_lost.len()),
         );
     }
     drop(db);
     let _ = server.stop().context("stopping the server")?;
-    drop(pair);
     Ok(())
 }

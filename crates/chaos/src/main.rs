@@ -1,6 +1,6 @@
 //! `timetrack-chaos`: the fault and abuse suite. It runs the real `timetrack` binary against its
 //! own PostgreSQL cluster and local HTTPS receivers, breaks things on purpose (kills, a database
-//! outage and a crash, hostile receivers, SSRF attempts, fuzzed, malformed and extreme input,
+//! outage and a crash, failovers to a standby and in a Patroni cluster, hostile receivers, SSRF attempts, fuzzed, malformed and extreme input,
 //! another tenant's ids, load on shared rate limits, a key revoked while in use, a flooded
 //! idempotency key), checks what the service promises, and reports figures.
 //!
@@ -16,6 +16,7 @@ mod fuzz;
 mod isolation;
 mod keys;
 mod limits;
+mod patroni;
 mod raw;
 mod receivers;
 mod report;
