@@ -78,12 +78,7 @@ impl LocalPostgres {
     /// Starts the cluster under `root`, creating it on first use, or attaches to the server that
     /// already runs there. Blocks until the server accepts connections.
     pub fn start(root: &Path, durability: Durability) -> Result<Self> {
-        let bin = find_bin_dir()?;
-        let run_as = unprivileged_user()?;
-        fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
-        let root = root
-            .canonicalize()
-            .with_context(|| format!("resolving {}", root.display()))?;
+        let (bin, run_as, root) = prepare(root)?;
         let data = root.join("pgdata");
         let cluster_file = root.join("cluster.json");
 
@@ -150,12 +145,7 @@ impl LocalPostgres {
     ///
     /// [`start`]: Self::start
     pub fn start_standby(primary: &Self, root: &Path, durability: Durability) -> Result<Self> {
-        let bin = find_bin_dir()?;
-        let run_as = unprivileged_user()?;
-        fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
-        let root = root
-            .canonicalize()
-            .with_context(|| format!("resolving {}", root.display()))?;
+        let (bin, run_as, root) = prepare(root)?;
         let data = root.join("pgdata");
         if !data.join("PG_VERSION").exists() {
             if data.exists() {
@@ -273,6 +263,17 @@ impl Drop for LocalPostgres {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The server binaries, the user to run them as, and `root` made and resolved.
+fn prepare(root: &Path) -> Result<(PathBuf, Option<User>, PathBuf)> {
+    let bin = find_bin_dir()?;
+    let run_as = unprivileged_user()?;
+    fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("resolving {}", root.display()))?;
+    Ok((bin, run_as, root))
 }
 
 /// Finds the directory holding `initdb`, `postgres` and `pg_isready`.

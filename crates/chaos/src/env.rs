@@ -276,6 +276,44 @@ pub async fn create_clients(
     created.load(Ordering::SeqCst)
 }
 
+/// The (path, `webhook-id`) pairs that arrived.
+pub fn arrived(received: &[Received]) -> HashSet<(String, String)> {
+    received
+        .iter()
+        .map(|r| {
+            (
+                r.path.clone(),
+                r.header("webhook-id").unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Deliveries that have not arrived but are held by a live lease on the database of `db` (they
+/// are sent again when the lease expires); `path_of` maps a subscription id to its path.
+pub async fn held_by_lease(
+    db: &Db,
+    path_of: &HashMap<String, String>,
+    arrived: &HashSet<(String, String)>,
+) -> Result<usize> {
+    let mut held = 0;
+    for row in db
+        .rows(
+            "SELECT d.event_id::text, d.subscription_id FROM deliveries d \
+             WHERE d.status = 'PENDING' AND EXISTS (SELECT 1 FROM delivery_leases l \
+               WHERE l.delivery_id = d.id AND l.expires_at > now())",
+        )
+        .await?
+    {
+        let (event, subscription): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+        let path = path_of.get(&subscription).cloned().unwrap_or_default();
+        if !arrived.contains(&(path, event)) {
+            held += 1;
+        }
+    }
+    Ok(held)
+}
+
 /// Per receiver path: distinct `webhook-id`s and the requests beyond the first of each.
 pub fn arrivals_by_path(received: &[Received]) -> HashMap<String, (usize, usize)> {
     let mut seen: HashMap<&str, HashSet<&str>> = HashMap::new();

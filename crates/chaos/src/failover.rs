@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use timetrack_testkit::{HttpsReceiver, ReplicaPair, Replication};
 
-use crate::env::{Db, Env, arrivals};
+use crate::env::{Db, Env, arrivals, arrived, held_by_lease};
 use crate::faults::{LEASED, Sample, drain, sampler, wait_until};
 use crate::scenario::{Scenario, say};
 
@@ -289,31 +289,8 @@ async fn under_load(
         .collect();
     let (delivered, _) = drain(&receiver, expected.len(), Duration::from_secs(30)).await;
     let received = receiver.received();
-    let arrived: HashSet<(String, String)> = received
-        .iter()
-        .map(|r| {
-            (
-                r.path.clone(),
-                r.header("webhook-id").unwrap_or("").to_owned(),
-            )
-        })
-        .collect();
-    // Undelivered but held by a live lease of the new primary: sent when the lease expires.
-    let mut held = 0;
-    for row in db
-        .rows(
-            "SELECT d.event_id::text, d.subscription_id FROM deliveries d \
-             WHERE d.status = 'PENDING' AND EXISTS (SELECT 1 FROM delivery_leases l \
-               WHERE l.delivery_id = d.id AND l.expires_at > now())",
-        )
-        .await?
-    {
-        let (event, subscription): (String, String) = (row.get(0), row.get(1));
-        let path = path_of.get(&subscription).cloned().unwrap_or_default();
-        if !arrived.contains(&(path, event)) {
-            held += 1;
-        }
-    }
+    let arrived = arrived(&received);
+    let held = held_by_lease(&db, &path_of, &arrived).await?;
     let lost_deliveries = expected
         .iter()
         .filter(|pair| !arrived.contains(*pair))

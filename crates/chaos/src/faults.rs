@@ -2,7 +2,7 @@
 //! server beside it, and the database stopped under load (a fast shutdown, and an immediate stop
 //! in the middle of a delivery burst, as in a crash). Nothing committed may be lost.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use timetrack_testkit::{Behaviour, HttpsReceiver, Received};
 
-use crate::env::{Db, Env, arrivals, arrivals_by_path, create_clients};
+use crate::env::{Db, Env, arrivals, arrivals_by_path, arrived, create_clients, held_by_lease};
 use crate::scenario::{Scenario, percentile, say};
 
 /// Deliveries held by a worker: sent or being sent, their outcome not yet written.
@@ -448,33 +448,8 @@ async fn outage(env: &mut Env, s: &mut Scenario, stop: Stop) -> Result<()> {
     let (delivered, _) = drain(&receiver, expected, Duration::from_secs(drain_limit)).await;
     // Each delivery row not yet received: held by a live lease (it is sent again when the lease
     // expires), or lost. Expected deliveries without a row at all are lost too.
-    let arrived: HashSet<(String, String)> = receiver
-        .received()
-        .iter()
-        .map(|r| {
-            (
-                r.path.clone(),
-                r.header("webhook-id").unwrap_or("").to_owned(),
-            )
-        })
-        .collect();
-    let mut held = 0;
-    for row in db
-        .rows(
-            "SELECT d.event_id::text, d.subscription_id, d.status = 'PENDING' AND EXISTS \
-                    (SELECT 1 FROM delivery_leases l \
-                     WHERE l.delivery_id = d.id AND l.expires_at > now()) \
-             FROM deliveries d",
-        )
-        .await?
-    {
-        let (event, subscription, leased): (String, String, bool) =
-            (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-        let path = path_of.get(&subscription).cloned().unwrap_or_default();
-        if leased && !arrived.contains(&(path, event)) {
-            held += 1;
-        }
-    }
+    let arrived = arrived(&receiver.received());
+    let held = held_by_lease(&db, &path_of, &arrived).await?;
     let lost = expected.saturating_sub(delivered + held);
     // Duplicates among the subscribers that always answer 2xx (the failing one's retries are
     // not duplicates), and what bounds them: what was leased at the stop, and every request

@@ -296,14 +296,9 @@ postgresql:
             let _ = child.kill();
             let _ = child.wait();
         }
-        let pid_file = member.data.join("postmaster.pid");
-        let pid: i32 = std::fs::read_to_string(&pid_file)
-            .with_context(|| format!("reading {}", pid_file.display()))?
-            .lines()
-            .next()
-            .and_then(|l| l.trim().parse().ok())
-            .context("no postmaster pid")?;
-        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        let pid = postmaster_pid(&member.data)
+            .with_context(|| format!("no postmaster.pid in {}", member.data.display()))?;
+        let _ = kill(pid, Signal::SIGKILL);
         Ok(())
     }
 
@@ -340,11 +335,8 @@ impl Drop for PatroniCluster {
                 let _ = child.kill();
                 let _ = child.wait();
             }
-            if let Some(pid) = std::fs::read_to_string(m.data.join("postmaster.pid"))
-                .ok()
-                .and_then(|t| t.lines().next().and_then(|l| l.trim().parse::<i32>().ok()))
-            {
-                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            if let Some(pid) = postmaster_pid(&m.data) {
+                let _ = kill(pid, Signal::SIGKILL);
             }
         }
         let _ = self.etcd.kill();
@@ -352,6 +344,18 @@ impl Drop for PatroniCluster {
         std::thread::sleep(Duration::from_millis(500));
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The pid of the postmaster running on `data`, from its `postmaster.pid`.
+fn postmaster_pid(data: &Path) -> Option<Pid> {
+    std::fs::read_to_string(data.join("postmaster.pid"))
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+        .map(Pid::from_raw)
 }
 
 /// Spawns `cmd` as the user `run_as` (uid, gid) when running as root, its output to `log`.

@@ -20,6 +20,10 @@ async fn sql(url: &str, statement: &str) -> Vec<tokio_postgres::Row> {
         .unwrap_or_else(|err| panic!("{err:#}"))
 }
 
+async fn count(url: &str, statement: &str) -> i64 {
+    sql(url, statement).await[0].get(0)
+}
+
 fn start_pair() -> ReplicaPair {
     ReplicaPair::start(None, Replication::Asynchronous).unwrap()
 }
@@ -245,12 +249,11 @@ async fn after_the_primary_dies_and_the_standby_is_promoted_the_service_follows_
         "a delivery after the failover"
     );
     // Every client written is there once: the acknowledged one was not lost nor made twice.
-    let named: i64 = sql(
+    let named = count(
         &pair.standby.url("timetrack"),
         "SELECT count(*) FROM clients WHERE name = 'Before the crash'",
     )
-    .await[0]
-        .get(0);
+    .await;
     assert_eq!(named, 1);
 
     // The outage was logged, not once per failed request.
@@ -315,12 +318,11 @@ async fn a_primary_demoted_while_running_is_left_for_the_new_one() {
         "writes moved within 5 s: {first_ok:?}"
     );
     // They are on the new primary, and the listener follows within a probe's time.
-    let moved: i64 = sql(
+    let moved = count(
         &pair.standby.url("timetrack"),
         "SELECT count(*) FROM clients WHERE name LIKE 'Moved %'",
     )
-    .await[0]
-        .get(0);
+    .await;
     assert_eq!(moved as usize, statuses.get(&201).copied().unwrap_or(0));
     let new_primary = pair.standby.url("postgres");
     wait_for(
