@@ -123,7 +123,7 @@ pub async fn idempotency(
     let status = res.status();
     if !storable(status) {
         if let Err(err) = state.idempotency.abandon(principal.api_key_id, &key).await {
-            tracing::warn!(error = %err, "could not release an idempotency key");
+            settle_later(&state, principal.api_key_id, key, None, &err);
         }
         return Ok(res.map_into_boxed_body());
     }
@@ -138,12 +138,63 @@ pub async fn idempotency(
         .complete(principal.api_key_id, &key, status.as_u16(), &text)
         .await
     {
-        tracing::warn!(error = %err, "could not store an idempotent response");
+        settle_later(
+            &state,
+            principal.api_key_id,
+            key,
+            Some((status.as_u16(), text)),
+            &err,
+        );
     }
     Ok(ServiceResponse::new(
         req,
         head.set_body(BoxBody::new(bytes)),
     ))
+}
+
+/// How long a key is tried to be settled (its response stored, or its claim released) after the
+/// database refused it: well within [`STALE_CLAIM`], after which another request would take the
+/// claim over.
+///
+/// [`STALE_CLAIM`]: timetrack_domain::ports::STALE_CLAIM
+const SETTLE_FOR: std::time::Duration = std::time::Duration::from_secs(40);
+
+/// Settles a key the database could not settle at once (it was away: down, or failing over to a
+/// new primary): stores `response` (or, with `None`, releases the claim) once a second until it
+/// succeeds or [`SETTLE_FOR`] has passed. Meanwhile a retry of the request gets 409 (in
+/// progress); after it, the first answer (the request was done) or a run of its own (it was
+/// not). Without this, a response lost with the database would leave its claim until it went
+/// stale, and the retry after that would do the request a second time.
+fn settle_later(
+    state: &AppState,
+    api_key: timetrack_domain::ids::ApiKeyId,
+    key: String,
+    response: Option<(u16, String)>,
+    first: &timetrack_domain::DomainError,
+) {
+    if !matches!(first, timetrack_domain::DomainError::Unavailable(_)) {
+        tracing::warn!(error = %first, "could not settle an idempotency key");
+        return;
+    }
+    let store = state.idempotency.clone();
+    actix_web::rt::spawn(async move {
+        let until = std::time::Instant::now() + SETTLE_FOR;
+        loop {
+            actix_web::rt::time::sleep(std::time::Duration::from_secs(1)).await;
+            let settled = match &response {
+                Some((status, body)) => store.complete(api_key, &key, *status, body).await,
+                None => store.abandon(api_key, &key).await,
+            };
+            match settled {
+                Ok(()) => return,
+                Err(err) if std::time::Instant::now() >= until => {
+                    tracing::warn!(error = %err, "could not settle an idempotency key; it goes stale");
+                    return;
+                }
+                Err(_) => {}
+            }
+        }
+    });
 }
 
 #[cfg(test)]

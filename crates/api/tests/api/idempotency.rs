@@ -201,3 +201,98 @@ async fn malformed_keys_are_400_and_unauthenticated_requests_are_401() {
     );
     assert_eq!(t.scalar("SELECT count(*) AS n FROM tags").await, 0);
 }
+
+/// The PostgreSQL store, with its first `failures` `complete`s refused as the database being
+/// away (as when the primary dies between the request's write and the stored answer).
+struct FailingCompletes {
+    inner: std::sync::Arc<dyn timetrack_domain::ports::IdempotencyStore>,
+    failures: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl timetrack_domain::ports::IdempotencyStore for FailingCompletes {
+    async fn begin(
+        &self,
+        workspace: timetrack_domain::ids::WorkspaceId,
+        api_key: timetrack_domain::ids::ApiKeyId,
+        key: &str,
+        fingerprint: [u8; 32],
+        now: time::OffsetDateTime,
+    ) -> timetrack_domain::DomainResult<timetrack_domain::ports::IdempotencyBegin> {
+        self.inner
+            .begin(workspace, api_key, key, fingerprint, now)
+            .await
+    }
+
+    async fn complete(
+        &self,
+        api_key: timetrack_domain::ids::ApiKeyId,
+        key: &str,
+        status: u16,
+        body: &str,
+    ) -> timetrack_domain::DomainResult<()> {
+        use std::sync::atomic::Ordering;
+        if self
+            .failures
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Err(timetrack_domain::DomainError::Unavailable(
+                "no database connection".into(),
+            ));
+        }
+        self.inner.complete(api_key, key, status, body).await
+    }
+
+    async fn abandon(
+        &self,
+        api_key: timetrack_domain::ids::ApiKeyId,
+        key: &str,
+    ) -> timetrack_domain::DomainResult<()> {
+        self.inner.abandon(api_key, key).await
+    }
+}
+
+/// An answer the database could not store at once (it was away) is stored as soon as it is
+/// back: a retry meanwhile is told the first is still in progress, and after it gets the first
+/// answer; the request is never done twice.
+#[actix_web::test]
+async fn an_answer_the_database_could_not_store_is_stored_once_it_is_back() {
+    let mut t = TestApp::new().await;
+    t.state.idempotency = std::sync::Arc::new(FailingCompletes {
+        inner: t.state.idempotency.clone(),
+        failures: std::sync::atomic::AtomicUsize::new(2),
+    });
+    let app = t.service().await;
+    let first = test::call_service(
+        &app,
+        post(&t, "/api/clients", "create-once", json!({"name": "Once"})),
+    )
+    .await;
+    assert_eq!(first.status(), 201);
+    let first_body = test::read_body(first).await;
+    let meanwhile = test::call_service(
+        &app,
+        post(&t, "/api/clients", "create-once", json!({"name": "Once"})),
+    )
+    .await;
+    assert_eq!(meanwhile.status(), 409, "still in progress");
+    // Stored by the second retry, a second apart.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        actix_web::rt::time::sleep(std::time::Duration::from_millis(200)).await;
+        let again = test::call_service(
+            &app,
+            post(&t, "/api/clients", "create-once", json!({"name": "Once"})),
+        )
+        .await;
+        if again.status() == 201 {
+            assert_eq!(again.headers().get("idempotent-replayed").unwrap(), "true");
+            assert_eq!(test::read_body(again).await, first_body);
+            break;
+        }
+        assert_eq!(again.status(), 409);
+        assert!(std::time::Instant::now() < deadline, "never stored");
+    }
+    assert_eq!(t.scalar("SELECT count(*) AS n FROM clients").await, 1);
+}
