@@ -228,17 +228,20 @@ postgresql:
         )
     }
 
+    /// Whether `member`'s Patroni REST API answers 200 to `GET path` (one of its health checks).
+    async fn answers_ok(&self, member: &Member, path: &str) -> bool {
+        let url = format!("http://127.0.0.1:{}{path}", member.api_port);
+        self.http
+            .get(&url)
+            .send()
+            .await
+            .is_ok_and(|r| r.status().as_u16() == 200)
+    }
+
     /// The index of the member whose REST API says it is the running primary, if any.
     pub async fn leader(&self) -> Option<usize> {
         for (i, m) in self.members.iter().enumerate() {
-            let url = format!("http://127.0.0.1:{}/primary", m.api_port);
-            if self
-                .http
-                .get(&url)
-                .send()
-                .await
-                .is_ok_and(|r| r.status().as_u16() == 200)
-            {
+            if self.answers_ok(m, "/primary").await {
                 return Some(i);
             }
         }
@@ -267,14 +270,7 @@ postgresql:
         loop {
             let mut streaming = 0;
             for m in &self.members {
-                let url = format!("http://127.0.0.1:{}/replica?lag=1MB", m.api_port);
-                if self
-                    .http
-                    .get(&url)
-                    .send()
-                    .await
-                    .is_ok_and(|r| r.status().as_u16() == 200)
-                {
+                if self.answers_ok(m, "/replica?lag=1MB").await {
                     streaming += 1;
                 }
             }

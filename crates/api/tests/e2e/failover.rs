@@ -138,6 +138,17 @@ async fn listener_on(url: &str) -> bool {
     .is_empty()
 }
 
+/// Waits until the service listens on the primary and the standby has replayed everything.
+async fn settled(pair: &ReplicaPair) {
+    wait_for(
+        "the listener on the primary",
+        Duration::from_secs(10),
+        async || listener_on(&pair.primary.url("postgres")).await,
+    )
+    .await;
+    pair.caught_up().await.unwrap();
+}
+
 async fn wait_for(what: &str, within: Duration, mut probe: impl AsyncFnMut() -> bool) -> Duration {
     let started = Instant::now();
     loop {
@@ -168,13 +179,7 @@ async fn after_the_primary_dies_and_the_standby_is_promoted_the_service_follows_
         s.delivered("Before the crash", Duration::from_secs(10))
             .await
     );
-    wait_for(
-        "the listener on the primary",
-        Duration::from_secs(10),
-        async || listener_on(&pair.primary.url("postgres")).await,
-    )
-    .await;
-    pair.caught_up().await.unwrap();
+    settled(&pair).await;
 
     pair.kill_primary();
     let down_at = Instant::now();
@@ -278,13 +283,7 @@ async fn a_primary_demoted_while_running_is_left_for_the_new_one() {
         let (status, _, body, _) = s.create_client(&format!("Warm {n}"), None).await;
         assert_eq!(status, 201, "{body}");
     }
-    wait_for(
-        "the listener on the primary",
-        Duration::from_secs(10),
-        async || listener_on(&pair.primary.url("postgres")).await,
-    )
-    .await;
-    pair.caught_up().await.unwrap();
+    settled(&pair).await;
     pair.promote().await.unwrap();
     pair.demote_primary_in_place().await.unwrap();
     let demoted_at = Instant::now();
