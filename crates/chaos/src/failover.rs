@@ -249,7 +249,6 @@ async fn under_load(
     let leased_before = Db::connect(&primary).await?.count(LEASED).await?;
     let inflicted = cluster.inflict(fault).await?;
     let kill_at = inflicted.began.duration_since(start);
-    let kill_instant = inflicted.began;
     let promoted_at = inflicted.ended.duration_since(start);
     say(&format!(
         "  {mode}: {} ({:.1} s to {:.1} s), {leased_before} deliveries leased before",
@@ -333,7 +332,7 @@ async fn under_load(
     let around = writes_again_instant.map_or(0, |ok| {
         received
             .iter()
-            .filter(|r| r.at + Duration::from_secs(1) >= kill_instant && r.at <= ok)
+            .filter(|r| r.at + Duration::from_secs(1) >= inflicted.began && r.at <= ok)
             .count()
     });
     let bound = usize::try_from(leased_before)? + around;

@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use diesel_async::RunQueryDsl;
 use timetrack_domain::ports::HealthProbe;
 use timetrack_domain::{DomainError, DomainResult};
 use tokio::sync::Mutex;
@@ -46,17 +45,11 @@ impl PgHealthProbe {
     }
 
     async fn select_one(&self) -> DomainResult<()> {
-        #[derive(diesel::QueryableByName)]
-        struct ReadOnly {
-            #[diesel(sql_type = diesel::sql_types::Text)]
-            transaction_read_only: String,
-        }
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
-        let row: ReadOnly = diesel::sql_query("SHOW transaction_read_only")
-            .get_result(&mut conn)
+        let read_only = super::pool::is_read_only(&mut conn)
             .await
             .map_err(|e| map_db_error(e, "health check"))?;
-        if row.transaction_read_only != "off" {
+        if read_only {
             // A standby, or a primary demoted under the connection: no write would succeed.
             super::pool::read_only_seen();
             return Err(DomainError::Unavailable(READ_ONLY.to_owned()));

@@ -172,8 +172,9 @@ fn read_only_suspected() -> bool {
     seen != 0 && process_start().elapsed() < Duration::from_millis(seen) + READ_ONLY_SUSPICION
 }
 
-/// `Ok` when `conn` may write; an error (which makes the pool drop it) when it is read-only.
-async fn check_writable(conn: &mut AsyncPgConnection) -> diesel::QueryResult<()> {
+/// Whether `conn` refuses writes (`SHOW transaction_read_only`: a standby, or a primary demoted
+/// under the connection).
+pub(crate) async fn is_read_only(conn: &mut AsyncPgConnection) -> diesel::QueryResult<bool> {
     use diesel_async::RunQueryDsl as _;
     #[derive(diesel::QueryableByName)]
     struct ReadOnly {
@@ -183,7 +184,12 @@ async fn check_writable(conn: &mut AsyncPgConnection) -> diesel::QueryResult<()>
     let row: ReadOnly = diesel::sql_query("SHOW transaction_read_only")
         .get_result(conn)
         .await?;
-    if row.transaction_read_only == "off" {
+    Ok(row.transaction_read_only != "off")
+}
+
+/// `Ok` when `conn` may write; an error (which makes the pool drop it) when it is read-only.
+async fn check_writable(conn: &mut AsyncPgConnection) -> diesel::QueryResult<()> {
+    if !is_read_only(conn).await? {
         Ok(())
     } else {
         Err(diesel::result::Error::DatabaseError(

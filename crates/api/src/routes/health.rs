@@ -62,8 +62,9 @@ pub async fn health(state: web::Data<AppState>) -> HttpResponse {
             let (cause, reason) = match failure {
                 Ok(Err(err)) => {
                     let cause = err.to_string();
-                    let reason = if cause.contains(timetrack_adapters::postgres::HEALTH_READ_ONLY) {
-                        "the database is read-only (a standby): no primary reachable"
+                    let read_only = timetrack_adapters::postgres::HEALTH_READ_ONLY;
+                    let reason = if cause.contains(read_only) {
+                        read_only
                     } else {
                         "no database connection"
                     };
