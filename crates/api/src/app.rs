@@ -60,6 +60,8 @@ fn app_with(
         .default_service(web::to(|| async {
             json_error(StatusCode::NOT_FOUND, "Not found")
         }))
+        // Inside idempotency: a stored answer keeps the position its write committed at.
+        .wrap(from_fn(crate::replica::note_commits))
         .wrap(from_fn(crate::idempotency::idempotency))
         .wrap(from_fn(contain_panics))
         .wrap(from_fn(json_errors))

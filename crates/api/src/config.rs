@@ -10,6 +10,8 @@
 //! | `serve --metrics-bind` | `TIMETRACK_METRICS_BIND` | `127.0.0.1:9464` (or `off`) |
 //! | `serve --db-pool-size` | `TIMETRACK_DB_POOL_SIZE` | `16` |
 //! | `serve --http-workers` | `TIMETRACK_HTTP_WORKERS` | CPUs, or CPUs / 2 with a database on this machine |
+//! | `serve --database-replica-url` | `TIMETRACK_DATABASE_REPLICA_URL` | unset: every read on the primary |
+//! | `serve --replica-max-lag` | `TIMETRACK_REPLICA_MAX_LAG` | `5s` |
 //! | `serve --search-concurrency` | `TIMETRACK_SEARCH_CONCURRENCY` | 3 × CPUs |
 //! | `serve --auth-cache-seconds` | `TIMETRACK_AUTH_CACHE_SECONDS` | `5` (0 to 30) |
 //! | `serve --webhook-allow-private-targets` (a switch) | `TIMETRACK_WEBHOOK_ALLOW_PRIVATE_TARGETS` | off |
@@ -104,7 +106,7 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the HTTP API (the default command).
-    Serve(ServeSettings),
+    Serve(Box<ServeSettings>),
     /// Apply pending database migrations and exit.
     Migrate,
     /// Create workspaces, users and API keys; revoke keys. Each prints one JSON object.
@@ -164,6 +166,22 @@ pub struct ServeSettings {
     /// have four more, the delivery worker two, and the notification listener one).
     #[arg(long, hide_env_values = true, env = "TIMETRACK_DB_POOL_SIZE", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub db_pool_size: u16,
+    /// PostgreSQL URL of a replica (several hosts allowed, as in DATABASE_URL) that serves the
+    /// reads that tolerate lag: the catch-up feed, searches, reports and their CSV, the delivery
+    /// log. Writes and the reads that decide them stay on DATABASE_URL's primary.
+    #[arg(long, hide_env_values = true, env = "TIMETRACK_DATABASE_REPLICA_URL")]
+    pub database_replica_url: Option<String>,
+    /// Longest a replica may be behind the primary and still serve reads, e.g. `5s`, `500ms`
+    /// (units ms, s, m, h, d); also how long after a write its key's reads wait for the replica
+    /// to have the write.
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "TIMETRACK_REPLICA_MAX_LAG",
+        default_value = "5s",
+        value_parser = parse_positive_duration
+    )]
+    pub replica_max_lag: time::Duration,
     /// Most client searches running on the database at once, divided among the worker threads
     /// like `--db-pool-size`; more wait their turn in arrival order. Default: three per CPU.
     #[arg(long, hide_env_values = true, env = "TIMETRACK_SEARCH_CONCURRENCY", value_parser = clap::value_parser!(u16).range(1..=1000))]

@@ -59,6 +59,13 @@ impl FromRequest for Caller {
 #[derive(Debug, Clone, Copy)]
 struct AdmittedAs(Principal);
 
+/// The principal `req` was admitted as, if [`admit`] let it in.
+pub(crate) fn admitted(req: &HttpRequest) -> Option<Principal> {
+    req.extensions()
+        .get::<AdmittedAs>()
+        .map(|admitted| admitted.0)
+}
+
 /// Authenticates the request and applies its rate limits, once per request: the idempotency
 /// layer asks before it answers from a stored response, and the [`Caller`] extractor of the
 /// handler gets the same answer without counting the request again.
@@ -84,7 +91,7 @@ pub async fn admit(req: &HttpRequest) -> Result<Principal, ApiError> {
         Access::Write
     };
     let admitted = state
-        .admission
+        .admission_for(access)
         .admit(bearer_token(req.headers()), &client, access)
         .await;
     match admitted {

@@ -13,6 +13,7 @@ pub mod idempotency;
 pub mod mcp;
 pub mod metrics;
 pub mod openapi;
+pub mod replica;
 pub mod routes;
 pub mod state;
 pub mod telemetry;

@@ -30,6 +30,7 @@ use timetrack_domain::model::Principal;
 
 use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, Unread};
+use crate::replica::ReadAfter;
 use crate::routes::{catalog, events, find_client, me, reports, time_entries};
 use crate::state::AppState;
 
@@ -181,7 +182,13 @@ impl Tools {
             let body =
                 json!({"workspace_id": caller.0.workspace_id.to_string(), "name": input.name});
             let body = parsed(body)?;
-            let found = find_client::find(self.state.clone(), caller, JsonBody::of(body)).await;
+            let found = find_client::find(
+                self.state.clone(),
+                caller,
+                ReadAfter::default(),
+                JsonBody::of(body),
+            )
+            .await;
             of_json_under("clients", found)
         })
         .await
@@ -344,7 +351,14 @@ impl Tools {
                 "group_by": input.group_by,
             }))?;
             of_response(
-                reports::summary_of(self.state.clone(), caller, QueryParams(query), false).await,
+                reports::summary_of(
+                    self.state.clone(),
+                    caller,
+                    ReadAfter::default(),
+                    QueryParams(query),
+                    false,
+                )
+                .await,
             )
         })
         .await
@@ -367,7 +381,15 @@ impl Tools {
                 "before": before,
                 "limit": input.limit,
             }))?;
-            of_json(events::feed(self.state.clone(), caller, QueryParams(query)).await)
+            of_json(
+                events::feed(
+                    self.state.clone(),
+                    caller,
+                    ReadAfter::default(),
+                    QueryParams(query),
+                )
+                .await,
+            )
         })
         .await
     }

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use actix_web::web;
+
 use timetrack_adapters::postgres::{
     DeliveryAnnouncer, PgApiKeyRepository, PgCatalogRepository, PgClientRepository, PgDeliveryLog,
     PgEventFeed, PgHealthProbe, PgIdempotencyStore, PgInvoiceRepository, PgRateRepository,
@@ -25,6 +27,9 @@ use timetrack_domain::services::{
 };
 
 use crate::client_ip::TrustedProxies;
+use crate::replica::{ReadAfter, Routing};
+use timetrack_domain::model::Principal;
+use timetrack_domain::services::Access;
 
 /// Everything the handlers need, cheap to clone.
 #[derive(Clone)]
@@ -68,6 +73,17 @@ pub struct AppState {
     pub announcer: DeliveryAnnouncer,
     /// The settings the state was built with.
     settings: StateSettings,
+    /// The pool every repository of this copy runs on (the primary's).
+    pool: PgPool,
+    /// The replica that serves reads tolerating lag, when `--database-replica-url` names one.
+    replica: Option<ReplicaReads>,
+}
+
+/// The services on a replica's pool, and how reads are routed to them.
+#[derive(Clone)]
+struct ReplicaReads {
+    state: Arc<AppState>,
+    routing: Routing,
 }
 
 /// The rate limits admission applies.
@@ -189,7 +205,65 @@ impl AppState {
             metrics: self.metrics.clone(),
             announcer: self.announcer.clone(),
         };
-        Self::assemble(pool, self.clock.clone(), self.settings.clone(), shared)
+        let mut copy = Self::assemble(pool, self.clock.clone(), self.settings.clone(), shared);
+        copy.replica = self.replica.clone();
+        copy
+    }
+
+    /// The same state with the reads that tolerate lag served from `replica`'s pool when
+    /// `routing` allows (see [`crate::read_lagging`]).
+    pub fn with_replica(mut self, replica: PgPool, routing: Routing) -> Self {
+        let shared = Shared {
+            in_process_limiter: self.in_process_limiter.clone(),
+            metrics: self.metrics.clone(),
+            announcer: self.announcer.clone(),
+        };
+        let reads = Self::assemble(replica, self.clock.clone(), self.settings.clone(), shared);
+        self.replica = Some(ReplicaReads {
+            state: Arc::new(reads),
+            routing,
+        });
+        self
+    }
+
+    /// The services a read by `caller` that tolerates lag runs on now: the replica's when it is
+    /// recent enough for the caller, else these. For a read of several queries that must all
+    /// come from one side (a streamed CSV); [`crate::read_lagging`] also falls back to the
+    /// primary.
+    pub fn serving(state: &web::Data<Self>, caller: &Principal, after: ReadAfter) -> Arc<Self> {
+        match &state.replica {
+            Some(replica) if replica.routing.serves(caller, after.0) => replica.state.clone(),
+            _ => state.clone().into_inner(),
+        }
+    }
+
+    /// What admits a request: this state's admission, or for a read while the primary does not
+    /// answer, the replica's (which finds keys on the replica), so that reads that may use the
+    /// replica keep answering.
+    pub(crate) fn admission_for(&self, access: Access) -> &Admission {
+        match &self.replica {
+            Some(replica) if access == Access::Read && !replica.routing.primary_answers() => {
+                &replica.state.admission
+            }
+            _ => &self.admission,
+        }
+    }
+
+    /// The routing of reads and the primary's pool, when a replica serves reads.
+    pub(crate) fn replica_routing(&self) -> Option<(Routing, PgPool)> {
+        self.replica
+            .as_ref()
+            .map(|replica| (replica.routing.clone(), self.pool.clone()))
+    }
+
+    /// The replica's services, when the replica is recent enough for `caller`'s read that
+    /// tolerates lag (and has `after`, a position the caller sent). See [`crate::read_lagging`],
+    /// which falls back to the primary's when the replica cannot answer.
+    pub fn replica_for(&self, caller: &Principal, after: ReadAfter) -> Option<&AppState> {
+        self.replica
+            .as_ref()
+            .filter(|replica| replica.routing.serves(caller, after.0))
+            .map(|replica| &*replica.state)
     }
 
     fn assemble(
@@ -313,11 +387,13 @@ impl AppState {
                 pool.clone(),
                 settings.secrets.clone(),
             )),
-            health: Arc::new(PgHealthProbe::new(pool, settings.health_timeout)),
+            health: Arc::new(PgHealthProbe::new(pool.clone(), settings.health_timeout)),
             clock,
             metrics,
             announcer,
             settings,
+            pool,
+            replica: None,
         }
     }
 }

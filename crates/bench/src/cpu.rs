@@ -138,6 +138,12 @@ fn machine_ticks(stat: &str) -> Option<(u64, u64, u64)> {
     (cpus > 0).then_some((busy, all, cpus))
 }
 
+/// The CPU time of a server process and its children so far, in µs (see
+/// [`server_tree_ticks`]); the kernel counts it in `USER_HZ` ticks, 100 a second on Linux.
+pub fn tree_ticks_us(parent: u32) -> u64 {
+    server_tree_ticks(parent) * 10_000
+}
+
 /// The ticks of a server process and its children: its own, those of its children that it
 /// has reaped, and those of the children that run (PostgreSQL's backends and helpers are the
 /// postmaster's children and start no processes of their own).

@@ -21,6 +21,7 @@ mod limits;
 mod mcp;
 mod outage;
 mod replay;
+mod replica;
 mod report;
 mod reports;
 mod scaleout;
@@ -93,6 +94,9 @@ pub enum Workload {
     /// An MCP `start_timer` until its webhook delivery at a steady rate, and the MCP layer's
     /// cost per call against the same REST call.
     Mcp,
+    /// The search and report loads without and with `--database-replica-url`: the primary's
+    /// CPU per request in each.
+    Replica,
 }
 
 impl Options {
@@ -288,6 +292,12 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
         None
     };
     drop(server);
+    let replica = if options.runs(Workload::Replica) {
+        env.settle().await?;
+        Some(replica::measure(&env, &options, sizes).await?)
+    } else {
+        None
+    };
     let outage = if options.runs(Workload::Outage) {
         env.settle().await?;
         let server = env
@@ -327,6 +337,7 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
         hang,
         reports,
         mcp,
+        replica,
     };
     report.write(&options.report)?;
     progress(&format!("report written to {}", options.report.display()));

@@ -16,6 +16,7 @@ use crate::limits::{COMMIT_CONNECTIONS, HTTPS_CONCURRENCY, HTTPS_WIDE_CONCURRENC
 use crate::mcp::Mcp;
 use crate::outage::{self, Outage};
 use crate::replay::Replay;
+use crate::replica::ReplicaReads;
 use crate::reports::Reports;
 use crate::scaleout::{self, ScaleOut};
 use crate::search::Search;
@@ -45,6 +46,7 @@ pub struct Report {
     pub hang: Option<Hang>,
     pub reports: Option<Reports>,
     pub mcp: Option<Mcp>,
+    pub replica: Option<ReplicaReads>,
 }
 
 /// A target and whether it was met.
@@ -998,6 +1000,47 @@ impl Report {
                 );
             }
             let _ = writeln!(md);
+        }
+        if let Some(r) = &self.replica {
+            let _ = writeln!(
+                md,
+                "## 13. Reads from a replica\n\n\
+                 A streaming standby of the bench's cluster (`pg_basebackup -R`, the datasets of \
+                 sections 3 and 11 included) beside it; two servers on the same primary, one \
+                 without `--database-replica-url` and one with it, each driven in turn for {} ms \
+                 per load and repetition: the client search of section 3 for `lo` (8 at once) and \
+                 the month's summary of section 11 (2 at once, the owner's key). CPU is each \
+                 side's user and system time per request over the window (the primary's and the \
+                 replica's PostgreSQL processes, the server); requests a second are what both \
+                 clusters, the server and the tool make of 2 shared CPUs.\n",
+                self.sizes.search_window.as_millis()
+            );
+            match &r.skipped {
+                Some(why) => {
+                    let _ = writeln!(md, "Not measured: {why}.\n");
+                }
+                None => {
+                    let _ = writeln!(
+                        md,
+                        "| load | replica | requests/s | primary CPU/request | replica \
+                         CPU/request | server CPU/request |\n|---|---|---|---|---|---|"
+                    );
+                    for load in &r.loads {
+                        for (label, side) in [("without", &load.without), ("with", &load.with)] {
+                            let _ = writeln!(
+                                md,
+                                "| {} | {label} | {} | {} µs | {} µs | {} µs |",
+                                load.name,
+                                side.rps.show(0),
+                                side.primary_us.show(0),
+                                side.replica_us.show(0),
+                                side.server_us.show(0),
+                            );
+                        }
+                    }
+                    let _ = writeln!(md);
+                }
+            }
         }
         md
     }

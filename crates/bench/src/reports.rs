@@ -91,8 +91,24 @@ pub struct Reports {
 
 /// The workspace of a dataset of `entries` (sizes are in the id, so datasets never mix; the
 /// second group is the seed's version, so a changed seed is seeded afresh).
-fn workspace_id(entries: usize) -> Uuid {
+pub(crate) fn workspace_id(entries: usize) -> Uuid {
     Uuid::from_u128(0x7e50_0002_0000_4000_8000_0000_0000_0000 | entries as u128)
+}
+
+/// A new key of the owner of the dataset's workspace.
+pub(crate) async fn owner_key(env: &Environment, workspace: Uuid) -> Result<String> {
+    let (client, driver) = connect(&env.database_url).await?;
+    let owner: String = client
+        .query_one(
+            "SELECT user_id::text FROM memberships WHERE workspace_id = $1::text::uuid \
+             AND role = 'owner'",
+            &[&workspace.to_string()],
+        )
+        .await?
+        .get(0);
+    drop(client);
+    driver.abort();
+    env.key_for(&workspace.to_string(), &owner).await
 }
 
 /// Runs the workload.
@@ -561,7 +577,7 @@ async fn invoices(
 }
 
 /// Creates the dataset unless it is already there.
-async fn seed(env: &Environment, workspace: Uuid, entries: usize) -> Result<()> {
+pub(crate) async fn seed(env: &Environment, workspace: Uuid, entries: usize) -> Result<()> {
     let (client, driver) = connect(&env.database_url).await?;
     // The workspace is named after the seed's text, so a dataset of an older seed is made again.
     let version: String = client

@@ -370,7 +370,7 @@ pub async fn measure(
 
 /// Runs `request` from `concurrency` loops for the window: requests per second, latencies,
 /// failures, and the CPU each answered request cost the tool, the server and the rest.
-async fn drive<F, Fut>(
+pub(crate) async fn drive<F, Fut>(
     concurrency: usize,
     sizes: Sizes,
     server: &Server,
@@ -444,7 +444,7 @@ fn workspace_id(sizes: Sizes, index: usize) -> Uuid {
 }
 
 /// Creates the dataset unless it is already there; the big workspace's id.
-async fn seed(env: &Environment, sizes: Sizes) -> Result<Uuid> {
+pub(crate) async fn seed(env: &Environment, sizes: Sizes) -> Result<Uuid> {
     let big = workspace_id(sizes, 0);
     let (client, driver) = connect(&env.database_url).await?;
     let present: i64 = client

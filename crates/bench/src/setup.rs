@@ -14,7 +14,7 @@ use timetrack_testkit::{Admin, HttpsReceiver, ServeCommand};
 use crate::Options;
 
 /// The bench's database on `DATABASE_URL`'s server.
-const DATABASE: &str = "timetrack_bench";
+pub const DATABASE: &str = "timetrack_bench";
 
 /// The database, the receiver and the binary.
 pub struct Environment {
@@ -112,6 +112,11 @@ impl Environment {
             command = command.env(name, *value);
         }
         command.start().await
+    }
+
+    /// The private cluster, when the bench runs on one (no `DATABASE_URL`).
+    pub fn local(&self) -> Option<&LocalPostgres> {
+        self.local.as_ref()
     }
 
     /// A new workspace with one user and key, made by the server's admin commands.

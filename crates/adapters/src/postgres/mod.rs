@@ -22,6 +22,7 @@ mod pool;
 pub mod prepared;
 mod queue;
 mod rates;
+mod replica;
 mod reports;
 mod reseal;
 pub mod schema;
@@ -47,11 +48,14 @@ pub use migrate::{MIGRATIONS, run_migrations, sql_functions_fingerprint};
 pub use outbox::DELIVERY_CHANNEL;
 pub(crate) use pool::opaque_debug;
 pub use pool::{
-    PgPool, PoolSettings, build_pool, check_connection, for_writes, for_writes_bounded,
-    is_on_this_machine, read_only_seen,
+    PgPool, PoolSettings, build_pool, build_replica_pool, check_connection, for_writes,
+    for_writes_bounded, is_on_this_machine, read_only_seen,
 };
 pub use queue::PgDeliveryQueue;
 pub use rates::PgRateRepository;
+pub use replica::{
+    CommitPosition, NotAPosition, REPLICA_SAMPLE_EVERY, ReplicaWatch, commit_position,
+};
 pub use reports::{
     FOR_ONE_AGGREGATE, PgReportRepository, Source as ReportSource, summary_statement,
 };

@@ -115,11 +115,9 @@ fn host_count(url: &str) -> u32 {
 /// Every wait is bounded, so a dead or unreachable database yields an error within seconds, never a
 /// hang: opening a connection may take the connect time-out once per host the URL names.
 pub fn build_pool(url: &str, settings: PoolSettings) -> Result<PgPool> {
-    let url = for_writes_bounded(url);
-    let mut config = ManagerConfig::default();
     // A broken connection surfaces on its first use and is dropped; no ping on every checkout,
     // except for a while after a connection was found read-only (see `read_only_seen`).
-    config.recycling_method = RecyclingMethod::CustomFunction(Box::new(|conn| {
+    let recycle = RecyclingMethod::CustomFunction(Box::new(|conn| {
         Box::pin(async move {
             if !read_only_suspected() {
                 return Ok(());
@@ -127,6 +125,28 @@ pub fn build_pool(url: &str, settings: PoolSettings) -> Result<PgPool> {
             check_writable(conn).await
         })
     }));
+    pool_on(for_writes_bounded(url), settings, recycle)
+}
+
+/// Builds a pool of a replica's connections (`--database-replica-url`), for the reads that
+/// tolerate lag: opened on whichever host of `url` answers first (its read-only connections are
+/// what it is for, so none is dropped for being read-only), with the same bounds as
+/// [`build_pool`]'s.
+pub fn build_replica_pool(url: &str, settings: PoolSettings) -> Result<PgPool> {
+    let url = with_defaults(
+        url,
+        &[("connect_timeout", &HOST_CONNECT_TIMEOUT_SECS.to_string())],
+    );
+    pool_on(url, settings, RecyclingMethod::Fast)
+}
+
+fn pool_on(
+    url: String,
+    settings: PoolSettings,
+    recycle: RecyclingMethod<AsyncPgConnection>,
+) -> Result<PgPool> {
+    let mut config = ManagerConfig::default();
+    config.recycling_method = recycle;
     let create_timeout = settings.connect_timeout * host_count(&url);
     let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(url, config);
     PgPool::builder(manager)

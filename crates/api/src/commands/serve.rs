@@ -11,6 +11,7 @@ use timetrack_adapters::postgres::{
     LOOK_FOR_LISTENERS_EVERY, PgDeliveryQueue, PgHousekeeping, installation_masks, reseal_all,
     run_notifier,
 };
+use timetrack_adapters::postgres::{ReplicaWatch, build_replica_pool};
 use timetrack_adapters::{
     HyperWebhookSender, OsRandom, PoolSettings, SecretBox, SecretKey, SenderSettings, SystemClock,
     UuidV7Ids, WorkerSettings, build_pool, run_housekeeping, run_listener, run_worker,
@@ -26,6 +27,7 @@ use super::{Database, demo};
 use crate::app::build_app;
 use crate::config::{GlobalSettings, RateLimitStoreArg, ServeSettings};
 use crate::metrics::{MetricsState, metrics_app};
+use crate::replica::Routing;
 use crate::state::{AppState, RateLimitStoreKind, RateLimits, StateSettings};
 
 /// Connections of the delivery worker, beside `--db-pool-size`: one for its rounds (one at a
@@ -131,6 +133,35 @@ async fn run_server(
     let worker_pools = (0..workers)
         .map(|_| pool_of(per_worker))
         .collect::<Result<Vec<_>>>()?;
+    // With a replica, each worker has a pool of the replica's too, of the same size, and one
+    // more pool samples how far behind it is.
+    let replica_url = settings
+        .database_replica_url
+        .as_deref()
+        .filter(|url| !url.is_empty());
+    let replica = match replica_url {
+        Some(url) => {
+            let replica_of = |max_size| {
+                build_replica_pool(
+                    url,
+                    PoolSettings {
+                        max_size,
+                        ..PoolSettings::default()
+                    },
+                )
+            };
+            let pools = (0..workers)
+                .map(|_| replica_of(per_worker))
+                .collect::<Result<Vec<_>>>()?;
+            let max_lag = settings.replica_max_lag.unsigned_abs();
+            tracing::info!(
+                max_lag_ms = max_lag.as_millis(),
+                "reads that tolerate lag may use the replica"
+            );
+            Some((pools, replica_of(1)?, ReplicaWatch::new(max_lag)))
+        }
+        None => None,
+    };
     // Start-up, the notifier, housekeeping, the metrics listener and the demo key use a small
     // pool of their own.
     let pool = pool_of(BACKGROUND_CONNECTIONS)?;
@@ -217,10 +248,19 @@ async fn run_server(
         running.as_deref(),
     )?;
     let next_pool = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let routing = replica
+        .as_ref()
+        .map(|(pools, _, watch)| (pools.clone(), Routing::new(watch.clone())));
     let server = HttpServer::new(move || {
         // Called once on each worker thread (again if actix restarts one).
         let index = next_pool.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        build_app(state.on_pool(worker_pools[index % worker_pools.len()].clone()))
+        let state = state.on_pool(worker_pools[index % worker_pools.len()].clone());
+        build_app(match &routing {
+            Some((pools, routing)) => {
+                state.with_replica(pools[index % pools.len()].clone(), routing.clone())
+            }
+            None => state,
+        })
     })
     .workers(workers)
     // Signals are handled below: actix's own handling stops at once on SIGINT ("forced
@@ -279,6 +319,9 @@ async fn run_server(
         announcer,
         stopped.clone(),
     ));
+    let replica_watch = replica.map(|(_, replica_pool, watch)| {
+        tokio::spawn(watch.run(pool.clone(), replica_pool, stopped.clone()))
+    });
     let housekeeping = tokio::spawn(run_housekeeping(
         Arc::new(PgHousekeeping::new(pool.clone())),
         invoices,
@@ -304,6 +347,9 @@ async fn run_server(
     }
     let _ = stop.send(true);
     let _ = tokio::join!(worker, listener, notifier, housekeeping);
+    if let Some(watch) = replica_watch {
+        let _ = watch.await;
+    }
     if let Some(path) = pid_file {
         let _ = std::fs::remove_file(path);
     }
@@ -544,7 +590,7 @@ mod tests {
         let mut all = vec!["timetrack", "serve"];
         all.extend_from_slice(args);
         match Cli::parse_args(all).unwrap().command {
-            Some(Command::Serve(s)) => s,
+            Some(Command::Serve(s)) => *s,
             other => panic!("{other:?}"),
         }
     }

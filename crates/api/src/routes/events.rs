@@ -10,6 +10,7 @@ use timetrack_domain::timefmt::rfc3339;
 
 use crate::error::ApiError;
 use crate::extract::{Caller, QueryParams};
+use crate::replica::ReadAfter;
 use crate::state::AppState;
 
 /// The feed's query.
@@ -113,6 +114,7 @@ fn parse_types(raw: Option<&str>) -> Result<Vec<EventType>, DomainError> {
 pub async fn feed(
     state: web::Data<AppState>,
     caller: Caller,
+    seen: ReadAfter,
     query: QueryParams<FeedQuery>,
 ) -> Result<web::Json<FeedPageObject>, ApiError> {
     let QueryParams(query) = query;
@@ -123,13 +125,12 @@ pub async fn feed(
         Some(_) if after.is_some() => {
             return Err(DomainError::validation("after and before cannot be used together").into());
         }
-        Some(before) => {
-            state
-                .feed
-                .page_back(&caller.0, before, &types, limit)
-                .await?
-        }
-        None => state.feed.page(&caller.0, after, &types, limit).await?,
+        Some(before) => crate::read_lagging!(state, &caller.0, seen, |s| {
+            s.feed.page_back(&caller.0, before, &types, limit).await
+        })?,
+        None => crate::read_lagging!(state, &caller.0, seen, |s| {
+            s.feed.page(&caller.0, after, &types, limit).await
+        })?,
     };
     Ok(web::Json(FeedPageObject {
         data: page

@@ -10,6 +10,7 @@ use uuid::Uuid;
 use crate::error::ApiError;
 use crate::extract::{Caller, InvalidParams, JsonBody, WholeNumber};
 use crate::openapi::fields;
+use crate::replica::ReadAfter;
 use crate::routes::clients::ClientResponse;
 use crate::state::AppState;
 
@@ -45,19 +46,21 @@ pub struct FindClientBody {
 pub async fn find(
     state: web::Data<AppState>,
     caller: Caller,
+    seen: ReadAfter,
     body: JsonBody<FindClientBody, InvalidParams>,
 ) -> Result<web::Json<Vec<ClientResponse>>, ApiError> {
     let body = body.into_inner();
-    let clients = state
-        .clients
-        .find(
-            &caller.0,
-            WorkspaceId(body.workspace_id),
-            &body.name,
-            body.limit.map(|l| l.0),
-        )
-        .await
-        .map_err(invalid_params)?;
+    let clients = crate::read_lagging!(state, &caller.0, seen, |s| {
+        s.clients
+            .find(
+                &caller.0,
+                WorkspaceId(body.workspace_id),
+                &body.name,
+                body.limit.map(|l| l.0),
+            )
+            .await
+    })
+    .map_err(invalid_params)?;
     Ok(web::Json(
         clients.into_iter().map(ClientResponse::from).collect(),
     ))

@@ -10,6 +10,7 @@ use uuid::Uuid;
 use crate::error::ApiError;
 use crate::extract::{Caller, InvalidParams, JsonBody, WholeNumber};
 use crate::openapi::fields;
+use crate::replica::ReadAfter;
 use crate::routes::find_client::invalid_params;
 use crate::state::AppState;
 
@@ -44,19 +45,21 @@ pub struct FindProjectBody {
 pub async fn find_projects(
     state: web::Data<AppState>,
     caller: Caller,
+    seen: ReadAfter,
     body: JsonBody<FindProjectBody, InvalidParams>,
 ) -> Result<web::Json<Vec<ProjectPayload>>, ApiError> {
     let body = body.into_inner();
-    let found = state
-        .catalog
-        .find_projects(
-            &caller.0,
-            body.workspace_id.map(WorkspaceId),
-            &body.name,
-            body.limit.map(|l| l.0),
-        )
-        .await
-        .map_err(invalid_params)?;
+    let found = crate::read_lagging!(state, &caller.0, seen, |s| {
+        s.catalog
+            .find_projects(
+                &caller.0,
+                body.workspace_id.map(WorkspaceId),
+                &body.name,
+                body.limit.map(|l| l.0),
+            )
+            .await
+    })
+    .map_err(invalid_params)?;
     Ok(web::Json(found))
 }
 
@@ -77,6 +80,10 @@ pub async fn find_projects(
 pub async fn running(
     state: web::Data<AppState>,
     caller: Caller,
+    seen: ReadAfter,
 ) -> Result<web::Json<Vec<TimeEntryPayload>>, ApiError> {
-    Ok(web::Json(state.entries.running_payloads(&caller.0).await?))
+    let running = crate::read_lagging!(state, &caller.0, seen, |s| {
+        s.entries.running_payloads(&caller.0).await
+    })?;
+    Ok(web::Json(running))
 }

@@ -21,6 +21,7 @@ use uuid::Uuid;
 
 use crate::error::ApiError;
 use crate::extract::{Caller, QueryParams};
+use crate::replica::ReadAfter;
 use crate::state::AppState;
 
 /// The query parameters every report takes (`docs/billing.md`).
@@ -614,14 +615,6 @@ fn summary_csv(
 // ---------------------------------------------------------------------------------------------
 // Handlers
 
-async fn scope(
-    state: &AppState,
-    caller: &Principal,
-    query: &ReportQuery,
-) -> Result<ReportScope, ApiError> {
-    Ok(state.reports.scope(caller, query.request()?).await?)
-}
-
 /// `GET /api/reports/summary`.
 #[utoipa::path(
     operation_id = "reportSummary",
@@ -640,11 +633,12 @@ async fn scope(
 pub async fn summary(
     state: web::Data<AppState>,
     caller: Caller,
+    seen: ReadAfter,
     query: QueryParams<ReportQuery>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let csv = query.wants_csv(&req)?;
-    summary_of(state, caller, query, csv).await
+    summary_of(state, caller, seen, query, csv).await
 }
 
 /// The summary `query` asks for, as CSV or JSON: the REST handler's work, which the MCP tool
@@ -652,6 +646,7 @@ pub async fn summary(
 pub(crate) async fn summary_of(
     state: web::Data<AppState>,
     caller: Caller,
+    seen: ReadAfter,
     query: QueryParams<ReportQuery>,
     csv: bool,
 ) -> Result<HttpResponse, ApiError> {
@@ -661,8 +656,12 @@ pub(crate) async fn summary_of(
             .as_deref()
             .ok_or_else(|| invalid("group_by is required: one to three of client, project, task, user, tag, day, week, month"))?,
     )?;
-    let scope = scope(&state, &caller.0, &query).await?;
-    let summary = state.reports.summary(&caller.0, &scope, &group_by).await?;
+    let request = query.request()?;
+    let (scope, summary) = crate::read_lagging!(state, &caller.0, seen, |s| {
+        let scope = s.reports.scope(&caller.0, request.clone()).await?;
+        let summary = s.reports.summary(&caller.0, &scope, &group_by).await?;
+        Ok((scope, summary))
+    })?;
     let v = scope.visibility;
     if csv {
         let rows = summary_csv(&summary.groups, &summary.totals, group_by.len(), v);
@@ -697,6 +696,7 @@ pub(crate) async fn summary_of(
 pub async fn detailed(
     state: web::Data<AppState>,
     caller: Caller,
+    seen: ReadAfter,
     query: QueryParams<ReportQuery>,
     page: QueryParams<PageQuery>,
     req: HttpRequest,
@@ -709,20 +709,20 @@ pub async fn detailed(
         )));
     }
     let after = page.cursor.as_deref().map(Cursor::decode).transpose()?;
-    let scope = scope(&state, &caller.0, &query).await?;
-    let v = scope.visibility;
+    let request = query.request()?;
     if csv {
-        return Ok(csv_response("detailed", &scope).streaming(detailed_stream(
-            state.into_inner(),
-            caller.0,
-            scope,
-        )));
+        // Streamed page by page from one side: the replica when it serves the caller now.
+        let on = AppState::serving(&state, &caller.0, seen);
+        let scope = on.reports.scope(&caller.0, request).await?;
+        return Ok(csv_response("detailed", &scope).streaming(detailed_stream(on, caller.0, scope)));
     }
-    let (rows, next) = state
-        .reports
-        .detailed(&caller.0, &scope, after, limit)
-        .await?;
-    let totals = state.reports.totals(&caller.0, &scope).await?;
+    let (scope, rows, next, totals) = crate::read_lagging!(state, &caller.0, seen, |s| {
+        let scope = s.reports.scope(&caller.0, request.clone()).await?;
+        let (rows, next) = s.reports.detailed(&caller.0, &scope, after, limit).await?;
+        let totals = s.reports.totals(&caller.0, &scope).await?;
+        Ok((scope, rows, next, totals))
+    })?;
+    let v = scope.visibility;
     Ok(HttpResponse::Ok().json(DetailedResponse {
         data: rows.iter().map(|r| DetailedRowBody::new(r, v)).collect(),
         next_cursor: next.map(|c| c.encode()),
@@ -813,16 +813,21 @@ fn detailed_stream(
 pub async fn uninvoiced(
     state: web::Data<AppState>,
     caller: Caller,
+    seen: ReadAfter,
     query: QueryParams<ReportQuery>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let csv = query.wants_csv(&req)?;
-    let mut scope = scope(&state, &caller.0, &query).await?;
-    // Billable time on no invoice, whatever the flags say.
-    scope.filter.billable = Some(true);
-    scope.filter.invoiced = Some(false);
+    let request = query.request()?;
+    let (scope, rows) = crate::read_lagging!(state, &caller.0, seen, |s| {
+        let mut scope = s.reports.scope(&caller.0, request.clone()).await?;
+        // Billable time on no invoice, whatever the flags say.
+        scope.filter.billable = Some(true);
+        scope.filter.invoiced = Some(false);
+        let rows = s.reports.uninvoiced(&caller.0, &scope).await?;
+        Ok((scope, rows))
+    })?;
     let v = scope.visibility;
-    let rows = state.reports.uninvoiced(&caller.0, &scope).await?;
     let mut totals = Figures::default();
     for row in &rows {
         totals.add(&row.figures)?;

@@ -18,6 +18,7 @@ use crate::extract::{
     Caller, InvalidParams, JsonBody, JsonOrEmpty, QueryParams, Unread, body_time,
 };
 use crate::openapi::fields;
+use crate::replica::ReadAfter;
 use crate::routes::{WEBHOOK_ID, shown_delivery, webhook_id};
 use crate::state::AppState;
 
@@ -201,25 +202,28 @@ pub struct DeliveryLogQuery {
 pub async fn deliveries(
     state: web::Data<AppState>,
     caller: Caller,
+    seen: ReadAfter,
     id: web::Path<String>,
     query: QueryParams<DeliveryLogQuery>,
 ) -> Result<web::Json<DeliveryPage>, ApiError> {
     let QueryParams(query) = query;
-    let (records, next_cursor) = state
-        .webhooks
-        .deliveries(
-            &caller.0,
-            &webhook_id(&id)?,
-            DeliveryFilter {
-                status: query.status,
-                event_type: query.event_type,
-                event_id: query.event_id,
-                entity_id: query.entity_id,
-                limit: query.limit,
-                cursor: query.cursor,
-            },
-        )
-        .await?;
+    let webhook = webhook_id(&id)?;
+    let (records, next_cursor) = crate::read_lagging!(state, &caller.0, seen, |s| {
+        s.webhooks
+            .deliveries(
+                &caller.0,
+                &webhook,
+                DeliveryFilter {
+                    status: query.status.clone(),
+                    event_type: query.event_type.clone(),
+                    event_id: query.event_id.clone(),
+                    entity_id: query.entity_id.clone(),
+                    limit: query.limit,
+                    cursor: query.cursor.clone(),
+                },
+            )
+            .await
+    })?;
     Ok(web::Json(DeliveryPage {
         data: records
             .into_iter()
@@ -263,13 +267,16 @@ pub struct EventDeliveries {
 pub async fn event_deliveries(
     state: web::Data<AppState>,
     caller: Caller,
+    seen: ReadAfter,
     id: web::Path<String>,
 ) -> Result<web::Json<EventDeliveries>, ApiError> {
     let event = id
         .parse::<uuid::Uuid>()
         .map(EventId)
         .map_err(|_| DomainError::NotFound("event"))?;
-    let found = state.webhooks.event_deliveries(&caller.0, event).await?;
+    let found = crate::read_lagging!(state, &caller.0, seen, |s| {
+        s.webhooks.event_deliveries(&caller.0, event).await
+    })?;
     Ok(web::Json(EventDeliveries {
         data: found
             .into_iter()
@@ -302,15 +309,16 @@ pub async fn event_deliveries(
 pub async fn delivery(
     state: web::Data<AppState>,
     caller: Caller,
+    seen: ReadAfter,
     path: web::Path<(String, String)>,
 ) -> Result<web::Json<DeliveryDetailObject>, ApiError> {
     let (id, delivery) = path.into_inner();
     let webhook = webhook_id(&id)?;
-    let delivery = shown_delivery(&state, &caller.0, &webhook, &delivery).await?;
-    let detail = state
-        .webhooks
-        .delivery(&caller.0, &webhook, delivery)
-        .await?;
+    let on = AppState::serving(&state, &caller.0, seen);
+    let delivery = shown_delivery(&on, &caller.0, &webhook, &delivery).await?;
+    let detail = crate::read_lagging!(state, &caller.0, seen, |s| {
+        s.webhooks.delivery(&caller.0, &webhook, delivery).await
+    })?;
     Ok(web::Json(DeliveryDetailObject::new(
         detail,
         state.webhooks.masks(),

@@ -19,6 +19,7 @@ mod deliveries;
 mod failover;
 mod listen;
 mod process;
+mod replicas;
 mod zapier;
 
 const BIN: &str = env!("CARGO_BIN_EXE_timetrack");
