@@ -69,8 +69,8 @@ bench-smoke:
     target/debug/timetrack-bench --smoke --server-bin target/debug/timetrack --report target/bench-smoke/benchmarks.md --data-dir target/bench-smoke
 
 # The fault and abuse suite at full size on the release build; writes its figures into
-# docs/reliability.md (about 20 minutes; its Patroni runs install patroni and etcd-server with
-# apt when they are missing).
+# docs/reliability.md (about 20 minutes; its Patroni runs install patroni and etcd-server, and its
+# restore scenario pgbackrest, with apt when they are missing).
 chaos *ARGS:
     cargo build --release -p timetrack-api -p timetrack-chaos
     target/release/timetrack-chaos --report docs/reliability.md {{ARGS}}

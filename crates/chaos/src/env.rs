@@ -337,3 +337,39 @@ pub fn arrivals(received: &[Received]) -> (usize, usize) {
         .values()
         .fold((0, 0), |(u, d), (pu, pd)| (u + pu, d + pd))
 }
+
+/// Installs Debian's `packages` with apt when one of `commands` is missing from `PATH`, when
+/// this runs as root (the suite's scenarios that need an engine PostgreSQL operators run).
+pub fn ensure_debian_packages(commands: &[&str], packages: &[&str]) -> Result<()> {
+    use std::process::{Command, Stdio};
+    let have = |bin: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {bin}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if commands.iter().all(|bin| have(bin)) {
+        return Ok(());
+    }
+    if !nix::unistd::geteuid().is_root() {
+        bail!(
+            "{} missing: install Debian's {}",
+            commands.join(", "),
+            packages.join(", ")
+        );
+    }
+    let install = [&["install", "-y", "-qq"][..], packages].concat();
+    for args in [vec!["update", "-qq"], install] {
+        let status = Command::new("apt-get")
+            .args(&args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdout(Stdio::null())
+            .status()
+            .context("running apt-get")?;
+        if !status.success() {
+            bail!("apt-get {} failed", args.join(" "));
+        }
+    }
+    Ok(())
+}

@@ -50,34 +50,10 @@ fn free_port() -> Result<u16> {
 
 /// Installs `patroni` and `etcd-server` with apt when they are missing and this runs as root.
 pub fn ensure_installed() -> Result<()> {
-    let have = |bin: &str| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {bin}")])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if have("patroni") && have("etcd") && have("patronictl") {
-        return Ok(());
-    }
-    if !nix::unistd::geteuid().is_root() {
-        bail!("patroni and etcd are missing: install Debian's `patroni` and `etcd-server`");
-    }
-    for args in [
-        vec!["update", "-qq"],
-        vec!["install", "-y", "-qq", "patroni", "etcd-server"],
-    ] {
-        let status = Command::new("apt-get")
-            .args(&args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdout(Stdio::null())
-            .status()
-            .context("running apt-get")?;
-        if !status.success() {
-            bail!("apt-get {} failed", args.join(" "));
-        }
-    }
-    Ok(())
+    crate::env::ensure_debian_packages(
+        &["patroni", "etcd", "patronictl"],
+        &["patroni", "etcd-server"],
+    )
 }
 
 impl PatroniCluster {
