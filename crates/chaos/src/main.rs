@@ -84,8 +84,7 @@ const SCENARIOS: &[(&str, &str, bool)] = &[
     (
         "restore",
         "13. Backup restored to a point in time (pgBackRest)",
-        // Full runs only: it installs Debian's pgbackrest when missing.
-        false,
+        true,
     ),
     ("limits", "7. Rate limits under load, three instances", true),
     ("edges", "8. Extreme timestamps and cursors", true),

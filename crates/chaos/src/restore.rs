@@ -1,13 +1,13 @@
-//! Scenario 13: a backup restored to a point in time. A cluster of its own archives its WAL with
-//! pgBackRest (Debian's package, installed when missing) and has a full backup; the service
-//! writes on it (clients, an issued invoice, deliveries to a receiver and to one that answers
-//! 503, so that some stay pending); a point in time is taken, more is written after it; the
-//! cluster is stopped as if its disk were lost, and the backup is restored with
-//! `--type=time --target=<point>` into a fresh data directory. The service started on the restored
-//! cluster with the same `TIMETRACK_SECRET_KEY` must have every change acknowledged before the
-//! point and none after it, sign with the webhook secrets it decrypts, resolve the delivery ids
-//! and feed cursors handed out before the point, send the deliveries pending at the point, and
-//! number the next invoice after the last one it has.
+//! Scenario 13: a backup restored to a point in time, the same in quick and full runs (about
+//! 20 s). A cluster of its own archives its WAL with pgBackRest (Debian's package, installed when
+//! missing) and has a full backup; the service writes on it (clients, an issued invoice,
+//! deliveries to a receiver and to one that answers 503, so that some stay pending); a point in
+//! time is taken, more is written after it; the cluster is stopped as if its disk were lost, and
+//! the backup is restored with `--type=time --target=<point>` into a fresh data directory. The
+//! service started on the restored cluster with the same `TIMETRACK_SECRET_KEY` must have every
+//! change acknowledged before the point and none after it, sign with the webhook secrets it
+//! decrypts, resolve the delivery ids and feed cursors handed out before the point, send the
+//! deliveries pending at the point, and number the next invoice after the last one it has.
 
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::os::unix::process::CommandExt as _;
