@@ -9,6 +9,7 @@ use actix_web::dev::Payload;
 use actix_web::http::{Method, StatusCode, header};
 use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
 use serde::de::DeserializeOwned;
+use timetrack_domain::DomainError;
 use timetrack_domain::model::Principal;
 use timetrack_domain::services::{Access, Admitted, Refusal};
 
@@ -90,10 +91,20 @@ pub async fn admit(req: &HttpRequest) -> Result<Principal, ApiError> {
     } else {
         Access::Write
     };
-    let admitted = state
+    let mut admitted = state
         .admission_for(access)
         .admit(bearer_token(req.headers()), &client, access)
         .await;
+    // A read whose key the primary could not look up (it went away before the replica's watch
+    // noticed) is admitted by the replica's copy, which finds keys there.
+    if access == Access::Read
+        && matches!(admitted, Err(Refusal::Failed(DomainError::Unavailable(_))))
+        && let Some(replica) = state.replica_admission()
+    {
+        admitted = replica
+            .admit(bearer_token(req.headers()), &client, access)
+            .await;
+    }
     match admitted {
         Ok(Admitted {
             principal,

@@ -27,7 +27,8 @@ use crate::state::AppState;
 /// `$body` (an expression of `$s: &AppState` whose value is a `DomainResult`) on the replica's
 /// services when the replica may serve `$caller` now ([`AppState::replica_for`]), else, or when
 /// the replica answers `Unavailable` (unreachable, or the read cancelled for replication), on
-/// `$state`'s own. Only for reads whose answer may lag by `--replica-max-lag`: never a read that
+/// `$state`'s own; and when those answer `Unavailable` (the primary went away before the watch
+/// noticed), on the replica's after all if it answers. Only for reads whose answer may lag by `--replica-max-lag`: never a read that
 /// decides a write. A macro rather than a function taking a closure: the body borrows the
 /// request's values across its awaits, which a closure's future cannot promise to be `Send`
 /// for every lifetime.
@@ -44,8 +45,14 @@ macro_rules! read_lagging {
                 answered => answered,
             },
             None => {
-                let $s = primary;
-                $body
+                let answered = {
+                    let $s = primary;
+                    $body
+                };
+                match (answered, primary.replica_without_primary($caller, $after)) {
+                    (Err(timetrack_domain::DomainError::Unavailable(_)), Some($s)) => $body,
+                    (answered, _) => answered,
+                }
             }
         }
     }};
@@ -84,6 +91,23 @@ impl Routing {
                 .map(|(_, position)| *position)
         };
         self.watch.serves(mark.max(at_least))
+    }
+
+    /// Whether the replica may answer `caller`'s read that the primary could not: see
+    /// [`ReplicaWatch::serves_without_primary`].
+    pub fn serves_without_primary(
+        &self,
+        caller: &Principal,
+        at_least: Option<CommitPosition>,
+    ) -> bool {
+        let mark = {
+            let marks = self.marks.lock().unwrap_or_else(PoisonError::into_inner);
+            marks
+                .get(&caller.api_key_id)
+                .filter(|(at, _)| at.elapsed() <= self.watch.max_lag())
+                .map(|(_, position)| *position)
+        };
+        self.watch.serves_without_primary(mark.max(at_least))
     }
 
     /// Whether the primary answered the watch's last sample.

@@ -237,6 +237,26 @@ impl AppState {
         }
     }
 
+    /// The replica's services for a read by `caller` that the primary could not answer, when
+    /// the replica answers and has the caller's writes.
+    pub fn replica_without_primary(
+        &self,
+        caller: &Principal,
+        after: ReadAfter,
+    ) -> Option<&AppState> {
+        self.replica
+            .as_ref()
+            .filter(|replica| replica.routing.serves_without_primary(caller, after.0))
+            .map(|replica| &*replica.state)
+    }
+
+    /// The replica's admission, for a read the primary's could not decide.
+    pub(crate) fn replica_admission(&self) -> Option<&Admission> {
+        self.replica
+            .as_ref()
+            .map(|replica| &replica.state.admission)
+    }
+
     /// What admits a request: this state's admission, or for a read while the primary does not
     /// answer, the replica's (which finds keys on the replica), so that reads that may use the
     /// replica keep answering.

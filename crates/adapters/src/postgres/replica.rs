@@ -132,8 +132,8 @@ impl ReplicaWatch {
     /// Whether a read may be served by the replica now: it answers, it is at most `max_lag`
     /// behind the primary, and it has replayed `at_least` (the caller's last commit) when given.
     ///
-    /// While the primary does not answer, nothing newer than its last sample can have been
-    /// committed there, so a replica that has replayed that sample (and `at_least`) serves reads.
+    /// While the primary does not answer, its lag cannot be measured and nothing newer can be
+    /// read anywhere: the replica serves reads as [`ReplicaWatch::serves_without_primary`] says.
     pub fn serves(&self, at_least: Option<CommitPosition>) -> bool {
         let now = Instant::now();
         let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
@@ -146,6 +146,9 @@ impl ReplicaWatch {
         if now.duration_since(read_at) > self.max_lag {
             return false;
         }
+        if !seen.primary_answers {
+            return true;
+        }
         // The newest primary sample the replica has reached: everything the primary had written
         // then, the replica has.
         let Some(&(reached_at, _)) = seen
@@ -156,11 +159,18 @@ impl ReplicaWatch {
         else {
             return false;
         };
-        let newest = seen.primary.back().map(|(at, _)| *at);
-        if !seen.primary_answers && newest == Some(reached_at) {
-            return true;
-        }
         now.duration_since(reached_at) <= self.max_lag
+    }
+
+    /// Whether the replica may answer a read the primary could not (it is away): the replica
+    /// answered its last sample (within `max_lag`) and has replayed `at_least`. Whatever its
+    /// lag, it holds the newest data that can be read now: with asynchronous replication the
+    /// primary's last transactions may never reach it.
+    pub fn serves_without_primary(&self, at_least: Option<CommitPosition>) -> bool {
+        let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        seen.replica.is_some_and(|(read_at, replayed)| {
+            read_at.elapsed() <= self.max_lag && at_least.is_none_or(|needed| replayed >= needed)
+        })
     }
 
     /// Whether the primary answered the last sample; a caller may then prefer the replica for
@@ -352,11 +362,20 @@ mod tests {
     }
 
     #[test]
-    fn while_the_primary_is_away_a_replica_with_its_last_sample_serves() {
+    fn while_the_primary_is_away_the_replica_serves_whatever_it_has() {
         let away = watch_with(MS(2000), &[(MS(9000), 30)], Some((MS(50), 30)), false);
         assert!(away.serves(None));
+        // The primary's last WAL never reached it (asynchronous replication): still the newest
+        // data there is.
         let behind = watch_with(MS(2000), &[(MS(9000), 30)], Some((MS(50), 29)), false);
-        assert!(!behind.serves(None));
+        assert!(behind.serves(None));
+        assert!(behind.serves_without_primary(None));
+        assert!(
+            !behind.serves(Some(CommitPosition(30))),
+            "not the caller's own write"
+        );
+        let unread = watch_with(MS(2000), &[(MS(9000), 30)], Some((MS(3000), 30)), false);
+        assert!(!unread.serves(None), "a replica that stopped answering");
         let answering = watch_with(MS(2000), &[(MS(9000), 30)], Some((MS(50), 30)), true);
         assert!(
             !answering.serves(None),
