@@ -83,14 +83,22 @@ impl Routing {
     /// Whether the replica may serve `caller`'s read now: within the lag bound, and past the
     /// caller's last commit (of the last `--replica-max-lag`) and `at_least`.
     pub fn serves(&self, caller: &Principal, at_least: Option<CommitPosition>) -> bool {
-        let mark = {
-            let marks = self.marks.lock().unwrap_or_else(PoisonError::into_inner);
-            marks
-                .get(&caller.api_key_id)
-                .filter(|(at, _)| at.elapsed() <= self.watch.max_lag())
-                .map(|(_, position)| *position)
-        };
-        self.watch.serves(mark.max(at_least))
+        self.watch.serves(self.needed(caller, at_least))
+    }
+
+    /// The position `caller`'s read must see: its last commit of the last `--replica-max-lag`,
+    /// or `at_least` if that is later.
+    fn needed(
+        &self,
+        caller: &Principal,
+        at_least: Option<CommitPosition>,
+    ) -> Option<CommitPosition> {
+        let marks = self.marks.lock().unwrap_or_else(PoisonError::into_inner);
+        let mark = marks
+            .get(&caller.api_key_id)
+            .filter(|(at, _)| at.elapsed() <= self.watch.max_lag())
+            .map(|(_, position)| *position);
+        mark.max(at_least)
     }
 
     /// Whether the replica may answer `caller`'s read that the primary could not: see
@@ -100,14 +108,8 @@ impl Routing {
         caller: &Principal,
         at_least: Option<CommitPosition>,
     ) -> bool {
-        let mark = {
-            let marks = self.marks.lock().unwrap_or_else(PoisonError::into_inner);
-            marks
-                .get(&caller.api_key_id)
-                .filter(|(at, _)| at.elapsed() <= self.watch.max_lag())
-                .map(|(_, position)| *position)
-        };
-        self.watch.serves_without_primary(mark.max(at_least))
+        self.watch
+            .serves_without_primary(self.needed(caller, at_least))
     }
 
     /// Whether the primary answered the watch's last sample.
