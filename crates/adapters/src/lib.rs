@@ -21,7 +21,7 @@ pub use local_postgres::{Durability, LocalPostgres};
 pub use metrics::Metrics;
 pub use pdf::KrillaInvoicePdf;
 pub use postgres::{
-    PgPool, PoolSettings, build_pool, check_connection, is_on_this_machine, run_migrations,
+    PgPool, PoolSettings, Pooler, build_pool, check_connection, is_on_this_machine, run_migrations,
 };
 pub use ratelimit::{InMemoryRateLimitStore, PgRateLimitStore};
 pub use resolver::SystemResolver;

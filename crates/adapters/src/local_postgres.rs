@@ -371,8 +371,9 @@ fn version_of(bin: &Path) -> u32 {
         .unwrap_or(0)
 }
 
-/// The user the server runs as when the caller is root, `None` otherwise.
-fn unprivileged_user() -> Result<Option<User>> {
+/// The user the server runs as when the caller is root, `None` otherwise. Public for the test
+/// kit's other servers that refuse root too (PgBouncer).
+pub fn unprivileged_user() -> Result<Option<User>> {
     if !nix::unistd::geteuid().is_root() {
         return Ok(None);
     }

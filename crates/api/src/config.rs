@@ -3,6 +3,8 @@
 //! | flag | environment | default |
 //! |---|---|---|
 //! | `--database-url` | `DATABASE_URL` | unset: a private cluster under `--data-dir` |
+//! | `--database-pooler` | `TIMETRACK_DATABASE_POOLER` | `none` (or `transaction`: `DATABASE_URL` is PgBouncer in transaction mode) |
+//! | `--database-direct-url` | `TIMETRACK_DATABASE_DIRECT_URL` | `DATABASE_URL` (required with `--database-pooler transaction`) |
 //! | `--data-dir` | `TIMETRACK_DATA_DIR` | `.timetrack` |
 //! | `--log` | `TIMETRACK_LOG` | `info` |
 //! | `--log-format` | `TIMETRACK_LOG_FORMAT` | `text` (or `json`) |
@@ -70,6 +72,28 @@ pub struct GlobalSettings {
     /// PostgreSQL URL. Without it, a private cluster is started under --data-dir.
     #[arg(long, hide_env_values = true, env = "DATABASE_URL", global = true)]
     pub database_url: Option<String>,
+    /// What DATABASE_URL names: PostgreSQL itself or a pooler in session mode (`none`), or a
+    /// pooler in transaction mode such as PgBouncer's `pool_mode = transaction`
+    /// (`transaction`: statements are then sent unnamed, one round trip each, and
+    /// --database-direct-url is required).
+    #[arg(
+        long,
+        env = "TIMETRACK_DATABASE_POOLER",
+        value_enum,
+        default_value_t = PoolerArg::None,
+        global = true
+    )]
+    pub database_pooler: PoolerArg,
+    /// PostgreSQL URL of the database itself (or of a pooler in session mode), for the two
+    /// connections that keep a session: the migrations' lock and `serve`'s LISTEN connection.
+    /// DATABASE_URL when unset; required with --database-pooler transaction.
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "TIMETRACK_DATABASE_DIRECT_URL",
+        global = true
+    )]
+    pub database_direct_url: Option<String>,
     /// Where the private cluster and the demo key are kept when no DATABASE_URL is set.
     #[arg(
         long,
@@ -91,6 +115,15 @@ pub struct GlobalSettings {
     /// Log line format.
     #[arg(long, hide_env_values = true, env = "TIMETRACK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
     pub log_format: LogFormat,
+}
+
+/// What `DATABASE_URL` names (`--database-pooler`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PoolerArg {
+    /// PostgreSQL itself, or a pooler in session mode.
+    None,
+    /// A pooler in transaction mode (PgBouncer's `pool_mode = transaction`).
+    Transaction,
 }
 
 /// Log line format.

@@ -1,5 +1,5 @@
 //! Debian tools the tests drive: Chromium for the console's tests, `pdftotext` (poppler-utils)
-//! for the invoice PDFs. Each is installed on first use when it is missing and this process may
+//! for the invoice PDFs, PgBouncer for the service behind a transaction pooler. Each is installed on first use when it is missing and this process may
 //! install packages.
 
 use std::path::PathBuf;
@@ -92,6 +92,22 @@ pub fn pdftotext() -> PathBuf {
             variable: "TIMETRACK_TEST_PDFTOTEXT",
             package: "poppler-utils",
             needed_by: "the invoice PDF tests",
+        }
+        .path()
+    })
+    .clone()
+}
+
+/// The path of `pgbouncer` (`TIMETRACK_TEST_PGBOUNCER`, else Debian's), installing Debian's
+/// `pgbouncer` package with apt-get when there is none (as root; otherwise it panics saying so).
+pub fn pgbouncer() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        Tool {
+            candidates: &["/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"],
+            variable: "TIMETRACK_TEST_PGBOUNCER",
+            package: "pgbouncer",
+            needed_by: "the tests behind PgBouncer",
         }
         .path()
     })

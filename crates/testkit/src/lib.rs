@@ -16,6 +16,8 @@ mod browser;
 #[cfg(feature = "infra")]
 mod database;
 #[cfg(feature = "infra")]
+mod pooler;
+#[cfg(feature = "infra")]
 mod process;
 #[cfg(feature = "infra")]
 mod receiver;
@@ -23,9 +25,11 @@ mod receiver;
 pub mod replication;
 
 #[cfg(feature = "infra")]
-pub use browser::{chromium, pdftotext};
+pub use browser::{chromium, pdftotext, pgbouncer};
 #[cfg(feature = "infra")]
 pub use database::{TestDatabase, npm_package, python_package, recreate_database};
+#[cfg(feature = "infra")]
+pub use pooler::Pgbouncer;
 #[cfg(feature = "infra")]
 pub use process::{Account, Admin, Memory, ServeCommand, ServerProcess, field, free_port};
 #[cfg(feature = "infra")]

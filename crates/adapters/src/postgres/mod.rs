@@ -48,7 +48,7 @@ pub use migrate::{MIGRATIONS, run_migrations, sql_functions_fingerprint};
 pub use outbox::DELIVERY_CHANNEL;
 pub(crate) use pool::opaque_debug;
 pub use pool::{
-    PgPool, PoolSettings, build_pool, build_replica_pool, check_connection, for_writes,
+    PgPool, PoolSettings, Pooler, build_pool, build_replica_pool, check_connection, for_writes,
     for_writes_bounded, is_on_this_machine, read_only_seen,
 };
 pub use queue::PgDeliveryQueue;

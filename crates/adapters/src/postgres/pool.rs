@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use diesel_async::AsyncPgConnection;
+use diesel_async::pg::StatementMode;
 use diesel_async::pooled_connection::{
     AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
 };
@@ -34,6 +35,26 @@ pub struct PoolSettings {
     pub wait_timeout: Duration,
     /// Longest time to open a new connection.
     pub connect_timeout: Duration,
+    /// What stands between the pool and PostgreSQL.
+    pub pooler: Pooler,
+}
+
+/// What stands between a pool's connections and PostgreSQL (`--database-pooler`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pooler {
+    /// Nothing, or a pooler in session mode: a connection is one server session for its
+    /// life, and keeps the statements it prepared (`Prepared` texts are planned once per
+    /// connection).
+    #[default]
+    None,
+    /// A pooler in transaction mode (PgBouncer's `pool_mode = transaction`): between
+    /// transactions, each round trip may reach another server session, so nothing may outlive a
+    /// transaction. Every statement is sent as the unnamed statement, parsed, bound and run in one
+    /// round trip (a named one prepared on one session would be missing, or taken by another
+    /// process's, on the next), and nothing else the service does through a pool keeps session
+    /// state: its locks and settings are the transaction's own, and the two things that need a
+    /// session (`LISTEN`, the migrations' lock) use the direct URL instead.
+    Transaction,
 }
 
 impl Default for PoolSettings {
@@ -42,6 +63,7 @@ impl Default for PoolSettings {
             max_size: 16,
             wait_timeout: Duration::from_secs(2),
             connect_timeout: Duration::from_secs(2),
+            pooler: Pooler::None,
         }
     }
 }
@@ -147,6 +169,14 @@ fn pool_on(
 ) -> Result<PgPool> {
     let mut config = ManagerConfig::default();
     config.recycling_method = recycle;
+    if settings.pooler == Pooler::Transaction {
+        config.custom_setup = Box::new(|url| {
+            Box::pin(AsyncPgConnection::establish_with_statement_mode(
+                url,
+                StatementMode::Unnamed,
+            ))
+        });
+    }
     let create_timeout = settings.connect_timeout * host_count(&url);
     let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(url, config);
     PgPool::builder(manager)

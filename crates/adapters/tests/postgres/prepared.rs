@@ -71,3 +71,61 @@ async fn a_typed_query_reads_its_columns_by_position() {
             .await;
     assert!(wrong.is_err());
 }
+
+/// Behind a transaction pooler (`Pooler::Transaction`) no statement outlives its round trip:
+/// the same texts run, kept and plain alike, typed rows and affected-row counts are read as on
+/// a direct connection, and the server holds no named statement afterwards (another session
+/// behind the pooler would not have it, or would have another process's under the same name).
+#[tokio::test]
+async fn behind_a_transaction_pooler_no_statement_is_kept() {
+    use timetrack_adapters::{PoolSettings, Pooler, build_pool};
+    let db = TestDatabase::new().await;
+    let pool = build_pool(
+        db.url(),
+        PoolSettings {
+            max_size: 1,
+            pooler: Pooler::Transaction,
+            ..PoolSettings::default()
+        },
+    )
+    .unwrap();
+    let mut conn = pool.get().await.unwrap();
+    for _ in 0..3 {
+        Prepared(diesel::sql_query("SELECT $1::text AS kept").bind::<Text, _>("x"))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    let rows: Vec<(i64, String)> = Prepared(Typed::<_, (BigInt, Text)>::new(
+        diesel::sql_query("SELECT n * 2 AS a, 'row ' || n AS b FROM generate_series(1, $1) n")
+            .bind::<BigInt, _>(2_i64),
+    ))
+    .load(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(rows, [(2, "row 1".into()), (4, "row 2".into())]);
+    diesel::sql_query("CREATE TEMP TABLE t (n int)")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let inserted = diesel::sql_query("INSERT INTO t SELECT generate_series(1, $1)")
+        .bind::<diesel::sql_types::Integer, _>(4)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(inserted, 4);
+    // A statement the server refuses is the server's error, as on a direct connection.
+    let refused = diesel::sql_query("SELECT 1 / $1")
+        .bind::<diesel::sql_types::Integer, _>(0)
+        .execute(&mut conn)
+        .await;
+    assert!(
+        refused.is_err_and(|e| e.to_string().contains("division by zero")),
+        "a refused statement"
+    );
+    let kept: Count = diesel::sql_query("SELECT count(*) AS n FROM pg_prepared_statements")
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(kept.n, 0);
+}

@@ -74,7 +74,7 @@ impl NewKeyOutput {
 
 pub(super) async fn run(settings: &GlobalSettings, command: AdminCommand) -> Result<()> {
     let db = Database::open(settings).await?;
-    let pool = build_pool(db.url(), PoolSettings::default())?;
+    let pool = build_pool(db.url(), db.pool_settings(PoolSettings::default().max_size))?;
     let result = execute(&admin_service(&pool), command).await;
     drop(pool);
     db.close().await;

@@ -13,8 +13,8 @@ use timetrack_adapters::postgres::{
 };
 use timetrack_adapters::postgres::{ReplicaWatch, build_replica_pool};
 use timetrack_adapters::{
-    HyperWebhookSender, OsRandom, PoolSettings, SecretBox, SecretKey, SenderSettings, SystemClock,
-    UuidV7Ids, WorkerSettings, build_pool, run_housekeeping, run_listener, run_worker,
+    HyperWebhookSender, OsRandom, SecretBox, SecretKey, SenderSettings, SystemClock, UuidV7Ids,
+    WorkerSettings, build_pool, run_housekeeping, run_listener, run_worker,
 };
 use timetrack_domain::delivery::InFlightCaps;
 use timetrack_domain::ports::Retention;
@@ -110,15 +110,7 @@ async fn run_server(
     // Each HTTP worker thread gets a share of `--db-pool-size` as a pool of its own. A
     // connection is driven by a task on the thread that opened it, so a request served on one
     // worker with a connection opened on another paid two cross-thread wake-ups per round trip.
-    let pool_of = |max_size| {
-        build_pool(
-            db.url(),
-            PoolSettings {
-                max_size,
-                ..PoolSettings::default()
-            },
-        )
-    };
+    let pool_of = |max_size| build_pool(db.url(), db.pool_settings(max_size));
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     // The private cluster is reached at 127.0.0.1, so its URL says it is local too.
     let local_db = timetrack_adapters::is_on_this_machine(db.url());
@@ -141,15 +133,7 @@ async fn run_server(
         .filter(|url| !url.is_empty());
     let replica = match replica_url {
         Some(url) => {
-            let replica_of = |max_size| {
-                build_replica_pool(
-                    url,
-                    PoolSettings {
-                        max_size,
-                        ..PoolSettings::default()
-                    },
-                )
-            };
+            let replica_of = |max_size| build_replica_pool(url, db.pool_settings(max_size));
             let pools = (0..workers)
                 .map(|_| replica_of(per_worker))
                 .collect::<Result<Vec<_>>>()?;
@@ -314,7 +298,7 @@ async fn run_server(
         stopped.clone(),
     ));
     let listener = tokio::spawn(run_listener(
-        db.url().to_owned(),
+        db.direct_url().to_owned(),
         pool.clone(),
         announcer,
         stopped.clone(),
@@ -599,7 +583,7 @@ mod tests {
         // Never connects: binding the listener does not touch the database.
         build_pool(
             "postgres://nobody@127.0.0.1:1/none",
-            PoolSettings::default(),
+            timetrack_adapters::PoolSettings::default(),
         )
         .unwrap()
     }

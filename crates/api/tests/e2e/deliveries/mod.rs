@@ -18,6 +18,7 @@ mod mcp;
 mod metrics;
 mod operate;
 mod payloads;
+mod pooler;
 mod processes;
 mod retries;
 
