@@ -119,7 +119,50 @@ pub struct ApiDoc;
 #[derive(Debug, Clone, Copy)]
 pub struct OpenApiDocument(pub &'static str);
 
+/// A write's successful answers carry `X-Commit-Position` when the service reads from a replica
+/// (`replica::note_commits`): every 2xx of a `POST`, `PUT`, `PATCH` or `DELETE` but the two
+/// searches, which only read.
+struct CommitPositions;
+
+impl Modify for CommitPositions {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ObjectBuilder, Type, header::HeaderBuilder};
+        let header = HeaderBuilder::new()
+            .schema(ObjectBuilder::new().schema_type(Type::String))
+            .description(Some(
+                "The primary's position once the write committed (e.g. `0/3000148`), sent only \
+                 when the service reads from a replica (`--database-replica-url`). The same key's \
+                 reads see the write in any case; another process behind the same address does \
+                 when the read sends it back.",
+            ))
+            .build();
+        for (path, item) in &mut openapi.paths.paths {
+            if crate::replica::is_read_only_post(path) {
+                continue;
+            }
+            let writes = [
+                item.post.as_mut(),
+                item.put.as_mut(),
+                item.patch.as_mut(),
+                item.delete.as_mut(),
+            ];
+            for operation in writes.into_iter().flatten() {
+                for (status, response) in &mut operation.responses.responses {
+                    if let (true, utoipa::openapi::RefOr::T(response)) =
+                        (status.starts_with('2'), response)
+                    {
+                        response
+                            .headers
+                            .insert("X-Commit-Position".to_owned(), header.clone());
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// What the document needs once every endpoint's operation is in it.
 pub fn finish(doc: &mut utoipa::openapi::OpenApi) {
     OptionalBodies.modify(doc);
+    CommitPositions.modify(doc);
 }

@@ -139,6 +139,11 @@ const READ_ONLY_POSTS: &[&str] = &[
     "/api/integrations/automation/triggers/projects/find",
 ];
 
+/// Whether `path` is one of the `POST`s that only read (their answers carry no position).
+pub(crate) fn is_read_only_post(path: &str) -> bool {
+    READ_ONLY_POSTS.contains(&path)
+}
+
 /// After a successful write by an admitted caller, with a replica configured: reads the
 /// primary's position, keeps it for the caller's key and sends it in `X-Commit-Position`. When
 /// the position cannot be read (the primary went away after the commit), the key's reads stay
@@ -148,7 +153,7 @@ pub(crate) async fn note_commits(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let writes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS)
-        && !READ_ONLY_POSTS.contains(&req.path());
+        && !is_read_only_post(req.path());
     let replica = writes
         .then(|| req.app_data::<web::Data<AppState>>())
         .flatten()
@@ -179,6 +184,35 @@ pub(crate) async fn note_commits(
 /// 400 `Invalid X-Commit-Position header`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReadAfter(pub Option<CommitPosition>);
+
+/// What a read's `X-Commit-Position` means, for the OpenAPI description of every operation
+/// that takes it.
+const READ_AFTER: &str = "A commit position from a write's response (`X-Commit-Position`, e.g. \
+     `0/3000148`): a read served by a replica waits until the replica has replayed it, or comes \
+     from the primary. Only needed when several processes serve one address; a malformed value \
+     is 400 `Invalid X-Commit-Position header`.";
+
+impl utoipa::IntoParams for ReadAfter {
+    fn into_params(
+        _: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>,
+    ) -> Vec<utoipa::openapi::path::Parameter> {
+        use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+        use utoipa::openapi::{ObjectBuilder, Required, Type};
+        vec![
+            ParameterBuilder::new()
+                .name("X-Commit-Position")
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(READ_AFTER))
+                .schema(Some(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .pattern(Some("^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$")),
+                ))
+                .build(),
+        ]
+    }
+}
 
 impl FromRequest for ReadAfter {
     type Error = ApiError;

@@ -623,7 +623,7 @@ fn summary_csv(
     tag = "Billing",
     summary = "Totals of tracked time and money, grouped by one to three keys (JSON or CSV)",
     security(("bearer_auth" = [])),
-    params(ReportQuery),
+    params(ReportQuery, ReadAfter),
     responses(
         (status = 200, description = "The summary (text/csv with Accept: text/csv or format=csv)", body = SummaryResponse),
         (status = 400, description = "Invalid request parameters or filter", body = crate::openapi::ErrorBody),
@@ -686,7 +686,7 @@ pub(crate) async fn summary_of(
     tag = "Billing",
     summary = "The entries, oldest first, keyset-paged, with the totals of the whole filter (JSON or streamed CSV)",
     security(("bearer_auth" = [])),
-    params(ReportQuery, PageQuery),
+    params(ReportQuery, PageQuery, ReadAfter),
     responses(
         (status = 200, description = "A page (the whole filter as text/csv with Accept: text/csv or format=csv)", body = DetailedResponse),
         (status = 400, description = "Invalid request parameters or filter", body = crate::openapi::ErrorBody),
@@ -803,7 +803,7 @@ fn detailed_stream(
     tag = "Billing",
     summary = "Billable time on no invoice, per client, project and currency (JSON or CSV)",
     security(("bearer_auth" = [])),
-    params(ReportQuery),
+    params(ReportQuery, ReadAfter),
     responses(
         (status = 200, description = "The lines (text/csv with Accept: text/csv or format=csv)", body = UninvoicedResponse),
         (status = 400, description = "Invalid request parameters or filter", body = crate::openapi::ErrorBody),

@@ -191,7 +191,7 @@ pub struct DeliveryLogQuery {
     tag = "Webhooks",
     summary = "One's subscription's deliveries over the retention period, newest first",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID), DeliveryLogQuery),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID), DeliveryLogQuery, ReadAfter),
     responses(
         (status = 200, description = "A page of deliveries, newest first", body = DeliveryPage),
         (status = 400, description = "Invalid status, event type, event id, entity id, limit or cursor", body = crate::openapi::ErrorBody),
@@ -257,7 +257,7 @@ pub struct EventDeliveries {
     tag = "Webhooks",
     summary = "An event's deliveries to one's own webhooks, newest first",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, format = Uuid, description = "The event's id (also the `webhook-id` header of its deliveries)")),
+    params(("id" = String, Path, format = Uuid, description = "The event's id (also the `webhook-id` header of its deliveries)"), ReadAfter),
     responses(
         (status = 200, description = "Its deliveries to the caller's webhooks that are not deleted, newest first (at most 200; none when none of them took it)", body = EventDeliveries),
         (status = 404, description = "Event not found (not of the caller's workspace, or not shown to them)", body = crate::openapi::ErrorBody),
@@ -298,7 +298,8 @@ pub async fn event_deliveries(
     security(("bearer_auth" = [])),
     params(
         ("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID),
-        ("delivery_id" = String, Path, pattern = "^[1-9][0-9]{0,18}$", description = "The delivery's `id` (another webhook's, unknown or malformed: 404)")
+        ("delivery_id" = String, Path, pattern = "^[1-9][0-9]{0,18}$", description = "The delivery's `id` (another webhook's, unknown or malformed: 404)"),
+        ReadAfter,
     ),
     responses(
         (status = 200, description = "The delivery", body = DeliveryDetailObject),
