@@ -20,6 +20,7 @@ mod lean;
 mod limits;
 mod mcp;
 mod outage;
+mod pooler;
 mod replay;
 mod replica;
 mod report;
@@ -97,6 +98,9 @@ pub enum Workload {
     /// The search and report loads without and with `--database-replica-url`: the primary's
     /// CPU per request in each.
     Replica,
+    /// A write, the search and the report loads connected directly and through PgBouncer in
+    /// transaction mode (`--database-pooler transaction`): what the pooler costs per request.
+    Pooler,
 }
 
 impl Options {
@@ -298,6 +302,12 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
     } else {
         None
     };
+    let pooler = if options.runs(Workload::Pooler) {
+        env.settle().await?;
+        Some(pooler::measure(&env, &options, sizes).await?)
+    } else {
+        None
+    };
     let outage = if options.runs(Workload::Outage) {
         env.settle().await?;
         let server = env
@@ -338,6 +348,7 @@ async fn run(options: Options, sizes: Sizes) -> Result<()> {
         reports,
         mcp,
         replica,
+        pooler,
     };
     report.write(&options.report)?;
     progress(&format!("report written to {}", options.report.display()));

@@ -15,6 +15,7 @@ use crate::hang::{self, Hang};
 use crate::limits::{COMMIT_CONNECTIONS, HTTPS_CONCURRENCY, HTTPS_WIDE_CONCURRENCY, Limits};
 use crate::mcp::Mcp;
 use crate::outage::{self, Outage};
+use crate::pooler::Pooled;
 use crate::replay::Replay;
 use crate::replica::ReplicaReads;
 use crate::reports::Reports;
@@ -47,6 +48,7 @@ pub struct Report {
     pub reports: Option<Reports>,
     pub mcp: Option<Mcp>,
     pub replica: Option<ReplicaReads>,
+    pub pooler: Option<Pooled>,
 }
 
 /// A target and whether it was met.
@@ -1041,6 +1043,49 @@ impl Report {
                     let _ = writeln!(md);
                 }
             }
+        }
+        if let Some(p) = &self.pooler {
+            let _ = writeln!(
+                md,
+                "## 14. Behind PgBouncer in transaction mode\n\n\
+                 PgBouncer (Debian's) in front of the bench's cluster, `pool_mode = transaction`, \
+                 {} server connections; two servers on the same database, one connected \
+                 directly and one through PgBouncer with `--database-pooler transaction` \
+                 (statements unnamed, parsed and planned on every run), each driven in turn for \
+                 {} ms per load and repetition: a client created (8 at once), the client search \
+                 of section 3 for `lo` (8 at once) and the month's summary of section 11 (2 at \
+                 once). CPU is each process's user and system time per request over the window; \
+                 requests a second are what PostgreSQL, PgBouncer, the server and the tool make \
+                 of 2 shared CPUs.\n",
+                crate::pooler::POOL_SIZE,
+                self.sizes.search_window.as_millis()
+            );
+            let _ = writeln!(
+                md,
+                "| load | connected | requests/s | PostgreSQL CPU/request | server CPU/request \
+                 | PgBouncer CPU/request |\n|---|---|---|---|---|---|"
+            );
+            for load in &p.loads {
+                for (label, side) in [
+                    ("directly", &load.direct),
+                    ("through PgBouncer", &load.pooled),
+                ] {
+                    let _ = writeln!(
+                        md,
+                        "| {} | {label} | {} | {} µs | {} µs | {} |",
+                        load.name,
+                        side.rps.show(0),
+                        side.database_us.show(0),
+                        side.server_us.show(0),
+                        if side.pooler_us.0.is_empty() {
+                            "–".to_owned()
+                        } else {
+                            format!("{} µs", side.pooler_us.show(0))
+                        },
+                    );
+                }
+            }
+            let _ = writeln!(md);
         }
         md
     }
