@@ -64,23 +64,55 @@ impl Modify for BearerAuth {
     }
 }
 
-/// `POST /api/time-entries/start` takes no body as well as an object: its body is optional.
+/// Operations that take no body as well as an object: their body is optional.
 ///
 /// utoipa marks a body required unless its type is `Option<...>`, and an `Option` would document
-/// `null` too, which the endpoint refuses; so the body is declared as the object and made optional
-/// here.
+/// `null` too, which these endpoints refuse (an empty body is no body; `null` is not an object);
+/// so each body is declared as the object and made optional here.
+const OPTIONAL_BODIES: &[&str] = &[
+    "/api/time-entries/start",
+    "/api/integrations/automation/webhooks/{id}/enable",
+    "/api/integrations/automation/webhooks/{id}/rotate-secret",
+    "/api/integrations/automation/webhooks/{id}/test",
+];
+
 struct OptionalBodies;
 
 impl Modify for OptionalBodies {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let body = openapi
-            .paths
-            .paths
-            .get_mut("/api/time-entries/start")
-            .and_then(|item| item.post.as_mut())
-            .and_then(|op| op.request_body.as_mut());
-        if let Some(body) = body {
-            body.required = Some(utoipa::openapi::Required::False);
+        for path in OPTIONAL_BODIES {
+            let body = openapi
+                .paths
+                .paths
+                .get_mut(*path)
+                .and_then(|item| item.post.as_mut())
+                .and_then(|op| op.request_body.as_mut());
+            if let Some(body) = body {
+                body.required = Some(utoipa::openapi::Required::False);
+            }
+        }
+    }
+}
+
+/// Bodies whose unknown fields are refused (400 `Invalid request parameters`, `unknown field
+/// ...`): their schemas say so. (Derived schemas allow other properties unless told.)
+const CLOSED_BODIES: &[&str] = &["WebhookPatchBody"];
+
+struct ClosedBodies;
+
+impl Modify for ClosedBodies {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        for name in CLOSED_BODIES {
+            if let Some(utoipa::openapi::RefOr::T(utoipa::openapi::Schema::Object(object))) =
+                components.schemas.get_mut(*name)
+            {
+                object.additional_properties = Some(Box::new(
+                    utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+                ));
+            }
         }
     }
 }
@@ -164,5 +196,6 @@ impl Modify for CommitPositions {
 /// What the document needs once every endpoint's operation is in it.
 pub fn finish(doc: &mut utoipa::openapi::OpenApi) {
     OptionalBodies.modify(doc);
+    ClosedBodies.modify(doc);
     CommitPositions.modify(doc);
 }

@@ -185,35 +185,6 @@ pub(crate) async fn note_commits(
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReadAfter(pub Option<CommitPosition>);
 
-/// What a read's `X-Commit-Position` means, for the OpenAPI description of every operation
-/// that takes it.
-const READ_AFTER: &str = "A commit position from a write's response (`X-Commit-Position`, e.g. \
-     `0/3000148`): a read served by a replica waits until the replica has replayed it, or comes \
-     from the primary. Only needed when several processes serve one address; a malformed value \
-     is 400 `Invalid X-Commit-Position header`.";
-
-impl utoipa::IntoParams for ReadAfter {
-    fn into_params(
-        _: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>,
-    ) -> Vec<utoipa::openapi::path::Parameter> {
-        use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
-        use utoipa::openapi::{ObjectBuilder, Required, Type};
-        vec![
-            ParameterBuilder::new()
-                .name("X-Commit-Position")
-                .parameter_in(ParameterIn::Header)
-                .required(Required::False)
-                .description(Some(READ_AFTER))
-                .schema(Some(
-                    ObjectBuilder::new()
-                        .schema_type(Type::String)
-                        .pattern(Some("^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$")),
-                ))
-                .build(),
-        ]
-    }
-}
-
 impl FromRequest for ReadAfter {
     type Error = ApiError;
     type Future = std::future::Ready<Result<Self, ApiError>>;

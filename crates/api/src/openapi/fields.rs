@@ -147,6 +147,16 @@ pub fn currency() -> Object {
     )
 }
 
+/// A rate's currency: required, never null.
+pub fn rate_currency() -> Object {
+    string()
+        .enum_values(Some(
+            CURRENCIES.iter().map(String::as_str).collect::<Vec<_>>(),
+        ))
+        .description(Some("ISO 4217 code, upper case"))
+        .build()
+}
+
 /// A nullable string enum.
 fn enumeration<'a>(values: impl IntoIterator<Item = &'a str>, description: &str) -> Object {
     ObjectBuilder::new()
@@ -186,16 +196,23 @@ pub fn role() -> Object {
 
 /// A rate's kind.
 pub fn rate_kind() -> Object {
-    enumeration(["billable", "cost"], "billable or cost")
+    // Required and never null in a body (a rate has a kind); absent from a query, no filter.
+    string()
+        .enum_values(Some(["billable", "cost"]))
+        .description(Some("billable or cost"))
+        .build()
 }
 
 /// A rate's scope.
 pub fn rate_scope() -> Object {
-    enumeration(
-        timetrack_domain::model::RateTarget::LEVELS,
-        "workspace, member (user_id), client (client_id), project (project_id), task (task_id) or \
-         project_member (project_id and user_id)",
-    )
+    // Required and never null (a rate has a scope), unlike the other enumerations.
+    string()
+        .enum_values(Some(timetrack_domain::model::RateTarget::LEVELS.to_vec()))
+        .description(Some(
+            "workspace, member (user_id), client (client_id), project (project_id), task \
+             (task_id) or project_member (project_id and user_id)",
+        ))
+        .build()
 }
 
 /// A member's user id in a body.
@@ -206,7 +223,7 @@ pub fn member_ref() -> Schema {
 /// An hourly rate in minor units.
 pub fn hourly_minor() -> Object {
     ObjectBuilder::new()
-        .schema_type(nullable(Type::Integer))
+        .schema_type(Type::Integer)
         .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
         .minimum(Some(0))
         .maximum(Some(timetrack_domain::model::MAX_HOURLY_MINOR))
@@ -219,7 +236,7 @@ pub fn hourly_minor() -> Object {
 /// A calendar date.
 pub fn date() -> Object {
     ObjectBuilder::new()
-        .schema_type(nullable(Type::String))
+        .schema_type(Type::String)
         .format(Some(SchemaFormat::KnownFormat(KnownFormat::Date)))
         .description(Some("YYYY-MM-DD"))
         .build()
@@ -238,6 +255,14 @@ pub fn invoice_number_pattern() -> Object {
         .max_length(Some(
             timetrack_domain::model::InvoiceNumberPattern::MAX_CHARS,
         ))
+        // The domain's grammar (`InvoiceNumberPattern::parse`): text without braces or control
+        // characters, the three date tokens, and one `{SEQ:n}` (n as Rust reads a number: an
+        // optional `+` and leading zeros).
+        .pattern(Some(concat!(
+            r"^(?:[^{}\u0000-\u001F\u007F-\u009F]|\{(?:YYYY|YY|MM)\})*",
+            r"\{SEQ:\+?0*(?:[1-9]|1[0-2])\}",
+            r"(?:[^{}\u0000-\u001F\u007F-\u009F]|\{(?:YYYY|YY|MM)\})*$"
+        )))
         .description(Some(
             "Text with {YYYY}, {YY}, {MM} and exactly one {SEQ:n} (n from 1 to 12), no control \
              characters, at most 64 characters",
@@ -373,6 +398,7 @@ pub fn filters() -> Object {
             .build()
     };
     ObjectBuilder::new()
+        .schema_type(nullable(Type::Object))
         .property(
             "project_ids",
             ids("Time entries of these projects of the workspace (time-entry events only)"),
@@ -398,8 +424,9 @@ pub fn filters() -> Object {
         ))
         .description(Some(
             "An event is delivered only when every given filter matches; an event without a \
-             value for a filter does not match it. A filter that cannot match a listed event \
-             type, an id outside the workspace, or an unknown filter is 400 `Invalid filter: ...`",
+             value for a filter does not match it; `{}` or null: no filter. A filter that cannot \
+             match a listed event type, an id outside the workspace, or an unknown filter is 400 \
+             `Invalid filter: ...`",
         ))
         .build()
 }
@@ -419,10 +446,14 @@ pub fn replay_until() -> Object {
 
 /// The `replay_since` of an enable.
 pub fn enable_replay_since() -> Object {
-    date_time(
-        "Also replay what the webhook missed (failed, cancelled or never queued) since this time \
-         (RFC 3339)",
-    )
+    ObjectBuilder::new()
+        .schema_type(nullable(Type::String))
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+        .description(Some(
+            "Also replay what the webhook missed (failed, cancelled or never queued) since this \
+             time (RFC 3339); absent or null: no replay",
+        ))
+        .build()
 }
 
 /// The `from` filter of the entry list.
@@ -506,6 +537,7 @@ pub fn page_limit() -> Object {
 pub fn list_q() -> Object {
     string()
         .max_length(Some(timetrack_domain::model::page::MAX_QUERY_CHARS))
+        .pattern(Some(NO_NUL))
         .description(Some(
             "Only items whose name contains this text, ignoring case (as the client search \
              matches; members: the name or the e-mail). Blank means every item",
@@ -686,7 +718,16 @@ pub fn line_description() -> Object {
 
 /// A void's reason.
 pub fn void_reason() -> Object {
-    invoice_text(timetrack_domain::model::invoice::MAX_REASON_CHARS)
+    let max = timetrack_domain::model::invoice::MAX_REASON_CHARS;
+    string()
+        .max_length(Some(max))
+        .min_length(Some(1))
+        // Something besides white space, and no NUL anywhere.
+        .pattern(Some(r"^[^\u0000]*[^\s\u0000][^\u0000]*$"))
+        .description(Some(format!(
+            "Required: at most {max} characters with something besides white space, no NUL"
+        )))
+        .build()
 }
 
 /// A payment's note.
@@ -747,4 +788,18 @@ pub fn client_filter() -> Object {
 /// The format of an invoice's answer.
 pub fn invoice_format() -> Object {
     enumeration(["json", "pdf"], "json (default) or pdf")
+}
+
+/// A delivery's status, as the delivery log filters by it (empty: no filter).
+pub fn delivery_status() -> Object {
+    string()
+        .enum_values(Some(["PENDING", "DELIVERED", "FAILED", "CANCELLED", ""]))
+        .build()
+}
+
+/// The client an invoice bills: required, never null.
+pub fn billed_client() -> Object {
+    let mut schema = uuid();
+    schema.description = Some("A client of the workspace; any other id is 400".to_owned());
+    schema
 }

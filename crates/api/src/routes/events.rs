@@ -104,7 +104,7 @@ fn parse_types(raw: Option<&str>) -> Result<Vec<EventType>, DomainError> {
                    page's `next_cursor`) the feed is read backwards, newest first, for people \
                    browsing it; pollers use `after`.",
     security(("bearer_auth" = [])),
-    params(FeedQuery, ReadAfter),
+    params(FeedQuery),
     responses(
         (status = 200, description = "A page of events, oldest first", body = FeedPageObject),
         (status = 400, description = "Invalid event type, limit or cursor, or a cursor older than the retained events", body = crate::openapi::ErrorBody),

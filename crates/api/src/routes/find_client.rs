@@ -34,7 +34,6 @@ pub struct FindClientBody {
     tag = "Clients",
     summary = "Find clients by name (case-insensitive substring, newest first, at most 100)",
     security(("bearer_auth" = [])),
-    params(ReadAfter),
     request_body = FindClientBody,
     responses(
         (status = 200, description = "Matching clients, possibly none", body = Vec<ClientResponse>),

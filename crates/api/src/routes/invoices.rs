@@ -245,7 +245,7 @@ fn extra_lines(lines: &[ExtraLineBody]) -> Result<Vec<ExtraLine>, ApiError> {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct InvoiceRequestBody {
     /// The client billed (its projects' entries).
-    #[schema(schema_with = fields::client_ref, required = true)]
+    #[schema(schema_with = fields::billed_client, required = true)]
     client_id: Option<Uuid>,
     /// The first day (YYYY-MM-DD, the workspace's time zone).
     #[schema(schema_with = fields::date, required = true)]

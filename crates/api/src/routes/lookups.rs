@@ -34,7 +34,6 @@ pub struct FindProjectBody {
     tag = "Triggers",
     summary = "Find projects by name (case-insensitive substring; an exact name first, then newest first; at most 100)",
     security(("bearer_auth" = [])),
-    params(ReadAfter),
     request_body = FindProjectBody,
     responses(
         (status = 200, description = "Matching projects, possibly none", body = Vec<ProjectPayload>),
@@ -73,7 +72,6 @@ pub async fn find_projects(
     tag = "Triggers",
     summary = "The caller's running timer, as an array ([] when none runs)",
     security(("bearer_auth" = [])),
-    params(ReadAfter),
     responses(
         (status = 200, description = "The running timer (action start_timer), or none", body = Vec<TimeEntryPayload>),
         crate::openapi::AuthErrors

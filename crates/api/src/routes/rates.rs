@@ -73,7 +73,7 @@ pub struct CreateRateBody {
     project_id: Option<Uuid>,
     #[schema(schema_with = fields::task_ref)]
     task_id: Option<Uuid>,
-    #[schema(schema_with = fields::currency, required = true)]
+    #[schema(schema_with = fields::rate_currency, required = true)]
     currency: Option<String>,
     #[schema(schema_with = fields::hourly_minor, required = true)]
     hourly_minor: Option<i64>,

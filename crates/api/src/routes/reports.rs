@@ -28,38 +28,38 @@ use crate::state::AppState;
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ReportQuery {
-    /// The first day, `YYYY-MM-DD` (required).
-    #[param(format = Date)]
+    /// The first day, `YYYY-MM-DD`.
+    #[param(format = Date, required = true)]
     from: Option<String>,
-    /// The last day, inclusive, at most 366 days after `from` (required).
-    #[param(format = Date)]
+    /// The last day, inclusive, at most 366 days after `from`.
+    #[param(format = Date, required = true)]
     to: Option<String>,
     /// The IANA zone of the days; the workspace's by default.
     #[param(pattern = r"^[A-Za-z][A-Za-z0-9_+/-]*$", max_length = 64)]
     timezone: Option<String>,
-    /// Comma-separated client ids.
+    /// Comma-separated client ids (empty: no filter).
     #[param(
-        pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*$"
+        pattern = r"^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*)?$"
     )]
     client_ids: Option<String>,
-    /// Comma-separated project ids.
+    /// Comma-separated project ids (empty: no filter).
     #[param(
-        pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*$"
+        pattern = r"^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*)?$"
     )]
     project_ids: Option<String>,
-    /// Comma-separated task ids.
+    /// Comma-separated task ids (empty: no filter).
     #[param(
-        pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*$"
+        pattern = r"^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*)?$"
     )]
     task_ids: Option<String>,
-    /// Comma-separated tag ids (entries with any of them).
+    /// Comma-separated tag ids, entries with any of them (empty: no filter).
     #[param(
-        pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*$"
+        pattern = r"^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*)?$"
     )]
     tag_ids: Option<String>,
-    /// Comma-separated member (user) ids; a member's report is their own time whatever this says.
+    /// Comma-separated member (user) ids (empty: no filter); a member's report is their own time whatever this says.
     #[param(
-        pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*$"
+        pattern = r"^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})*)?$"
     )]
     user_ids: Option<String>,
     /// `true` or `false`.
@@ -71,7 +71,8 @@ pub struct ReportQuery {
     /// `workspace` (default: the workspace's rounding) or `none`.
     #[param(pattern = "^(workspace|none)$")]
     rounding: Option<String>,
-    /// Summary only: one to three of client, project, task, user, tag, day, week, month.
+    /// Summary only, and required there: one to three of client, project, task, user, tag, day,
+    /// week, month.
     #[param(
         pattern = "^(client|project|task|user|tag|day|week|month)(,(client|project|task|user|tag|day|week|month)){0,2}$"
     )]
@@ -623,9 +624,9 @@ fn summary_csv(
     tag = "Billing",
     summary = "Totals of tracked time and money, grouped by one to three keys (JSON or CSV)",
     security(("bearer_auth" = [])),
-    params(ReportQuery, ReadAfter),
+    params(ReportQuery),
     responses(
-        (status = 200, description = "The summary (text/csv with Accept: text/csv or format=csv)", body = SummaryResponse),
+        (status = 200, description = "The summary (text/csv with Accept: text/csv or format=csv)", content((SummaryResponse = "application/json"), (String = "text/csv"))),
         (status = 400, description = "Invalid request parameters or filter", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
@@ -686,9 +687,9 @@ pub(crate) async fn summary_of(
     tag = "Billing",
     summary = "The entries, oldest first, keyset-paged, with the totals of the whole filter (JSON or streamed CSV)",
     security(("bearer_auth" = [])),
-    params(ReportQuery, PageQuery, ReadAfter),
+    params(ReportQuery, PageQuery),
     responses(
-        (status = 200, description = "A page (the whole filter as text/csv with Accept: text/csv or format=csv)", body = DetailedResponse),
+        (status = 200, description = "A page (the whole filter as text/csv with Accept: text/csv or format=csv)", content((DetailedResponse = "application/json"), (String = "text/csv"))),
         (status = 400, description = "Invalid request parameters or filter", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
@@ -803,9 +804,9 @@ fn detailed_stream(
     tag = "Billing",
     summary = "Billable time on no invoice, per client, project and currency (JSON or CSV)",
     security(("bearer_auth" = [])),
-    params(ReportQuery, ReadAfter),
+    params(ReportQuery),
     responses(
-        (status = 200, description = "The lines (text/csv with Accept: text/csv or format=csv)", body = UninvoicedResponse),
+        (status = 200, description = "The lines (text/csv with Accept: text/csv or format=csv)", content((UninvoicedResponse = "application/json"), (String = "text/csv"))),
         (status = 400, description = "Invalid request parameters or filter", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )

@@ -425,6 +425,7 @@ pub async fn get(
         (status = 200, description = "The changed entry", body = EntryResponse),
         (status = 400, description = "Invalid fields", body = crate::openapi::ErrorBody),
         (status = 404, description = "Time entry not found", body = crate::openapi::ErrorBody),
+        (status = 409, description = "Time entry is locked: on an invoice, or before the workspace's lock date", body = crate::openapi::ErrorBody),
         (status = 403, description = "A member changing another member's entry", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )
@@ -472,6 +473,7 @@ pub async fn update(
     responses(
         (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
         (status = 404, description = "Time entry not found", body = crate::openapi::ErrorBody),
+        (status = 409, description = "Time entry is locked: on an invoice, or before the workspace's lock date", body = crate::openapi::ErrorBody),
         (status = 403, description = "A member changing another member's entry", body = crate::openapi::ErrorBody),
         crate::openapi::AuthErrors
     )

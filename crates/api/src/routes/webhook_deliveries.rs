@@ -168,7 +168,9 @@ pub struct DeliveryPage {
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct DeliveryLogQuery {
-    /// Only deliveries with this status: `PENDING`, `DELIVERED`, `FAILED` or `CANCELLED`.
+    /// Only deliveries with this status: `PENDING`, `DELIVERED`, `FAILED` or `CANCELLED` (empty:
+    /// no filter).
+    #[param(schema_with = fields::delivery_status)]
     status: Option<String>,
     /// Only deliveries of this event type.
     event_type: Option<String>,
@@ -176,6 +178,7 @@ pub struct DeliveryLogQuery {
     event_id: Option<String>,
     /// Only deliveries of events about this entity: the time entry, client, project or invoice
     /// id that is their `webhook-ordering-key` (at most 100 characters).
+    #[param(max_length = 100, pattern = r"^[^\u0000]*$")]
     entity_id: Option<String>,
     #[param(schema_with = fields::page_limit)]
     limit: Option<u32>,
@@ -191,7 +194,7 @@ pub struct DeliveryLogQuery {
     tag = "Webhooks",
     summary = "One's subscription's deliveries over the retention period, newest first",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID), DeliveryLogQuery, ReadAfter),
+    params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID), DeliveryLogQuery),
     responses(
         (status = 200, description = "A page of deliveries, newest first", body = DeliveryPage),
         (status = 400, description = "Invalid status, event type, event id, entity id, limit or cursor", body = crate::openapi::ErrorBody),
@@ -257,7 +260,7 @@ pub struct EventDeliveries {
     tag = "Webhooks",
     summary = "An event's deliveries to one's own webhooks, newest first",
     security(("bearer_auth" = [])),
-    params(("id" = String, Path, format = Uuid, description = "The event's id (also the `webhook-id` header of its deliveries)"), ReadAfter),
+    params(("id" = String, Path, format = Uuid, description = "The event's id (also the `webhook-id` header of its deliveries)")),
     responses(
         (status = 200, description = "Its deliveries to the caller's webhooks that are not deleted, newest first (at most 200; none when none of them took it)", body = EventDeliveries),
         (status = 404, description = "Event not found (not of the caller's workspace, or not shown to them)", body = crate::openapi::ErrorBody),
@@ -298,8 +301,7 @@ pub async fn event_deliveries(
     security(("bearer_auth" = [])),
     params(
         ("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID),
-        ("delivery_id" = String, Path, pattern = "^[1-9][0-9]{0,18}$", description = "The delivery's `id` (another webhook's, unknown or malformed: 404)"),
-        ReadAfter,
+        ("delivery_id" = String, Path, pattern = "^[1-9][0-9]{0,18}$", description = "The delivery's `id` (another webhook's, unknown or malformed: 404)")
     ),
     responses(
         (status = 200, description = "The delivery", body = DeliveryDetailObject),
@@ -343,7 +345,7 @@ pub struct TestBody {
     summary = "Send one signed test delivery: WEBHOOK_TEST, or a chosen type's sample (also to a disabled webhook)",
     security(("bearer_auth" = [])),
     params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
-    request_body(content = Option<TestBody>, description = "Optional"),
+    request_body(content = TestBody, description = "Optional (made so in `openapi::finish`)"),
     responses(
         (status = 202, description = "Queued: one attempt, no retry; its outcome is in the delivery log", body = DeliveryResponse),
         (status = 400, description = "Invalid request parameters, or Invalid event type: X", body = crate::openapi::ErrorBody),

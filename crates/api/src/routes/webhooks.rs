@@ -680,7 +680,7 @@ pub struct EnableResponse {
     summary = "Enable one's disabled subscription again, optionally replaying what it missed",
     security(("bearer_auth" = [])),
     params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
-    request_body(content = Option<EnableBody>, description = "Optional"),
+    request_body(content = EnableBody, description = "Optional (made so in `openapi::finish`)"),
     responses(
         (status = 200, description = "The webhook, active", body = EnableResponse),
         (status = 400, description = "Invalid request parameters, or replay_since is older than the retained events", body = crate::openapi::ErrorBody),
@@ -751,7 +751,7 @@ pub struct RotateResponse {
     summary = "Rotate one's subscription's signing secret, with a window where both sign",
     security(("bearer_auth" = [])),
     params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
-    request_body(content = Option<RotateBody>, description = "Optional"),
+    request_body(content = RotateBody, description = "Optional (made so in `openapi::finish`)"),
     responses(
         (status = 200, description = "The new secret, shown only here", body = RotateResponse),
         (status = 400, description = "Invalid request parameters", body = crate::openapi::ErrorBody),

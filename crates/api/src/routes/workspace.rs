@@ -98,6 +98,7 @@ pub struct UpdateSettingsBody {
     #[schema(schema_with = fields::invoice_number_pattern)]
     invoice_number_pattern: Option<String>,
     /// 0 to 365.
+    #[schema(minimum = 0, maximum = 365)]
     payment_terms_days: Option<u16>,
     /// A date (`YYYY-MM-DD`) or null.
     #[serde(default, deserialize_with = "nullable")]
@@ -109,6 +110,7 @@ pub struct UpdateSettingsBody {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct UpdateRoundingBody {
     /// 0 (none) to 60.
+    #[schema(minimum = 0, maximum = 60)]
     minutes: Option<u8>,
     #[schema(schema_with = fields::rounding_mode)]
     mode: Option<String>,

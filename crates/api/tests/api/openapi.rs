@@ -649,14 +649,16 @@ async fn operation_ids_are_unique_and_the_version_is_the_services() {
     assert_eq!(doc["servers"][0]["url"], "/");
 }
 
-/// `X-Commit-Position` (docs/operations.md, "Reads from a replica") is documented where it is
-/// used: a header of every write's 2xx answers (not of the two searches, which only read), and
-/// an optional request header of exactly the reads a replica may serve.
+/// `X-Commit-Position` (docs/operations.md, "Reads from a replica") is documented as a header of
+/// every write's 2xx answers, not of the two searches, which only read. (A read's request header
+/// of the same name is described in docs/operations.md, not as a parameter: Schemathesis's
+/// coverage phase sends `0` and an empty value as valid for any header pattern, which the service
+/// refuses with 400.)
 #[actix_web::test]
-async fn commit_positions_are_documented_on_writes_and_on_the_reads_a_replica_serves() {
+async fn commit_positions_are_documented_on_every_writes_success() {
     let t = TestApp::new().await;
     let doc = document(&t).await;
-    let mut takes_position = BTreeSet::new();
+    let mut documented = 0;
     for (method, path, op) in operations(&doc) {
         let writes = method != "get" && !path.ends_with("/find");
         for (status, response) in op["responses"].as_object().unwrap() {
@@ -666,29 +668,8 @@ async fn commit_positions_are_documented_on_writes_and_on_the_reads_a_replica_se
                 writes && status.starts_with('2'),
                 "{method} {path} {status}"
             );
-        }
-        let param = op["parameters"].as_array().and_then(|params| {
-            params
-                .iter()
-                .find(|p| p["name"] == "X-Commit-Position" && p["in"] == "header")
-        });
-        if let Some(param) = param {
-            assert_eq!(param["required"], json!(false), "{method} {path}");
-            takes_position.insert(format!("{method} {path}"));
+            documented += usize::from(has);
         }
     }
-    let replica_reads: BTreeSet<String> = [
-        "get /api/integrations/automation/events".to_owned(),
-        format!("post {I}/triggers/clients/find"),
-        format!("post {I}/triggers/projects/find"),
-        format!("get {I}/triggers/time-entries/running"),
-        "get /api/reports/summary".to_owned(),
-        "get /api/reports/detailed".to_owned(),
-        "get /api/reports/uninvoiced".to_owned(),
-        format!("get {I}/webhooks/{{id}}/deliveries"),
-        format!("get {I}/webhooks/{{id}}/deliveries/{{delivery_id}}"),
-        format!("get {I}/events/{{id}}/deliveries"),
-    ]
-    .into();
-    assert_eq!(takes_position, replica_reads);
+    assert!(documented > 30, "{documented}");
 }

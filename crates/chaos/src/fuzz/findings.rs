@@ -26,6 +26,52 @@ pub const UNSTATABLE_RULES: &[&str] = &[
     "task_id does not name a task of this workspace",
     "task_id does not belong to project_id",
     "tag_ids contains an id that is not a tag of this workspace",
+    "user_id does not name a member of this workspace",
+    "after and before cannot be used together",
+    "from and to must be at most 366 days apart",
+    "to must not be before from",
+    "until must be later than since",
+    "group_by is required: one to three of client, project, task, user, tag, day, week, month",
+];
+
+/// The starts of 400 messages (the `error`, or a 400 `Invalid request parameters`'s `detail`)
+/// that carry a value, of rules a JSON Schema cannot state either: a time zone must be one of
+/// the IANA database's names, the feed's `types` a comma-separated list of the catalog's event
+/// types, a filter's ids the workspace's and its kind one that applies to the listed event types
+/// (the description closes the filter object and bounds its lists, so no other filter refusal
+/// is left), a replay's start within the retained events (relative to now).
+pub const UNSTATABLE_PREFIXES: &[&str] = &[
+    "unknown time zone: ",
+    "Invalid event type: ",
+    "Invalid filter: ",
+    "since is older than the retained events",
+];
+
+/// Parts of 400 messages of a rate's scope rules: which of `user_id`, `client_id`,
+/// `project_id` and `task_id` a rate names depends on its `scope` (`<field> is required for
+/// scope <scope>`, `<field> must be null for scope <scope>`).
+pub const SCOPE_RULES: &[&str] = &[" is required for scope ", " must be null for scope "];
+
+/// Parts of a 400 `detail` that refuse a value breaking a `format` the description states
+/// (`date`, `uuid`). JSON Schema's formats are annotations unless a validator asserts them, and
+/// Schemathesis' coverage phase sends `""` for a string of any format as valid; the service
+/// asserts the format, as documented.
+pub const FORMAT_REFUSALS: &[&str] = &[
+    " must be a date (YYYY-MM-DD)",
+    "UUID parsing failed",
+    " must be a UUID",
+    // Decimal places of a JSON number: `multipleOf: 0.001` on binary floating point would refuse
+    // exact decimals and admit others, so the description says it in words.
+    " with at most 3 decimals",
+    // A date or time beyond the years the service stores (`0002-01-01` to `9998-12-31` for a
+    // date): `format: date` admits years 0001 to 9999 and cannot be bounded.
+    " must be between 0",
+    // The same key twice in a comma-separated list (`group_by`).
+    " appears twice",
+    // JSON Schema's `integer` admits a number with a zero fraction (`293.0`); the service takes
+    // integers written as integers.
+    "invalid type: floating point `",
+    " must be an integer (minor units)",
 ];
 
 /// What the run's NDJSON event stream shows: every request, response and check result.
@@ -147,18 +193,38 @@ impl Findings {
     }
 }
 
-/// The rule of [`UNSTATABLE_RULES`] that a 400 answer names, if any.
+/// The rule of [`UNSTATABLE_RULES`], [`UNSTATABLE_PREFIXES`], [`FORMAT_REFUSALS`] or
+/// [`SCOPE_RULES`] that a 400
+/// answer names (in its `error`, or its `detail`), if any.
 fn unstatable_rule(interaction: &Value) -> Option<&'static str> {
     let response = &interaction["response"];
     if response["status_code"].as_u64() != Some(400) {
         return None;
     }
     let body: Value = serde_json::from_slice(&decode_body(&response["content"])).ok()?;
-    let message = body["error"].as_str()?;
-    UNSTATABLE_RULES
-        .iter()
-        .copied()
-        .find(|rule| *rule == message)
+    let messages = [
+        body["error"].as_str()?,
+        body["detail"].as_str().unwrap_or(""),
+    ];
+    messages.into_iter().find_map(|message| {
+        UNSTATABLE_RULES
+            .iter()
+            .copied()
+            .find(|rule| *rule == message)
+            .or_else(|| {
+                UNSTATABLE_PREFIXES
+                    .iter()
+                    .copied()
+                    .find(|rule| message.starts_with(rule))
+            })
+            .or_else(|| {
+                FORMAT_REFUSALS
+                    .iter()
+                    .chain(SCOPE_RULES)
+                    .copied()
+                    .find(|rule| message.contains(rule))
+            })
+    })
 }
 
 /// Counts one more and keeps the first three examples.
@@ -250,6 +316,27 @@ mod tests {
             None
         );
         assert_eq!(unstatable_rule(&answer(400, "to must be after from")), None);
+        assert_eq!(
+            unstatable_rule(&answer(
+                400,
+                r#"{"error":"Invalid request parameters","detail":"unknown time zone: A"}"#
+            )),
+            Some("unknown time zone: ")
+        );
+        assert_eq!(
+            unstatable_rule(&answer(
+                400,
+                r#"{"error":"Invalid request parameters","detail":"from must be a date (YYYY-MM-DD)"}"#
+            )),
+            Some(" must be a date (YYYY-MM-DD)")
+        );
+        assert_eq!(
+            unstatable_rule(&answer(
+                400,
+                r#"{"error":"Invalid request parameters","detail":"unknown field x"}"#
+            )),
+            None
+        );
     }
 
     #[test]
