@@ -28,6 +28,11 @@ pub fn watch_database(backend: u32) {
     }
 }
 
+/// The CPU time of the database server's processes so far, in µs (0 when it is not watched).
+pub fn database_us() -> u64 {
+    DATABASE.get().map_or(0, |&pid| tree_ticks_us(pid))
+}
+
 /// Whether the database's own CPU is counted apart from the rest.
 pub fn database_watched() -> bool {
     DATABASE.get().is_some()

@@ -18,6 +18,7 @@ mod fanout;
 mod hang;
 mod lean;
 mod limits;
+mod loads;
 mod mcp;
 mod outage;
 mod pooler;
@@ -79,7 +80,8 @@ pub enum Workload {
     Throughput,
     Latency,
     Search,
-    /// Two `serve` processes on one database against one (and one of two killed).
+    /// Two and four `serve` processes on one database against one (and one of two killed), with
+    /// the database's CPU per delivery and the claims' lock waits.
     Scaleout,
     /// A replay of a large history beside a live subscription, and the feed read whole.
     Replay,

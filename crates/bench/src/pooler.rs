@@ -19,7 +19,7 @@ use serde_json::json;
 use timetrack_testkit::Pgbouncer;
 
 use crate::cpu::{CpuPerRequest, tree_ticks_us};
-use crate::lean::LeanPost;
+use crate::loads::Requests;
 use crate::setup::Environment;
 use crate::stats::Repeated;
 use crate::{Options, Sizes, progress};
@@ -55,8 +55,6 @@ pub struct Pooled {
     pub loads: Vec<Load>,
 }
 
-type Request = std::pin::Pin<Box<dyn Future<Output = bool> + Send>>;
-
 /// Runs the workload.
 pub async fn measure(env: &Environment, options: &Options, sizes: Sizes) -> Result<Pooled> {
     let search_ws = crate::search::seed(env, sizes).await?;
@@ -82,7 +80,6 @@ pub async fn measure(env: &Environment, options: &Options, sizes: Sizes) -> Resu
         )
         .await?;
 
-    let month = "/api/reports/summary?from=2026-03-01&to=2026-03-31&group_by=project,day";
     let mut loads = vec![
         Load {
             name: "client created",
@@ -107,7 +104,7 @@ pub async fn measure(env: &Environment, options: &Options, sizes: Sizes) -> Resu
                 (&direct, &mut load.direct, false),
                 (&pooled, &mut load.pooled, true),
             ] {
-                let request: Arc<dyn Fn() -> Request + Send + Sync> = match index {
+                let request: Requests = match index {
                     0 => {
                         let http = reqwest::Client::new();
                         let url = format!("{}/api/clients", server.base);
@@ -123,29 +120,8 @@ pub async fn measure(env: &Environment, options: &Options, sizes: Sizes) -> Resu
                             })
                         })
                     }
-                    1 => {
-                        let post = Arc::new(LeanPost::new(
-                            &server.base,
-                            "/api/integrations/automation/triggers/clients/find",
-                            &search_key,
-                            &json!({"workspace_id": search_ws, "name": "lo"}),
-                        )?);
-                        Arc::new(move || {
-                            let post = post.clone();
-                            Box::pin(async move { post.send().await })
-                        })
-                    }
-                    _ => {
-                        let http = reqwest::Client::new();
-                        let url = format!("{}{month}", server.base);
-                        let key = reports_key.clone();
-                        Arc::new(move || {
-                            let req = http.get(&url).bearer_auth(&key);
-                            Box::pin(async move {
-                                req.send().await.is_ok_and(|res| res.status().is_success())
-                            })
-                        })
-                    }
+                    1 => crate::loads::search_lo(server, &search_key, search_ws)?,
+                    _ => crate::loads::month_summary(server, &reports_key),
                 };
                 let before = tree_ticks_us(bouncer.pid());
                 let (rps, answered, errors, cpu) =

@@ -10,15 +10,12 @@
 //! (what stays on the primary is the watch's sample, one small query every 100 ms).
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use serde_json::json;
 use timetrack_adapters::{Durability, LocalPostgres};
 
 use crate::cpu::{CpuPerRequest, tree_ticks_us};
-use crate::lean::LeanPost;
 use crate::setup::Environment;
 use crate::stats::Repeated;
 use crate::{Options, Sizes, progress};
@@ -90,7 +87,6 @@ pub async fn measure(env: &Environment, options: &Options, sizes: Sizes) -> Resu
     // Let the second server's watch sample both.
     tokio::time::sleep(Duration::from_secs(1)).await;
 
-    let month = "/api/reports/summary?from=2026-03-01&to=2026-03-31&group_by=project,day";
     let mut loads = vec![
         Load {
             name: "client search (`lo`)",
@@ -106,34 +102,9 @@ pub async fn measure(env: &Environment, options: &Options, sizes: Sizes) -> Resu
     for _ in 0..sizes.runs {
         for (index, load) in loads.iter_mut().enumerate() {
             for (server, side) in [(&without, &mut load.without), (&with, &mut load.with)] {
-                let request: Arc<dyn Fn() -> Request + Send + Sync> = match index {
-                    0 => {
-                        let post = Arc::new(LeanPost::new(
-                            &server.base,
-                            "/api/integrations/automation/triggers/clients/find",
-                            &search_key,
-                            &json!({"workspace_id": search_ws, "name": "lo"}),
-                        )?);
-                        Arc::new(move || {
-                            let post = post.clone();
-                            Box::pin(async move { post.send().await })
-                        })
-                    }
-                    _ => {
-                        let http = reqwest::Client::new();
-                        let url = format!("{}{month}", server.base);
-                        let key = reports_key.clone();
-                        Arc::new(move || {
-                            let (http, url, key) = (http.clone(), url.clone(), key.clone());
-                            Box::pin(async move {
-                                http.get(url)
-                                    .bearer_auth(key)
-                                    .send()
-                                    .await
-                                    .is_ok_and(|res| res.status().is_success())
-                            })
-                        })
-                    }
+                let request = match index {
+                    0 => crate::loads::search_lo(server, &search_key, search_ws)?,
+                    _ => crate::loads::month_summary(server, &reports_key),
                 };
                 let before = tree_ticks_us(standby_pid);
                 let (rps, answered, errors, cpu) =
@@ -175,8 +146,6 @@ pub async fn measure(env: &Environment, options: &Options, sizes: Sizes) -> Resu
         skipped: None,
     })
 }
-
-type Request = std::pin::Pin<Box<dyn Future<Output = bool> + Send>>;
 
 /// The postmaster's pid, from the first line of `postmaster.pid`.
 fn postmaster_pid(data: &Path) -> Result<u32> {

@@ -1,7 +1,14 @@
 //! Scale-out: the throughput burst at S = 10 sent through one `serve` process, then through two
-//! on the same database (each publisher keeps to one of them), then through two of which one is
-//! killed (SIGKILL) halfway through the burst, its publishers moving to the other. Every
-//! repetition measures the three side by side, each in a new workspace.
+//! and four on the same database (each publisher keeps to one of them), then through two of which
+//! one is killed (SIGKILL) halfway through the burst, its publishers moving to the other. Every
+//! repetition measures the four side by side, each in a new workspace.
+//!
+//! Beside deliveries/s, each burst with 1, 2 and 4 processes reports the database's CPU per
+//! delivery and how long claims wait for locks: `pg_stat_activity` is sampled every 10 ms while
+//! the burst runs, and each sample's backends waiting on a lock (`wait_event_type = 'Lock'`),
+//! and of those on an advisory lock (the claim lock of ADR 0019, the only advisory lock the
+//! burst takes), count 10 ms of waiting each. The sampler's own queries are in the database's
+//! CPU (about 100 small queries a second).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,12 +32,23 @@ pub struct ScaleOut {
     pub one: Repeated,
     /// The same through two processes.
     pub two: Repeated,
+    /// The same through four processes.
+    pub four: Repeated,
+    /// PostgreSQL's CPU per delivery through 1, 2 and 4 processes, µs.
+    pub database_us: [Repeated; 3],
+    /// Time backends spent waiting for the claim lock (advisory) per delivery, through 1, 2 and
+    /// 4 processes, µs (sampled).
+    pub claim_wait_us: [Repeated; 3],
+    /// The same for any lock.
+    pub lock_wait_us: [Repeated; 3],
     /// Deliveries expected and never received, and received more than once, through one
     /// process and through two (summed over the repetitions).
     pub one_lost: usize,
     pub one_duplicates: usize,
     pub two_lost: usize,
     pub two_duplicates: usize,
+    pub four_lost: usize,
+    pub four_duplicates: usize,
     /// Deliveries never received in the runs with a kill.
     pub killed_lost: usize,
     /// Deliveries received more than once in the runs with a kill.
@@ -45,6 +63,11 @@ impl ScaleOut {
     pub fn ratio(&self) -> f64 {
         self.two.median() / self.one.median().max(1e-9)
     }
+
+    /// Four processes' deliveries/s over one's (medians).
+    pub fn ratio_four(&self) -> f64 {
+        self.four.median() / self.one.median().max(1e-9)
+    }
 }
 
 /// One burst's outcome.
@@ -56,6 +79,11 @@ struct Burst {
     lost: usize,
     duplicates: usize,
     leased_at_kill: usize,
+    /// PostgreSQL's CPU per unique delivery, µs (0 when its server is not on this machine).
+    database_us: f64,
+    /// Sampled waits per unique delivery, µs: for the claim (advisory) lock, for any lock.
+    claim_wait_us: f64,
+    lock_wait_us: f64,
 }
 
 /// The workload: `server` is the first process; the second is started for each burst that
@@ -81,6 +109,21 @@ pub async fn measure(
         .await?;
         drop(second);
         env.settle().await?;
+        let (b, c, d) = (
+            env.start_server(options).await?,
+            env.start_server(options).await?,
+            env.start_server(options).await?,
+        );
+        let four = burst(
+            env,
+            &[server, &b, &c, &d],
+            None,
+            sizes,
+            &format!("scale4-{run}"),
+        )
+        .await?;
+        drop((b, c, d));
+        env.settle().await?;
         let mut doomed = env.start_server(options).await?;
         let killed = burst(
             env,
@@ -93,7 +136,9 @@ pub async fn measure(
         env.settle().await?;
         progress(&format!(
             "scale-out S={SUBSCRIPTIONS} run {}: one process {:.0} deliveries/s (accepted in \
-             {:.1} s, delivered in {:.1} s), two {:.0} ({:.0} %; {:.1} s, {:.1} s); one of two \
+             {:.1} s, delivered in {:.1} s), two {:.0} ({:.0} %; {:.1} s, {:.1} s), four {:.0} \
+             ({:.0} %); database µs/delivery {:.0} / {:.0} / {:.0}, claim lock wait \
+             µs/delivery {:.1} / {:.1} / {:.1}, any lock {:.1} / {:.1} / {:.1}; one of two \
              killed halfway: lost {}, duplicates {} ({} leased at the kill)",
             run + 1,
             one.deliveries_per_s,
@@ -103,12 +148,31 @@ pub async fn measure(
             100.0 * two.deliveries_per_s / one.deliveries_per_s.max(1e-9),
             two.accepted_after,
             two.delivered_after,
+            four.deliveries_per_s,
+            100.0 * four.deliveries_per_s / one.deliveries_per_s.max(1e-9),
+            one.database_us,
+            two.database_us,
+            four.database_us,
+            one.claim_wait_us,
+            two.claim_wait_us,
+            four.claim_wait_us,
+            one.lock_wait_us,
+            two.lock_wait_us,
+            four.lock_wait_us,
             killed.lost,
             killed.duplicates,
             killed.leased_at_kill
         ));
         figures.one.push(one.deliveries_per_s);
         figures.two.push(two.deliveries_per_s);
+        figures.four.push(four.deliveries_per_s);
+        for (i, b) in [&one, &two, &four].into_iter().enumerate() {
+            figures.database_us[i].push(b.database_us);
+            figures.claim_wait_us[i].push(b.claim_wait_us);
+            figures.lock_wait_us[i].push(b.lock_wait_us);
+        }
+        figures.four_lost += four.lost;
+        figures.four_duplicates += four.duplicates;
         figures.one_lost += one.lost;
         figures.one_duplicates += one.duplicates;
         figures.two_lost += two.lost;
@@ -141,6 +205,9 @@ async fn burst(
     }
     let endpoints = Arc::new(endpoints);
     let before = env.receiver.count();
+    let database_before = crate::cpu::database_us();
+    let (stop_sampling, stopped) = tokio::sync::watch::channel(false);
+    let sampler = tokio::spawn(sample_lock_waits(env.database_url.clone(), stopped));
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let publishers: Vec<_> = (0..sizes.burst_clients)
@@ -197,8 +264,12 @@ async fn burst(
     let patience = if doomed.is_some() { 90 } else { 30 };
     let received =
         wait_for_unique(env, before, &tag, expected, Duration::from_secs(patience)).await;
+    let _ = stop_sampling.send(true);
+    let waits = sampler.await??;
+    let database = crate::cpu::database_us().saturating_sub(database_before);
     let mine = tagged(&received, &tag);
     let span = mine.span_since(started);
+    let per_delivery = |us: u64| us as f64 / mine.unique.max(1) as f64;
     Ok(Burst {
         accepted_after,
         delivered_after: span,
@@ -206,7 +277,55 @@ async fn burst(
         lost: expected.saturating_sub(mine.unique),
         duplicates: mine.duplicates(),
         leased_at_kill,
+        database_us: per_delivery(database),
+        claim_wait_us: per_delivery(waits.advisory_us),
+        lock_wait_us: per_delivery(waits.any_us),
     })
+}
+
+/// Lock waits sampled over a burst: backends found waiting, times the sampling interval.
+#[derive(Debug, Default)]
+struct LockWaits {
+    /// On an advisory lock (the claim lock), µs.
+    advisory_us: u64,
+    /// On any lock, µs.
+    any_us: u64,
+}
+
+/// How often [`sample_lock_waits`] looks.
+const SAMPLE_EVERY: Duration = Duration::from_millis(10);
+
+/// Samples `pg_stat_activity` of the bench database every [`SAMPLE_EVERY`] until `stop`.
+async fn sample_lock_waits(
+    url: String,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<LockWaits> {
+    let (client, driver) = connect(&url).await?;
+    let statement = client
+        .prepare(
+            "SELECT count(*) FILTER (WHERE wait_event = 'advisory'), count(*) \
+             FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .await?;
+    let step = u64::try_from(SAMPLE_EVERY.as_micros()).unwrap_or(u64::MAX);
+    let mut waits = LockWaits::default();
+    let mut tick = tokio::time::interval(SAMPLE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => break,
+        }
+        let row = client.query_one(&statement, &[]).await?;
+        let advisory = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
+        let any = u64::try_from(row.get::<_, i64>(1)).unwrap_or(0);
+        waits.advisory_us += advisory * step;
+        waits.any_us += any * step;
+    }
+    drop(client);
+    driver.abort();
+    Ok(waits)
 }
 
 /// The clients of `workspace`: the events its burst recorded.
