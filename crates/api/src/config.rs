@@ -78,6 +78,7 @@ pub struct GlobalSettings {
     /// --database-direct-url is required).
     #[arg(
         long,
+        hide_env_values = true,
         env = "TIMETRACK_DATABASE_POOLER",
         value_enum,
         default_value_t = PoolerArg::None,

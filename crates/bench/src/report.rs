@@ -250,24 +250,17 @@ impl Report {
             ]);
         }
         if let Some(x) = &self.scaleout {
-            targets.push(Target {
-                what: format!(
-                    "deliveries/s, two processes / one, S = {}",
-                    scaleout::SUBSCRIPTIONS
-                ),
-                goal: "≥ 0.95".into(),
-                measured: format!("{:.2}", x.ratio()),
-                met: x.ratio() >= 0.95,
-            });
-            targets.push(Target {
-                what: format!(
-                    "deliveries/s, four processes / one, S = {}",
-                    scaleout::SUBSCRIPTIONS
-                ),
-                goal: "≥ 0.95".into(),
-                measured: format!("{:.2}", x.ratio_four()),
-                met: x.ratio_four() >= 0.95,
-            });
+            for (processes, ratio) in [("two", x.ratio()), ("four", x.ratio_four())] {
+                targets.push(Target {
+                    what: format!(
+                        "deliveries/s, {processes} processes / one, S = {}",
+                        scaleout::SUBSCRIPTIONS
+                    ),
+                    goal: "≥ 0.95".into(),
+                    measured: format!("{ratio:.2}"),
+                    met: ratio >= 0.95,
+                });
+            }
         }
         if let Some(o) = &self.outage {
             targets.extend([
