@@ -738,47 +738,48 @@ impl Report {
                 md,
                 "## 7. Scale-out\n\n\
                  Workload 1's burst at S = {}, in each repetition through one `serve` process, \
-                 then through two on the same database (half the publishers on each), then \
-                 through two of which one is killed (SIGKILL) once half the events are taken, \
-                 its publishers going on through the other. Both processes share this machine's \
-                 {} cores with PostgreSQL and the tool, so this measures what a second process \
-                 costs or gains on one machine, not a second machine's worth. Duplicates at a \
-                 kill are bounded by the deliveries leased (in flight, by either process) at \
+                 then through two and four on the same database (the publishers spread over \
+                 them), then through two of which one is killed (SIGKILL) once half the events \
+                 are taken, its publishers going on through the other. The processes share this \
+                 machine's {} cores with PostgreSQL and the tool, so this measures what more \
+                 processes cost or gain on one machine, not more machines' worth. Duplicates at \
+                 a kill are bounded by the deliveries leased (in flight, by either process) at \
                  the moment of the kill. PostgreSQL's CPU is its processes' over the burst, per \
                  delivery; lock waits are sampled from `pg_stat_activity` every 10 ms (each \
                  backend found waiting counts 10 ms), per delivery: on the claim lock (advisory, \
                  ADR 0019) and on any lock.\n\n\
                  | processes | deliveries/s | PostgreSQL CPU/delivery | claim lock wait/delivery | any lock wait/delivery | lost | duplicates |\n\
-                 |---|---|---|---|---|---|---|\n\
-                 | 1 | {} | {} µs | {} µs | {} µs | {} | {} |\n\
-                 | 2 | {} ({:.0} % of one) | {} µs | {} µs | {} µs | {} | {} |\n\
-                 | 4 | {} ({:.0} % of one) | {} µs | {} µs | {} µs | {} | {} |\n\
-                 | 2, one killed halfway | | | | | {} | {} (≤ {} leased at the kills) |\n",
+                 |---|---|---|---|---|---|---|",
                 scaleout::SUBSCRIPTIONS,
                 std::thread::available_parallelism().map_or(0, usize::from),
-                x.one.show(0),
-                x.database_us[0].show(0),
-                x.claim_wait_us[0].show(1),
-                x.lock_wait_us[0].show(1),
-                x.one_lost,
-                x.one_duplicates,
-                x.two.show(0),
-                100.0 * x.ratio(),
-                x.database_us[1].show(0),
-                x.claim_wait_us[1].show(1),
-                x.lock_wait_us[1].show(1),
-                x.two_lost,
-                x.two_duplicates,
-                x.four.show(0),
-                100.0 * x.ratio_four(),
-                x.database_us[2].show(0),
-                x.claim_wait_us[2].show(1),
-                x.lock_wait_us[2].show(1),
-                x.four_lost,
-                x.four_duplicates,
-                x.killed_lost,
-                x.killed_duplicates,
-                x.leased_at_kill
+            );
+            let rows = [
+                (1, &x.one, None, x.one_lost, x.one_duplicates),
+                (2, &x.two, Some(x.ratio()), x.two_lost, x.two_duplicates),
+                (
+                    4,
+                    &x.four,
+                    Some(x.ratio_four()),
+                    x.four_lost,
+                    x.four_duplicates,
+                ),
+            ];
+            for (i, (processes, rate, ratio, lost, duplicates)) in rows.into_iter().enumerate() {
+                let of_one =
+                    ratio.map_or(String::new(), |r| format!(" ({:.0} % of one)", 100.0 * r));
+                let _ = writeln!(
+                    md,
+                    "| {processes} | {}{of_one} | {} µs | {} µs | {} µs | {lost} | {duplicates} |",
+                    rate.show(0),
+                    x.database_us[i].show(0),
+                    x.claim_wait_us[i].show(1),
+                    x.lock_wait_us[i].show(1),
+                );
+            }
+            let _ = writeln!(
+                md,
+                "| 2, one killed halfway | | | | | {} | {} (≤ {} leased at the kills) |\n",
+                x.killed_lost, x.killed_duplicates, x.leased_at_kill
             );
         }
         if let Some(o) = &self.outage {
