@@ -2,7 +2,7 @@
 //! full run: Debian's `patroni` and `etcd-server` (installed with apt when missing and the suite
 //! runs as root), PostgreSQL's server binaries, every process as the unprivileged user the
 //! private clusters use. Patroni's timings are the ones `docs/operations.md` gives: `ttl: 10`,
-//! `loop_wait: 2`, `retry_timeout: 5`.
+//! `loop_wait: 1`, `retry_timeout: 4`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -110,8 +110,8 @@ etcd:
 bootstrap:
   dcs:
     ttl: 10
-    loop_wait: 2
-    retry_timeout: 5
+    loop_wait: 1
+    retry_timeout: 4
     maximum_lag_on_failover: 1048576
     synchronous_mode: {synchronous}
     synchronous_mode_strict: {synchronous}
@@ -120,6 +120,7 @@ bootstrap:
       parameters:
         wal_log_hints: 'on'
         max_connections: 200
+        wal_retrieve_retry_interval: 1s
   initdb:
   - encoding: UTF8
   - locale: C
