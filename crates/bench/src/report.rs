@@ -746,9 +746,9 @@ impl Report {
                  a kill are bounded by the deliveries leased (in flight, by either process) at \
                  the moment of the kill. PostgreSQL's CPU is its processes' over the burst, per \
                  delivery; lock waits are sampled from `pg_stat_activity` every 10 ms (each \
-                 backend found waiting counts 10 ms), per delivery: on an advisory lock (the claims' \
-                 locks on subscriptions, ADR 0026, tried and never waited for) and on any lock.\n\n\
-                 | processes | deliveries/s | PostgreSQL CPU/delivery | advisory lock wait/delivery | any lock wait/delivery | lost | duplicates |\n\
+                 backend found waiting counts 10 ms), per delivery: on the claim lock (advisory, \
+                 ADR 0019) and on any lock.\n\n\
+                 | processes | deliveries/s | PostgreSQL CPU/delivery | claim lock wait/delivery | any lock wait/delivery | lost | duplicates |\n\
                  |---|---|---|---|---|---|---|",
                 scaleout::SUBSCRIPTIONS,
                 std::thread::available_parallelism().map_or(0, usize::from),

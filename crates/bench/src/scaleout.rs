@@ -6,9 +6,8 @@
 //! Beside deliveries/s, each burst with 1, 2 and 4 processes reports the database's CPU per
 //! delivery and how long claims wait for locks: `pg_stat_activity` is sampled every 10 ms while
 //! the burst runs, and each sample's backends waiting on a lock (`wait_event_type = 'Lock'`),
-//! and of those on an advisory lock (the claims' locks on subscriptions, ADR 0026, the only
-//! advisory locks the burst takes; tried, never waited for, so this stays 0 unless something
-//! waits for one), count 10 ms of waiting each. The sampler's own queries are in the database's
+//! and of those on an advisory lock (the claim lock of ADR 0019, the only advisory lock the
+//! burst takes), count 10 ms of waiting each. The sampler's own queries are in the database's
 //! CPU (about 100 small queries a second).
 
 use std::sync::Arc;
@@ -37,7 +36,7 @@ pub struct ScaleOut {
     pub four: Repeated,
     /// PostgreSQL's CPU per delivery through 1, 2 and 4 processes, µs.
     pub database_us: [Repeated; 3],
-    /// Time backends spent waiting for an advisory lock (the claims') per delivery, through 1, 2 and
+    /// Time backends spent waiting for the claim lock (advisory) per delivery, through 1, 2 and
     /// 4 processes, µs (sampled).
     pub claim_wait_us: [Repeated; 3],
     /// The same for any lock.
@@ -138,8 +137,8 @@ pub async fn measure(
         progress(&format!(
             "scale-out S={SUBSCRIPTIONS} run {}: one process {:.0} deliveries/s (accepted in \
              {:.1} s, delivered in {:.1} s), two {:.0} ({:.0} %; {:.1} s, {:.1} s), four {:.0} \
-             ({:.0} %); database µs/delivery {:.0} / {:.0} / {:.0}, advisory lock \
-             wait µs/delivery {:.1} / {:.1} / {:.1}, any lock {:.1} / {:.1} / {:.1}; one of two \
+             ({:.0} %); database µs/delivery {:.0} / {:.0} / {:.0}, claim lock wait \
+             µs/delivery {:.1} / {:.1} / {:.1}, any lock {:.1} / {:.1} / {:.1}; one of two \
              killed halfway: lost {}, duplicates {} ({} leased at the kill)",
             run + 1,
             one.deliveries_per_s,
@@ -287,7 +286,7 @@ async fn burst(
 /// Lock waits sampled over a burst: backends found waiting, times the sampling interval.
 #[derive(Debug, Default)]
 struct LockWaits {
-    /// On an advisory lock (the claims' locks on subscriptions), µs.
+    /// On an advisory lock (the claim lock), µs.
     advisory_us: u64,
     /// On any lock, µs.
     any_us: u64,

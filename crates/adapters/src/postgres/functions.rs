@@ -31,7 +31,6 @@ const FUNCTIONS: &[&str] = &[
     include_str!("functions/shows_to.sql"),
     include_str!("functions/receives.sql"),
     include_str!("functions/sent_type.sql"),
-    include_str!("functions/claim_room.sql"),
     include_str!("functions/claim_deliveries.sql"),
     include_str!("functions/claim_after.sql"),
     include_str!("functions/record_attempts.sql"),

@@ -15,14 +15,6 @@
 -- The delivery's own row is only locked, never rewritten, so a claim adds no entry to its
 -- indexes.
 --
--- Claims of any number of processes run at once, with no lock they all wait for (ADR 0026). A
--- claim picks by its own snapshot, then holds each subscription it picked from and counts that
--- subscription's leases afresh (timetrack_code.claim_room): a subscription another claim is
--- leasing from at that moment is left to it, and the cap is counted with every committed lease,
--- so it holds across processes. A pick another claim leased after this one's snapshot is found by
--- the lease's insert and not taken. Either way the claim may come up short of what is due; what
--- it left is leased by the claim that held it, or by the next claim.
---
 -- How it stays cheap whatever the backlog, the statistics or a held snapshot:
 --   * it walks only the subscriptions that have due deliveries (a skip scan of
 --     deliveries_pending_subscription_idx), each probe also returning the subscription's oldest
@@ -69,6 +61,15 @@ SET plan_cache_mode = force_generic_plan SET jit = off
 AS $fn$
 #variable_conflict use_column
 BEGIN
+-- The claim lock (ADR 0019): claims run one at a time on the database, each seeing the leases of
+-- the ones before. The lock is the transaction's (the claim is the last statement of its
+-- transaction, so it ends with the commit), and the query below takes its snapshot after it: a
+-- claim never picks a delivery whose lease another claim has committed, so it never comes up
+-- short, and the in-flight caps are exact across processes. Its key is the pair
+-- (1953066347, 1), 1953066347 being "time" in ASCII; the two-key form keeps it apart from the
+-- one-key locks of migrations and rate limits. It shows in pg_locks as an advisory lock with
+-- objid 1, and a claim waiting for it as wait event Lock:advisory.
+PERFORM pg_advisory_xact_lock(1953066347, 1);
 RETURN QUERY
     WITH RECURSIVE subs(id, first_due) AS (
         -- The subscriptions with due deliveries, one index probe each (a skip scan), each with
@@ -110,7 +111,7 @@ RETURN QUERY
         -- is re-checked against these conditions when it is locked). Both scans start at the
         -- oldest live due one: every running lease is of a due delivery, so its due time is not
         -- older. None of a workspace without room in this process, and no more than its room.
-        SELECT x.*, subs.room, subs.status
+        SELECT x.*, subs.room
         FROM live subs
         CROSS JOIN LATERAL (
             SELECT d.id, d.next_attempt_at, d.kind, d.event_id, d.subscription_id,
@@ -140,7 +141,7 @@ RETURN QUERY
         UNION ALL
         -- A disabled one's test deliveries (through their own index: the disabled
         -- subscription's other pending deliveries, if any, are never walked).
-        SELECT t.*, subs.room, subs.status
+        SELECT t.*, subs.room
         FROM live subs
         CROSS JOIN LATERAL (
             SELECT d.id, d.next_attempt_at, d.kind, d.event_id, d.subscription_id,
@@ -168,42 +169,24 @@ RETURN QUERY
         WHERE r.nth <= r.room
         ORDER BY (claim_deliveries.per_workspace - r.room) + r.nth, r.next_attempt_at
         LIMIT claim_deliveries.claim_limit
-    ), held AS MATERIALIZED (
-        -- Each of their subscriptions held by this claim, and the room it has as of now
-        -- (timetrack_code.claim_room: 0 when another claim holds it). A disabled one's test
-        -- deliveries have no cap and need no hold.
-        SELECT s.subscription_id,
-               CASE WHEN s.status = 'ACTIVE'
-                    THEN timetrack_code.claim_room(s.subscription_id, claim_deliveries.at,
-                                                   claim_deliveries.per_subscription)
-                    ELSE claim_deliveries.claim_limit END AS free
-        FROM (SELECT DISTINCT due.subscription_id, due.status FROM due) s
-    ), kept AS MATERIALIZED (
-        -- Of each subscription's, the oldest up to that room.
-        SELECT k.* FROM (
-            SELECT due.*, row_number() OVER (PARTITION BY due.subscription_id
-                                             ORDER BY due.next_attempt_at, due.id) AS kth
-            FROM due
-        ) k
-        WHERE k.kth <= (SELECT h.free FROM held h WHERE h.subscription_id = k.subscription_id)
     ), taken AS (
         -- Their leases: new, or an expired one taken over. One whose lease another claim
         -- committed after this statement's snapshot conflicts and is not taken.
         INSERT INTO delivery_leases AS x (delivery_id, workspace_id, subscription_id, due_at,
                                           expires_at)
-        SELECT kept.id, kept.workspace_id, kept.subscription_id, kept.next_attempt_at,
+        SELECT due.id, due.workspace_id, due.subscription_id, due.next_attempt_at,
                claim_deliveries.lease_until
-        FROM kept
+        FROM due
         -- In the order of their keys, as every claim takes them: two claims that wait for each
         -- other's leases then wait in one direction.
-        ORDER BY kept.id
+        ORDER BY due.id
         ON CONFLICT ON CONSTRAINT delivery_leases_pkey DO UPDATE
             SET subscription_id = EXCLUDED.subscription_id, due_at = EXCLUDED.due_at,
                 expires_at = EXCLUDED.expires_at
             WHERE x.expires_at <= claim_deliveries.at
         RETURNING x.delivery_id
     ), leased AS MATERIALIZED (
-        SELECT kept.* FROM kept WHERE kept.id IN (SELECT taken.delivery_id FROM taken)
+        SELECT due.* FROM due WHERE due.id IN (SELECT taken.delivery_id FROM taken)
     )
     -- Each leased delivery's event and subscription, each found by its key from the delivery
     -- (lateral subqueries kept apart by their LIMIT, so no plan can drive the join from events

@@ -1,4 +1,4 @@
-//! Claims of several processes at once (ADR 0026): four queues, each with its own pool (its own
+//! Claims of several processes at once (ADR 0019): four queues, each with its own pool (its own
 //! sessions, as four processes have), record and claim concurrently until every delivery is
 //! made. No delivery is claimed twice, no subscription ever has more than its cap in flight, and
 //! each ordering key's deliveries go one at a time, in sequence.
