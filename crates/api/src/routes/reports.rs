@@ -72,7 +72,7 @@ pub struct ReportQuery {
     #[param(pattern = "^(workspace|none)$")]
     rounding: Option<String>,
     /// Summary only, and required there: one to three of client, project, task, user, tag, day,
-    /// week, month.
+    /// week, month. The other reports ignore it, but refuse one the summary would refuse.
     #[param(
         pattern = "^(client|project|task|user|tag|day|week|month)(,(client|project|task|user|tag|day|week|month)){0,2}$"
     )]
@@ -142,6 +142,11 @@ impl ReportQuery {
                 )));
             }
         };
+        // The three reports share these parameters: a `group_by` the detailed and uninvoiced
+        // reports do not use is still refused when it is not one the summary would take.
+        if let Some(group_by) = self.group_by.as_deref() {
+            GroupKey::parse_list(group_by)?;
+        }
         Ok(ReportRequest {
             from: date("from", &self.from)?,
             to: date("to", &self.to)?,

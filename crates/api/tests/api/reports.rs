@@ -346,6 +346,18 @@ async fn hostile_report_parameters_are_a_clear_400() {
             ),
         ),
         (
+            "/api/reports/detailed?from=2026-01-01&to=2026-01-31&group_by=",
+            "Invalid request parameters",
+            Some("group_by: \"\" is not one of client, project, task, user, tag, day, week, month"),
+        ),
+        (
+            "/api/reports/uninvoiced?from=2026-01-01&to=2026-01-31&group_by=year",
+            "Invalid request parameters",
+            Some(
+                "group_by: \"year\" is not one of client, project, task, user, tag, day, week, month",
+            ),
+        ),
+        (
             "/api/reports/detailed?from=2026-01-01&to=2026-01-31&project_ids=nope",
             "Invalid filter: project_ids (nope is not an id)",
             None,
