@@ -15,7 +15,7 @@ use timetrack_domain::delivery::{
 use timetrack_domain::ports::DeliveryQueue;
 use timetrack_testkit::TestDatabase;
 
-use super::{T0, record, sql, text};
+use super::{ACCOUNT, T0, record, sql, text};
 
 const SUBSCRIPTIONS: u32 = 6;
 const EVENTS: u32 = 60;
@@ -81,15 +81,20 @@ impl Ledger {
 #[tokio::test]
 async fn four_processes_claim_at_once_and_the_caps_order_and_leases_hold() {
     let db = TestDatabase::new().await;
+    for statement in ACCOUNT {
+        sql(&db, statement).await;
+    }
     for statement in [
-        "INSERT INTO workspaces (id, name, created_at) VALUES ('00000000-0000-0000-0000-0000000000a1', 'W', now())".to_owned(),
-        "INSERT INTO users (id, name, email, created_at) VALUES ('00000000-0000-0000-0000-0000000000b1', 'U', 'u@example.com', now())".to_owned(),
-        "INSERT INTO memberships VALUES ('00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000b1', now())".to_owned(),
-        "INSERT INTO api_keys (id, workspace_id, user_id, key_prefix, key_hash, created_at) VALUES ('00000000-0000-0000-0000-0000000000c1', '00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000b1', 'tt_x', decode(repeat('00', 32), 'hex'), now())".to_owned(),
-        format!("INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, secret, status, created_at, updated_at) SELECT 'wh_' || repeat(chr(96 + n), 24), '00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000b1', '00000000-0000-0000-0000-0000000000c1', 'https://' || n || '.example.com/h', ARRAY['CLIENT_CREATED'], 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'ACTIVE', now(), now() FROM generate_series(1, {SUBSCRIPTIONS}) n"),
-        format!("INSERT INTO events (id, workspace_id, event_type, body, created_at) SELECT ('00000000-0000-0000-0000-' || lpad(g::text, 12, '0'))::uuid, '00000000-0000-0000-0000-0000000000a1', 'CLIENT_CREATED', '{{\"n\":' || g || '}}', '{T0}' FROM generate_series(1, {EVENTS}) g"),
+        format!(
+            "INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, secret, status, created_at, updated_at) SELECT 'wh_' || repeat(chr(96 + n), 24), '00000000-0000-0000-0000-0000000000a1', '00000000-0000-0000-0000-0000000000b1', '00000000-0000-0000-0000-0000000000c1', 'https://' || n || '.example.com/h', ARRAY['CLIENT_CREATED'], 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'ACTIVE', now(), now() FROM generate_series(1, {SUBSCRIPTIONS}) n"
+        ),
+        format!(
+            "INSERT INTO events (id, workspace_id, event_type, body, created_at) SELECT ('00000000-0000-0000-0000-' || lpad(g::text, 12, '0'))::uuid, '00000000-0000-0000-0000-0000000000a1', 'CLIENT_CREATED', '{{\"n\":' || g || '}}', '{T0}' FROM generate_series(1, {EVENTS}) g"
+        ),
         // Each event's key is one of KEYS entities; its sequence is its number.
-        format!("INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, next_attempt_at, created_at, updated_at, ordering_key, sequence) SELECT e.id, s.id, e.workspace_id, 'PENDING', '{T0}', '{T0}', '{T0}', 'k' || (e.seq % {KEYS}), e.seq FROM events e CROSS JOIN webhook_subscriptions s"),
+        format!(
+            "INSERT INTO deliveries (event_id, subscription_id, workspace_id, status, next_attempt_at, created_at, updated_at, ordering_key, sequence) SELECT e.id, s.id, e.workspace_id, 'PENDING', '{T0}', '{T0}', '{T0}', 'k' || (e.seq % {KEYS}), e.seq FROM events e CROSS JOIN webhook_subscriptions s"
+        ),
     ] {
         sql(&db, &statement).await;
     }
