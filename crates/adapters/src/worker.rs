@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures_util::{FutureExt, StreamExt};
 use timetrack_domain::DomainError;
 use timetrack_domain::delivery::{
-    AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, NextStep,
+    AttemptOutcome, AttemptRecord, ClaimWhen, ClaimedDelivery, NextStep, QuickWorkspaces,
 };
 use timetrack_domain::ids::WorkspaceId;
 use timetrack_domain::model::{DeliveryId, DeliveryKind, WebhookId};
@@ -72,20 +72,24 @@ enum Finished {
 /// those finished and waiting to be recorded.
 #[derive(Default)]
 struct Held {
-    /// When each attempt still running started.
-    running_since: HashMap<DeliveryId, Instant>,
+    /// When each attempt still running started, and its workspace.
+    running_since: HashMap<DeliveryId, (Instant, WorkspaceId)>,
     /// Every delivery held, running or in `done`, per workspace (no entry for none).
     by_workspace: HashMap<WorkspaceId, u32>,
     /// Finished attempts for the next round.
     done: Vec<(ClaimedDelivery, AttemptRecord)>,
     /// When the attempt of each delivery of `done` started (just after its claim).
     started_at: Vec<Instant>,
+    /// Which workspaces' endpoints answer quickly.
+    quick: QuickWorkspaces,
 }
 
 impl Held {
     fn claimed(&mut self, delivery: &ClaimedDelivery) {
-        self.running_since
-            .insert(delivery.delivery_id, Instant::now());
+        self.running_since.insert(
+            delivery.delivery_id,
+            (Instant::now(), delivery.workspace_id),
+        );
         *self.by_workspace.entry(delivery.workspace_id).or_default() += 1;
     }
 
@@ -104,6 +108,8 @@ impl Held {
             Finished::Attempted(attempt) => {
                 let (delivery, record, at) = *attempt;
                 self.running_since.remove(&delivery.delivery_id);
+                self.quick
+                    .answered(delivery.workspace_id, at, Instant::now());
                 self.done.push((delivery, record));
                 self.started_at.push(at);
             }
@@ -121,7 +127,7 @@ impl Held {
         let slow = self
             .running_since
             .values()
-            .filter(|at| at.elapsed() >= settings.slow_after)
+            .filter(|(at, _)| at.elapsed() >= settings.slow_after)
             .count();
         let held = running - slow + slow.saturating_sub(settings.max_slow);
         settings.concurrency.max(1).saturating_sub(held)
@@ -142,9 +148,17 @@ impl Held {
     fn next_slow(&self, slow_after: Duration) -> Option<Instant> {
         self.running_since
             .values()
+            .map(|(at, _)| *at)
             .filter(|at| at.elapsed() < slow_after)
             .min()
-            .map(|at| *at + slow_after)
+            .map(|at| at + slow_after)
+    }
+
+    /// The workspaces that may go past their share of the slots now: those whose endpoints
+    /// answer quickly ([`QuickWorkspaces`]).
+    fn unshared(&mut self) -> Vec<WorkspaceId> {
+        let running = self.running_since.values().map(|(at, ws)| (*ws, *at));
+        self.quick.unshared(running, Instant::now())
     }
 
     /// `done` is recorded.
@@ -287,8 +301,13 @@ pub async fn run_worker(
         }
         if *shutdown.borrow() {
             if !held.done.is_empty() {
-                let last =
-                    service.record_and_claim(&held.done, 0, ClaimWhen::IfHeldBack, Vec::new());
+                let last = service.record_and_claim(
+                    &held.done,
+                    0,
+                    ClaimWhen::IfHeldBack,
+                    Vec::new(),
+                    Vec::new(),
+                );
                 if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), last).await {
                     held.recorded(&metrics, &mut failures);
                 }
@@ -321,11 +340,13 @@ pub async fn run_worker(
         } else {
             ClaimWhen::IfHeldBack
         };
+        let unshared = held.unshared();
         let round = service.record_and_claim(
             &held.done,
             u32::try_from(free).unwrap_or(0),
             when,
             held.running(),
+            unshared,
         );
         let claimed = match tokio::time::timeout(ROUND_TIMEOUT, round).await {
             Ok(Ok(claimed)) => claimed,
@@ -462,7 +483,7 @@ async fn record_alone(
     let one = [(delivery.clone(), record.clone())];
     match tokio::time::timeout(
         ROUND_TIMEOUT,
-        service.record_and_claim(&one, 0, ClaimWhen::IfHeldBack, Vec::new()),
+        service.record_and_claim(&one, 0, ClaimWhen::IfHeldBack, Vec::new(), Vec::new()),
     )
     .await
     {

@@ -279,7 +279,7 @@ pub struct ServeSettings {
     pub webhook_max_in_flight: u32,
     /// Most deliveries of one workspace in flight in this process (default: three quarters of
     /// --webhook-concurrency), so that no workspace's hanging endpoints take the slots the others
-    /// need.
+    /// need; a workspace whose endpoints answer quickly takes past it the slots nobody else wants.
     #[arg(long, hide_env_values = true, env = "TIMETRACK_WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub webhook_max_in_flight_per_workspace: Option<u32>,
     /// Most deliveries one member may queue again (replays, an enable's replay, resends, tests)

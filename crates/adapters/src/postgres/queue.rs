@@ -136,6 +136,7 @@ struct ClaimArgs {
     per_workspace: i64,
     held_workspaces: Vec<Uuid>,
     held_counts: Vec<i32>,
+    unshared: Vec<Uuid>,
     always: bool,
 }
 
@@ -160,6 +161,7 @@ impl ClaimArgs {
             per_workspace: i64::from(caps.per_workspace),
             held_workspaces,
             held_counts,
+            unshared: caps.unshared.iter().map(|ws| ws.0).collect(),
             always: when == ClaimWhen::Always,
         }
     }
@@ -180,6 +182,7 @@ macro_rules! with_claim {
             per_workspace: BigInt = $claim.per_workspace,
             held_workspaces: Array<SqlUuid> = &$claim.held_workspaces,
             held_counts: Array<Integer> = &$claim.held_counts,
+            unshared: Array<SqlUuid> = &$claim.unshared,
             always: Bool = $claim.always,
         ))
     };

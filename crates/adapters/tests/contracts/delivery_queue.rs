@@ -22,6 +22,7 @@ fn caps(per_subscription: u32) -> InFlightCaps {
         per_subscription,
         per_workspace: 1_000,
         held: Vec::new(),
+        unshared: Vec::new(),
     }
 }
 
@@ -303,8 +304,19 @@ async fn no_subscription_exceeds_its_cap_nor_a_workspace_its_share(s: Subject) {
         per_subscription: 10,
         per_workspace: 3,
         held: vec![(ws.id, 2)],
+        unshared: Vec::new(),
     };
     assert_eq!(claim(&s, now, 10, &share).await.len(), 1);
+    // Unshared (its endpoints answer quickly), it takes past its share what nobody else wants,
+    // within the subscription's cap: two more are due, the cap (10) leaves room for both.
+    for n in 105..=106 {
+        created(&s, &ws, n, 1, &format!("c{n}")).await;
+    }
+    let unshared = InFlightCaps {
+        unshared: vec![ws.id],
+        ..share
+    };
+    assert_eq!(claim(&s, now, 10, &unshared).await.len(), 2);
 }
 
 async fn an_ordering_key_is_delivered_one_at_a_time_in_order(s: Subject) {

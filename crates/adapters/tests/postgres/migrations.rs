@@ -490,7 +490,7 @@ async fn the_functions_schema_is_recreated_when_a_text_changed_and_an_older_layo
     client
         .batch_execute(
             "DROP FUNCTION timetrack_code.claim_deliveries(timestamptz, timestamptz, bigint, \
-             bigint, bigint, uuid[], int[]); \
+             bigint, bigint, uuid[], int[], uuid[]); \
              CREATE FUNCTION timetrack_code.claim_deliveries(timestamptz, timestamptz, \
              bigint, bigint, bigint, uuid[], int[]) RETURNS TABLE (event_id uuid) \
              LANGUAGE sql AS $$ SELECT NULL::uuid WHERE false $$; \

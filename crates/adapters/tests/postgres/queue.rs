@@ -550,13 +550,17 @@ async fn a_claim_keeps_each_workspace_within_its_share_and_serves_the_workspaces
     );
     let now = T0 + Duration::seconds(10);
     let lease = now + Duration::seconds(30);
-    let claim = |limit: u32, per_workspace: u32, held: Vec<(WorkspaceId, u32)>| {
+    let claim_unshared = |limit: u32,
+                          per_workspace: u32,
+                          held: Vec<(WorkspaceId, u32)>,
+                          unshared: Vec<WorkspaceId>| {
         let queue = queue.clone();
         async move {
             let caps = InFlightCaps {
                 per_subscription: 100,
                 per_workspace,
                 held,
+                unshared,
             };
             let claimed = queue
                 .record_and_claim(&[], now, lease, limit, &caps, ClaimWhen::Always)
@@ -565,6 +569,9 @@ async fn a_claim_keeps_each_workspace_within_its_share_and_serves_the_workspaces
             let of = |ws: WorkspaceId| claimed.iter().filter(|c| c.workspace_id == ws).count();
             (of(a1), of(a2))
         }
+    };
+    let claim = |limit: u32, per_workspace: u32, held: Vec<(WorkspaceId, u32)>| {
+        claim_unshared(limit, per_workspace, held, Vec::new())
     };
     // In turn, though a1's are all older: 6 of 35 go three and three.
     assert_eq!(claim(6, 100, vec![]).await, (3, 3));
@@ -576,4 +583,17 @@ async fn a_claim_keeps_each_workspace_within_its_share_and_serves_the_workspaces
     // The least served first: a1 holds none, a2 holds four; two slots go to a1.
     sql(&db, "DELETE FROM delivery_leases").await;
     assert_eq!(claim(2, 100, vec![(a2, 4)]).await, (2, 0));
+    // Work-conserving: a1, unshared (its endpoints answer quickly), takes past its share of 5
+    // the slots a2 leaves; a2 still gets all of its own first.
+    sql(&db, "DELETE FROM delivery_leases").await;
+    assert_eq!(claim_unshared(20, 5, vec![], vec![a1]).await, (15, 5));
+    // At its share already, it still gets what a2 does not want, never a2's.
+    sql(&db, "DELETE FROM delivery_leases").await;
+    assert_eq!(claim_unshared(8, 5, vec![(a1, 5)], vec![a1]).await, (3, 5));
+    // Both unshared and past their share: fairly, by what each would hold.
+    sql(&db, "DELETE FROM delivery_leases").await;
+    assert_eq!(
+        claim_unshared(4, 2, vec![(a1, 2), (a2, 2)], vec![a1, a2]).await,
+        (2, 2)
+    );
 }

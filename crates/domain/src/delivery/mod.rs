@@ -1,7 +1,10 @@
 //! The rules of webhook delivery: signing (Standard Webhooks), what an attempt's outcome means,
 //! when the next attempt is due, and when a subscription is given up on.
 
+pub mod share;
 pub mod streak;
+
+pub use share::QuickWorkspaces;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -369,15 +372,24 @@ pub fn none_recorded_alone(attempts: &[(ClaimedDelivery, AttemptRecord)]) -> Dom
 /// caps the claim is fair between workspaces: each workspace's next delivery comes before any
 /// workspace's one after it, counting what each holds (round-robin over the workspaces that
 /// wait, the least served first), oldest first among equals.
+///
+/// The share is work-conserving for the workspaces of `unshared`: past their share they may
+/// take what no other workspace wants in the same claim (their deliveries past it come after
+/// every other workspace's within its own, in the same fair order). The worker names there the
+/// workspaces whose endpoints are answering quickly ([`QuickWorkspaces`]), so a lone tenant's
+/// burst uses every slot while a tenant whose endpoints hang stays within its share.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InFlightCaps {
     /// Most deliveries of one subscription in flight at once, across all processes.
     pub per_subscription: u32,
-    /// Most deliveries of one workspace in flight at once in the claiming process.
+    /// Most deliveries of one workspace in flight at once in the claiming process, while
+    /// another workspace has deliveries waiting (always, for a workspace not in `unshared`).
     pub per_workspace: u32,
     /// What the claiming process holds in flight, per workspace (claimed and not yet recorded,
     /// not counting attempts recorded by the same round).
     pub held: Vec<(crate::ids::WorkspaceId, u32)>,
+    /// The workspaces that may go past `per_workspace` with what no other workspace wants.
+    pub unshared: Vec<crate::ids::WorkspaceId>,
 }
 
 impl InFlightCaps {
@@ -387,6 +399,7 @@ impl InFlightCaps {
             per_subscription,
             per_workspace: u32::MAX,
             held: Vec::new(),
+            unshared: Vec::new(),
         }
     }
 

@@ -41,7 +41,9 @@ pub trait DeliveryQueue: Send + Sync {
     /// crashed worker's deliveries come back then). No subscription gets more than
     /// `caps.per_subscription` deliveries leased at once (counting those already in flight), so a
     /// slow subscriber cannot take every worker, and no workspace more than `caps.per_workspace` in
-    /// the claiming process (counting `caps.held`), taken fairly between workspaces as
+    /// the claiming process (counting `caps.held`) while another workspace's deliveries wait (a
+    /// workspace of `caps.unshared` may take past it what no other wants), taken fairly between
+    /// workspaces as
     /// [`InFlightCaps`](crate::delivery::InFlightCaps) says. On an error nothing is recorded and
     /// nothing claimed. Empty `attempts` is a plain claim; `limit` 0 records only. With
     /// [`ClaimWhen::IfHeldBack`](crate::delivery::ClaimWhen::IfHeldBack) the claim runs only when a

@@ -93,19 +93,22 @@ impl DeliveryService {
     /// the configured time, in one transaction: the slots `done` held are free for the claim.
     /// `when` says whether to claim in any case or only when `done` held deliveries back.
     /// `held` is what this process has in flight besides `done`, per workspace: the claim keeps
-    /// each workspace within its share of the process's slots ([`InFlightCaps`]).
+    /// each workspace within its share of the process's slots ([`InFlightCaps`]), but those of
+    /// `unshared`, which may take past it what no other workspace wants.
     pub async fn record_and_claim(
         &self,
         done: &[(ClaimedDelivery, AttemptRecord)],
         limit: u32,
         when: ClaimWhen,
         held: Vec<(WorkspaceId, u32)>,
+        unshared: Vec<WorkspaceId>,
     ) -> DomainResult<Vec<ClaimedDelivery>> {
         let now = self.clock.now();
         let caps = InFlightCaps {
             per_subscription: self.settings.max_in_flight_per_subscription,
             per_workspace: self.settings.max_in_flight_per_workspace,
             held,
+            unshared,
         };
         self.queue
             .record_and_claim(done, now, now + self.settings.lease, limit, &caps, when)

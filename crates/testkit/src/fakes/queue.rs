@@ -243,7 +243,7 @@ impl Tables {
         let per_workspace = caps.per_workspace as usize;
         // Each subscription's picks: its oldest due deliveries without a running lease, first of
         // their ordering key, up to its free slots and its workspace's room.
-        let mut picked: Vec<(DeliveryRecord, Subscription, usize)> = Vec::new();
+        let mut picked: Vec<(DeliveryRecord, Subscription, i64, bool)> = Vec::new();
         for sub in &self.subscriptions {
             let revoked = self
                 .keys
@@ -263,17 +263,24 @@ impl Tables {
                 .filter(|(ws, _)| *ws == sub.workspace_id)
                 .map(|(_, n)| *n as usize)
                 .sum();
-            let room = per_workspace.saturating_sub(held);
+            // Signed: an unshared workspace may hold more than its share.
+            let room = per_workspace as i64 - held as i64;
+            let unshared = caps.unshared.contains(&sub.workspace_id);
+            let reach = if unshared {
+                limit
+            } else {
+                usize::try_from(room).unwrap_or(0)
+            };
             let in_flight = self
                 .deliveries
                 .iter()
                 .filter(|(s, d)| s == &sub.id && self.leased(d.id, now))
                 .count();
             let slots = if tests_only {
-                limit.min(room)
+                limit.min(reach)
             } else {
                 limit
-                    .min(room)
+                    .min(reach)
                     .min((caps.per_subscription as usize).saturating_sub(in_flight))
             };
             let mut due: Vec<&DeliveryRecord> = self
@@ -291,23 +298,24 @@ impl Tables {
                 .collect();
             due.sort_by_key(|d| (d.next_attempt_at, d.id));
             for d in due.into_iter().take(slots) {
-                picked.push((d.clone(), sub.clone(), room));
+                picked.push((d.clone(), sub.clone(), room, unshared));
             }
         }
-        // Each workspace's line, oldest first; then fairly between workspaces.
-        picked.sort_by_key(|(d, s, _)| (s.workspace_id, d.next_attempt_at, d.id));
-        let mut ranked: Vec<(usize, DeliveryRecord, Subscription)> = Vec::new();
-        let mut nth = 0;
+        // Each workspace's line, oldest first; then fairly between workspaces, those past their
+        // share (of unshared workspaces) after all the others.
+        picked.sort_by_key(|(d, s, _, _)| (s.workspace_id, d.next_attempt_at, d.id));
+        let mut ranked: Vec<((bool, i64), DeliveryRecord, Subscription)> = Vec::new();
+        let mut nth = 0_i64;
         let mut previous = None;
-        for (d, s, room) in picked {
+        for (d, s, room, unshared) in picked {
             nth = if previous == Some(s.workspace_id) {
                 nth + 1
             } else {
                 1
             };
             previous = Some(s.workspace_id);
-            if nth <= room {
-                ranked.push(((per_workspace - room) + nth, d, s));
+            if nth <= room || unshared {
+                ranked.push(((nth > room, (per_workspace as i64 - room) + nth), d, s));
             }
         }
         ranked.sort_by_key(|(turn, d, _)| (*turn, d.next_attempt_at, d.id));

@@ -8,7 +8,7 @@ CREATE FUNCTION timetrack_code.apply_and_claim(
     forget_told bool[], back_since timestamptz[], due_at timestamptz[], bring_limit int,
     recorded text[], at timestamptz, lease_until timestamptz, claim_limit bigint,
     per_subscription bigint, per_workspace bigint, held_workspaces uuid[], held_counts int[],
-    always bool)
+    unshared uuid[], always bool)
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
                secret text, previous_secret text, attempts integer, failing_since timestamptz,
@@ -31,6 +31,6 @@ BEGIN
         apply_and_claim.lease_until, apply_and_claim.claim_limit,
         apply_and_claim.per_subscription, apply_and_claim.per_workspace,
         apply_and_claim.held_workspaces, apply_and_claim.held_counts,
-        apply_and_claim.always);
+        apply_and_claim.unshared, apply_and_claim.always);
 END
 $fn$;

@@ -9,7 +9,7 @@
 CREATE FUNCTION timetrack_code.claim_after(
     recorded text[], at timestamptz, lease_until timestamptz, claim_limit bigint,
     per_subscription bigint, per_workspace bigint, held_workspaces uuid[], held_counts int[],
-    always bool)
+    unshared uuid[], always bool)
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
                secret text, previous_secret text, attempts integer, failing_since timestamptz,
@@ -31,7 +31,7 @@ BEGIN
             claim_after.at, claim_after.lease_until,
             claim_after.claim_limit, claim_after.per_subscription,
             claim_after.per_workspace, claim_after.held_workspaces,
-            claim_after.held_counts);
+            claim_after.held_counts, claim_after.unshared);
     END IF;
 END
 $fn$;

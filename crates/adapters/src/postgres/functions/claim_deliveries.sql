@@ -2,12 +2,16 @@
 -- revoked, leased until `lease_until`, with no more than `per_subscription` leased per
 -- subscription (counting those in flight), and no more than `per_workspace` per workspace for the
 -- claiming process, counting what it holds (`held_workspaces`, and `held_counts` how many of
--- each). `at` is now. Returns what a worker needs to send each delivery.
+-- each), except that the workspaces of `unshared` may go past that share with what no other
+-- workspace wants. `at` is now. Returns what a worker needs to send each delivery.
 --
 -- Fairness (the domain's InFlightCaps): however many of one workspace's endpoints hang, the
 -- others keep the rest of the process's slots; and among the deliveries that fit, each
 -- workspace's n-th (counting what it holds) comes before any workspace's (n+1)-th, oldest first
--- among equals: round-robin over the workspaces that wait, the least served first.
+-- among equals: round-robin over the workspaces that wait, the least served first. The share
+-- is work-conserving for the workspaces the worker names in `unshared` (those whose endpoints
+-- answer quickly): their deliveries past it come after every other workspace's within its own,
+-- so they take only slots nobody else waits for.
 --
 -- A lease is a row of delivery_leases, taken with INSERT ... ON CONFLICT on
 -- the delivery's key: an expired one is taken over, a running one is not, whatever this
@@ -50,7 +54,7 @@
 -- The previous signing secret is returned while it has not expired (a rotation's window).
 CREATE FUNCTION timetrack_code.claim_deliveries(
     at timestamptz, lease_until timestamptz, claim_limit bigint, per_subscription bigint,
-    per_workspace bigint, held_workspaces uuid[], held_counts int[])
+    per_workspace bigint, held_workspaces uuid[], held_counts int[], unshared uuid[])
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
                secret text, previous_secret text, attempts integer, failing_since timestamptz,
@@ -86,17 +90,21 @@ RETURN QUERY
             ORDER BY d.subscription_id, d.next_attempt_at LIMIT 1
         ) n
     ), live AS MATERIALIZED (
-        -- Their subscriptions whose API key is not revoked, with their status and the room their
-        -- workspace has left in this process. Each found by its key from the probe (lateral
+        -- Their subscriptions whose API key is not revoked, with their status, the room their
+        -- workspace has left in this process within its share, whether it may go past it, and
+        -- so how many it may take (`reach`). Each found by its key from the probe (lateral
         -- subqueries kept apart by their LIMIT): a join let the plan walk every active
         -- subscription, and every subscription to find the disabled ones, comparing each with
         -- every probe, on every claim.
+        SELECT r.*, CASE WHEN r.unshared THEN claim_deliveries.claim_limit ELSE r.room END AS reach
+        FROM (
         SELECT subs.id, subs.first_due, s.status,
                claim_deliveries.per_workspace
                    - coalesce((SELECT sum(h.n)
                                FROM unnest(claim_deliveries.held_workspaces,
                                            claim_deliveries.held_counts) AS h(ws, n)
-                              WHERE h.ws = s.workspace_id), 0) AS room
+                              WHERE h.ws = s.workspace_id), 0) AS room,
+               s.workspace_id = ANY (claim_deliveries.unshared) AS unshared
         FROM subs
         CROSS JOIN LATERAL (
             SELECT y.status, y.api_key_id, y.workspace_id FROM webhook_subscriptions y
@@ -105,13 +113,14 @@ RETURN QUERY
         CROSS JOIN LATERAL (
             SELECT 1 FROM api_keys k WHERE k.id = s.api_key_id AND k.revoked_at IS NULL LIMIT 1
         ) k
+        ) r
     ), picked AS MATERIALIZED (
         -- Each active one's oldest due deliveries without a running lease, up to its free
         -- in-flight slots, locked (skipping those another claim holds; a row changed meanwhile
         -- is re-checked against these conditions when it is locked). Both scans start at the
         -- oldest live due one: every running lease is of a due delivery, so its due time is not
-        -- older. None of a workspace without room in this process, and no more than its room.
-        SELECT x.*, subs.room
+        -- older. None of a workspace that may take none, and no more than it may take.
+        SELECT x.*, subs.room, subs.unshared
         FROM live subs
         CROSS JOIN LATERAL (
             SELECT d.id, d.next_attempt_at, d.kind, d.event_id, d.subscription_id,
@@ -129,7 +138,7 @@ RETURN QUERY
                    ORDER BY o.subscription_id || '/' || o.ordering_key, o.sequence
                    LIMIT 1) IS NOT DISTINCT FROM d.sequence
             ORDER BY d.subscription_id, d.next_attempt_at
-            LIMIT least(claim_deliveries.claim_limit, subs.room,
+            LIMIT least(claim_deliveries.claim_limit, subs.reach,
                         greatest(0, claim_deliveries.per_subscription
                                     - (SELECT count(*) FROM delivery_leases f
                                        WHERE f.subscription_id = subs.id
@@ -137,11 +146,11 @@ RETURN QUERY
                                          AND f.expires_at > claim_deliveries.at)))
             FOR UPDATE OF d SKIP LOCKED
         ) x
-        WHERE subs.status = 'ACTIVE' AND subs.room > 0
+        WHERE subs.status = 'ACTIVE' AND subs.reach > 0
         UNION ALL
         -- A disabled one's test deliveries (through their own index: the disabled
         -- subscription's other pending deliveries, if any, are never walked).
-        SELECT t.*, subs.room
+        SELECT t.*, subs.room, subs.unshared
         FROM live subs
         CROSS JOIN LATERAL (
             SELECT d.id, d.next_attempt_at, d.kind, d.event_id, d.subscription_id,
@@ -152,10 +161,10 @@ RETURN QUERY
               AND NOT EXISTS (SELECT 1 FROM delivery_leases l
                               WHERE l.delivery_id = d.id AND l.expires_at > claim_deliveries.at)
             ORDER BY d.subscription_id, d.next_attempt_at
-            LIMIT least(claim_deliveries.claim_limit, subs.room)
+            LIMIT least(claim_deliveries.claim_limit, subs.reach)
             FOR UPDATE OF d SKIP LOCKED
         ) t
-        WHERE subs.status = 'DISABLED' AND subs.room > 0
+        WHERE subs.status = 'DISABLED' AND subs.reach > 0
     ), ranked AS MATERIALIZED (
         -- Each one's place in its workspace's line, oldest first.
         SELECT p.*, row_number() OVER (PARTITION BY p.workspace_id
@@ -163,11 +172,13 @@ RETURN QUERY
         FROM picked p
     ), due AS MATERIALIZED (
         -- Up to the batch, within each workspace's room, fairly: by how many the workspace would
-        -- hold with it (`per_workspace` - room is what it holds now), then oldest first. The others stay
-        -- unleased (their locks end with this statement's transaction).
+        -- hold with it (`per_workspace` - room is what it holds now), then oldest first; past
+        -- their room, an unshared workspace's after all of those, in the same order. The others
+        -- stay unleased (their locks end with this statement's transaction).
         SELECT r.* FROM ranked r
-        WHERE r.nth <= r.room
-        ORDER BY (claim_deliveries.per_workspace - r.room) + r.nth, r.next_attempt_at
+        WHERE r.nth <= r.room OR r.unshared
+        ORDER BY r.nth > r.room, (claim_deliveries.per_workspace - r.room) + r.nth,
+                 r.next_attempt_at
         LIMIT claim_deliveries.claim_limit
     ), taken AS (
         -- Their leases: new, or an expired one taken over. One whose lease another claim

@@ -23,7 +23,7 @@ CREATE FUNCTION timetrack_code.record_and_claim(
     workspace_ids uuid[], not_before timestamptz[], lossy bool[], signatures text[],
     at timestamptz,
     lease_until timestamptz, claim_limit bigint, per_subscription bigint, per_workspace bigint,
-    held_workspaces uuid[], held_counts int[], always bool)
+    held_workspaces uuid[], held_counts int[], unshared uuid[], always bool)
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
                secret text, previous_secret text, attempts integer, failing_since timestamptz,
@@ -49,6 +49,6 @@ BEGIN
         record_and_claim.lease_until, record_and_claim.claim_limit,
         record_and_claim.per_subscription, record_and_claim.per_workspace,
         record_and_claim.held_workspaces, record_and_claim.held_counts,
-        record_and_claim.always);
+        record_and_claim.unshared, record_and_claim.always);
 END
 $fn$;

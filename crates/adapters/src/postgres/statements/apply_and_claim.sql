@@ -4,4 +4,4 @@ SELECT * FROM timetrack_code.apply_and_claim(:subscription_ids, :streak_starts, 
                                         :forget_told, :back_since, :due_at, :bring_limit,
                                         :recorded, :now, :lease_until, :limit,
                                         :per_subscription, :per_workspace, :held_workspaces,
-                                        :held_counts, :always)
+                                        :held_counts, :unshared, :always)

@@ -5,4 +5,4 @@ SELECT * FROM timetrack_code.record_and_claim(:delivery_ids, :subscription_ids, 
                                          :next_at, :finished, :done, :tests, :workspace_ids,
                                          :not_before, :lossy, :signatures, :now, :lease_until, :limit,
                                          :per_subscription, :per_workspace, :held_workspaces,
-                                         :held_counts, :always)
+                                         :held_counts, :unshared, :always)

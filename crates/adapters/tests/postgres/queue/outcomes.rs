@@ -242,7 +242,7 @@ async fn a_round_commits_asynchronously_and_only_its_own_transaction() {
         "SELECT count(*) FROM timetrack_code.record_and_claim('{{}}', '{{}}', '{{}}', '{{}}', '{{}}', \
          '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{T0}', \
          '{}', \
-         10, 10, 1000, '{{}}', '{{}}', true)",
+         10, 10, 1000, '{{}}', '{{}}', '{{}}', true)",
         T0 + Duration::seconds(30)
     );
     let mut seen = Vec::new();

@@ -198,7 +198,7 @@ async fn queue_statements_cost_what_they_touch_even_when_the_statistics_say_it_i
     );
     let at = T0 + Duration::seconds(5);
     let claim = format!(
-        "'{at}', '{}', 100, 10, 1000, '{{}}', '{{}}'",
+        "'{at}', '{}', 100, 10, 1000, '{{}}', '{{}}', '{{}}'",
         at + Duration::seconds(30)
     );
     for mode in ["force_custom_plan", "force_generic_plan"] {
@@ -316,7 +316,7 @@ async fn freeze_statistics(db: &TestDatabase, table: &str, analyze: bool) {
 async fn claiming_connection(db: &TestDatabase) -> KeptClaim {
     let at = T0 + Duration::seconds(5);
     let claim = format!(
-        "SELECT count(*) FROM timetrack_code.claim_deliveries('{at}', '{}', 100, 10, 1000, '{{}}', '{{}}')",
+        "SELECT count(*) FROM timetrack_code.claim_deliveries('{at}', '{}', 100, 10, 1000, '{{}}', '{{}}', '{{}}')",
         at + Duration::seconds(30)
     );
     let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
@@ -457,7 +457,7 @@ async fn the_ordering_index_serves_the_claims_ordering_probe_and_nothing_else() 
         "claim_deliveries",
         "force_generic_plan",
         &format!(
-            "'{at}', '{}', 100, 10, 1000, '{{}}', '{{}}'",
+            "'{at}', '{}', 100, 10, 1000, '{{}}', '{{}}', '{{}}'",
             at + Duration::seconds(30)
         ),
         "",
@@ -526,7 +526,7 @@ async fn the_queue_functions_are_never_compiled_just_in_time() {
         .unwrap();
     let calls = [
         format!(
-            "SELECT count(*) FROM timetrack_code.claim_deliveries('{at}', '{}', 100, 10, 1000, '{{}}', '{{}}')",
+            "SELECT count(*) FROM timetrack_code.claim_deliveries('{at}', '{}', 100, 10, 1000, '{{}}', '{{}}', '{{}}')",
             at + Duration::seconds(30)
         ),
         format!(
@@ -612,7 +612,7 @@ async fn a_held_snapshot_makes_a_claim_walk_its_dead_entries_once_not_three_time
 
     let at = T0 + Duration::hours(1);
     let claim = format!(
-        "'{at}', '{}', 100, 10, 1000, '{{}}', '{{}}'",
+        "'{at}', '{}', 100, 10, 1000, '{{}}', '{{}}', '{{}}'",
         at + Duration::seconds(30)
     );
     // As the function runs it: with the plan kept for the connection (its `plan_cache_mode`).
