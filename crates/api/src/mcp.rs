@@ -400,6 +400,60 @@ impl ServerHandler for Tools {
     fn get_info(&self) -> ServerConfig {
         server_config()
     }
+
+    /// Calls the tool, after refusing arguments its input schema does not name: a mistyped
+    /// name (`projectId` for `project_id`) would otherwise be ignored, and the tool would do
+    /// something else than asked (start a timer without its project). A tool error naming them,
+    /// so the assistant can correct the call.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        if let Some(tool) = self.tool_router.get(&request.name)
+            && let Some(refusal) = unknown_arguments(&tool.input_schema, request.arguments.as_ref())
+        {
+            return Ok(CallToolResult::structured_error(refusal).into());
+        }
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(call).await
+    }
+}
+
+/// The error body for `arguments` that `schema` (a tool's input schema) does not name, if any:
+/// `{"error": "Unknown argument: projectId", "detail": "start_timer takes ..."}`.
+fn unknown_arguments(
+    schema: &Map<String, Value>,
+    arguments: Option<&Map<String, Value>>,
+) -> Option<Value> {
+    let known = schema.get("properties").and_then(Value::as_object);
+    let mut unknown: Vec<&str> = arguments?
+        .keys()
+        .filter(|name| !known.is_some_and(|known| known.contains_key(name.as_str())))
+        .map(String::as_str)
+        .collect();
+    if unknown.is_empty() {
+        return None;
+    }
+    unknown.sort_unstable();
+    let mut takes: Vec<&str> = known
+        .map(|k| k.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    takes.sort_unstable();
+    let detail = if takes.is_empty() {
+        "this tool takes no arguments".to_owned()
+    } else {
+        format!("this tool takes: {}", takes.join(", "))
+    };
+    let noun = if unknown.len() == 1 {
+        "argument"
+    } else {
+        "arguments"
+    };
+    Some(json!({
+        "error": format!("Unknown {noun}: {}", unknown.join(", ")),
+        "detail": detail,
+    }))
 }
 
 /// What the server says of itself at `initialize`: tools, its name and version, how to use it.

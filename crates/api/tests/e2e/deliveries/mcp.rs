@@ -226,6 +226,47 @@ async fn an_assistant_lists_and_calls_every_tool_through_the_official_sdk() {
     );
 }
 
+#[tokio::test]
+async fn unknown_or_mistyped_arguments_are_a_tool_error_naming_them() {
+    let s = Setup::new().await;
+    let (status, project) = s.post("/api/projects", json!({"name": "Website"})).await;
+    assert_eq!(status, 201, "{project}");
+    let out = client_calls(
+        &s,
+        json!([
+            ["start_timer", {"description": "Camel", "projectId": project["id"]}],
+            ["whoami", {"unexpected": 1}],
+            ["find_clients", {"name": "a", "limit": 5, "Name": "b"}],
+            ["current_timer", {}],
+            ["start_timer", {"project_id": project["id"], "billable": "yes"}],
+            ["current_timer", {}],
+        ]),
+    )
+    .await;
+    let refused = failed(&out, 0);
+    assert_eq!(refused["error"], "Unknown argument: projectId", "{refused}");
+    assert!(
+        refused["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("project_id")),
+        "{refused}"
+    );
+    assert_eq!(
+        failed(&out, 1),
+        &json!({"error": "Unknown argument: unexpected", "detail": "this tool takes no arguments"})
+    );
+    assert_eq!(
+        failed(&out, 2)["error"],
+        "Unknown arguments: Name, limit",
+        "{}",
+        out["results"][2]
+    );
+    // Nothing was started by the refused call, nor by a value of the wrong type.
+    assert_eq!(ok(&out, 3), &json!({"timer": null}));
+    assert_eq!(out["results"][4]["is_error"], true, "{}", out["results"][4]);
+    assert_eq!(ok(&out, 5), &json!({"timer": null}));
+}
+
 async fn client_calls(s: &Setup, calls: Value) -> Value {
     client(s, &s.key, calls).await
 }
