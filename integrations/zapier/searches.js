@@ -6,12 +6,22 @@ const TRIGGERS = '/api/integrations/automation/triggers';
 
 const { CLIENT_SAMPLE } = require('./lib/samples');
 
+// A find's answer with the records whose name is exactly `name` (ignoring case) first, the rest
+// in the server's order: a Zap uses the first record, and "Acme X" must find "Acme X" before a
+// newer "Acme X Holdings".
+function exactFirst(records, name) {
+  const wanted = String(name).toLowerCase();
+  const exact = records.filter((r) => String(r.name).toLowerCase() === wanted);
+  const rest = records.filter((r) => String(r.name).toLowerCase() !== wanted);
+  return exact.concat(rest);
+}
+
 const findClient = {
   key: 'find_client',
   noun: 'Client',
   display: {
     label: 'Find Client',
-    description: 'Finds clients whose name contains the text, ignoring case, newest first.',
+    description: 'Finds clients whose name contains the text, ignoring case: an exact name first, then newest first.',
   },
   operation: {
     inputFields: [{ key: 'name', label: 'Name', required: true, helpText: 'Part of the name.' }],
@@ -23,7 +33,7 @@ const findClient = {
         method: 'POST',
         body: { workspace_id: me.data.workspace.id, name: bundle.inputData.name },
       });
-      return response.data;
+      return exactFirst(response.data, bundle.inputData.name);
     },
     sample: CLIENT_SAMPLE,
   },
@@ -44,7 +54,7 @@ const findProject = {
         method: 'POST',
         body: { name: bundle.inputData.name },
       });
-      return response.data;
+      return exactFirst(response.data, bundle.inputData.name);
     },
     sample: {
       id: '0190d5a0-0000-7000-8000-000000000002',

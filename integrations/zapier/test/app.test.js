@@ -392,6 +392,18 @@ describe('the timetrack Zapier app', () => {
     }
   });
 
+  test('Find Client takes the exact name first, before a newer partial match', async () => {
+    for (const name of ['Nordwind X', 'Nordwind X Holdings']) {
+      const made = await api('POST', '/api/clients', { name });
+      assert.equal(made.status, 201);
+    }
+    const find = (name) => appTester(App.searches.find_client.operation.perform, bundle({ inputData: { name } }));
+    assert.deepEqual((await find('nordwind x')).map((c) => c.name), ['Nordwind X', 'Nordwind X Holdings']);
+    assert.deepEqual((await find('NORDWIND X HOLDINGS')).map((c) => c.name), ['Nordwind X Holdings']);
+    // No exact match: the server's order, newest first.
+    assert.deepEqual((await find('nordwind')).map((c) => c.name), ['Nordwind X Holdings', 'Nordwind X']);
+  });
+
   test("a 4xx reaches the Zap as timetrack's own message", async () => {
     const duplicate = await api('POST', '/api/clients', { name: 'ACME studio' });
     assert.equal(duplicate.status, 409);
