@@ -18,12 +18,20 @@ const header = (rawRequest, name) => {
   return undefined;
 };
 
-/** Whether `rawRequest` carries a signature of its body by `secret`. */
-const verify = (secret, rawRequest) => {
+/** How far a delivery's `webhook-timestamp` may be from now, in seconds (Standard Webhooks'
+ * tolerance): a captured delivery cannot be replayed later than that. */
+const TOLERANCE_SECONDS = 5 * 60;
+
+/** Whether `rawRequest` carries a signature of its body by `secret`, made within
+ * `TOLERANCE_SECONDS` of `now` (seconds since the epoch). */
+const verify = (secret, rawRequest, now = Math.floor(Date.now() / 1000)) => {
   const id = header(rawRequest, 'webhook-id');
   const timestamp = header(rawRequest, 'webhook-timestamp');
   const signatures = header(rawRequest, 'webhook-signature');
   if (!id || !timestamp || !signatures || typeof rawRequest.content !== 'string') {
+    return false;
+  }
+  if (!/^\d{1,12}$/.test(String(timestamp)) || Math.abs(now - Number(timestamp)) > TOLERANCE_SECONDS) {
     return false;
   }
   const key = Buffer.from(String(secret).replace(/^whsec_/, ''), 'base64');
@@ -43,4 +51,4 @@ const verify = (secret, rawRequest) => {
     });
 };
 
-module.exports = { verify, header };
+module.exports = { verify, header, TOLERANCE_SECONDS };

@@ -6,6 +6,7 @@
 
 const { describe, before, after, test } = require('node:test');
 const assert = require('node:assert/strict');
+const crypto = require('crypto');
 const path = require('path');
 const { isDeepStrictEqual } = require('util');
 const zapier = require('zapier-platform-core');
@@ -331,6 +332,7 @@ describe('the timetrack Zapier app', () => {
   })[type];
 
   test('every trigger gets one real delivery: perform answers it, performList lists it, unsubscribe ends it', async () => {
+    let replayChecked = false;
     for (const event of eventTypes()) {
       const [delivery] = await receiver.waitFor(`/hook/${event.key}`, 1, 60);
       assert.equal(delivery.headers['x-webhook-event'], event.type);
@@ -363,6 +365,30 @@ describe('the timetrack Zapier app', () => {
       // The same headers on another body: not signed by timetrack, refused.
       const forged = JSON.stringify({ ...payload, id: 'forged' });
       await assert.rejects(appTester(trigger.perform, hookBundle(forged)), /not signed/);
+      if (!replayChecked) {
+        replayChecked = true;
+        // Signed by the secret but six minutes ago (a captured delivery replayed): refused;
+        // the same at one minute ago: taken.
+        const signedAt = (secondsAgo) => {
+          const timestamp = String(Math.floor(Date.now() / 1000) - secondsAgo);
+          const key = Buffer.from(subscriptions[event.key].webhook.secret.replace(/^whsec_/, ''), 'base64');
+          const id = delivery.headers['webhook-id'];
+          const mac = crypto.createHmac('sha256', key).update(`${id}.${timestamp}.${delivery.body}`).digest('base64');
+          const b = hookBundle(delivery.body);
+          b.rawRequest.headers = { 'Webhook-Id': id, 'Webhook-Timestamp': timestamp, 'Webhook-Signature': `v1,${mac}` };
+          return b;
+        };
+        await assert.rejects(appTester(trigger.perform, signedAt(6 * 60)), /last five minutes/);
+        assert.deepEqual(await appTester(trigger.perform, signedAt(60)), [payload]);
+        // Without the raw request, or without the subscription's secret: nothing to check, refused.
+        const bare = hookBundle(delivery.body);
+        delete bare.rawRequest;
+        await assert.rejects(appTester(trigger.perform, bare), /without its raw request/);
+        await assert.rejects(
+          appTester(trigger.perform, { ...hookBundle(delivery.body), subscribeData: {} }),
+          /no signing secret/,
+        );
+      }
 
       const listed = await appTester(trigger.performList, bundle());
       assert.ok(listed.length >= 1, event.type);

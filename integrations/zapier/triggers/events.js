@@ -98,12 +98,24 @@ const triggerOf = (event) => ({
       return response.data;
     },
 
-    // A delivery: its body is the event. When the subscription's secret is known and the raw
-    // request is at hand, a request that timetrack did not sign is refused.
+    // A delivery: its body is the event. It is taken only when its signature by the
+    // subscription's secret holds and was made within five minutes: a request timetrack did not
+    // sign, a captured delivery replayed later, or one whose raw request (and so signature)
+    // Zapier did not hand over, is refused.
     perform: async (z, bundle) => {
       const secret = bundle.subscribeData && bundle.subscribeData.webhook && bundle.subscribeData.webhook.secret;
-      if (secret && bundle.rawRequest && !verify(secret, bundle.rawRequest)) {
-        throw new z.errors.HaltedError('The request was not signed by this subscription\'s timetrack');
+      if (!secret) {
+        throw new z.errors.HaltedError(
+          'This trigger has no signing secret from timetrack: turn the Zap off and on again to subscribe anew',
+        );
+      }
+      if (!bundle.rawRequest) {
+        throw new z.errors.HaltedError('The delivery came without its raw request, so its signature cannot be checked');
+      }
+      if (!verify(secret, bundle.rawRequest)) {
+        throw new z.errors.HaltedError(
+          'The request was not signed by this subscription\'s timetrack in the last five minutes',
+        );
       }
       return [bundle.cleanedRequest];
     },
