@@ -139,6 +139,7 @@ pub struct RecentEvents {
     /// the newest events, newest first.
     pub after: Option<String>,
     /// Events per answer, 1 to 1000 (100 when absent).
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<u32>,
 }
 

@@ -166,6 +166,13 @@ async fn an_assistant_lists_and_calls_every_tool_through_the_official_sdk() {
         out["tools"]["log_time"]
     );
     assert!(out["tools"]["start_timer"]["properties"]["project_id"].is_object());
+    // Bounds as the server enforces them.
+    let limit = &out["tools"]["recent_events"]["properties"]["limit"];
+    assert_eq!(
+        (&limit["minimum"], &limit["maximum"]),
+        (&json!(1), &json!(1000)),
+        "{limit}"
+    );
 
     assert_eq!(ok(&out, 0)["user"]["name"], "Ada");
     assert_eq!(ok(&out, 0)["workspace"]["name"], "Deliveries");
