@@ -6,14 +6,17 @@
 //! `<data-dir>/listen/` and trusts it for deliveries; the CA is name-constrained to `127.0.0.1`,
 //! `::1` and `localhost`, so even its key vouches for nothing but this machine. A `listen` signs
 //! its own certificate with it and registers its port as `<data-dir>/listen/<port>.pid` (holding
-//! its pid) while it runs; the guard lets a delivery reach `https://127.0.0.1:<port>/` only while
-//! that file names a live process. Whoever can write the data directory can already read the
-//! demo key and the key that seals webhook secrets, so the directory is the right boundary.
+//! its pid and the workspace of the key it subscribes with) while it runs; the guard lets a
+//! delivery reach `https://127.0.0.1:<port>/` only while that file names a live process, and only
+//! a delivery of that workspace (another address, `127.0.0.2` or `[::1]`, never). Whoever can
+//! write the data directory can already read the demo key and the key that seals webhook
+//! secrets, so the directory is the right boundary.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use timetrack_domain::ids::WorkspaceId;
 use timetrack_domain::ports::LocalReceivers;
 
 const CA_CERT: &str = "ca.pem";
@@ -96,12 +99,13 @@ impl ListenDir {
         })
     }
 
-    /// Registers `port` as a local receiver of this process until the guard is dropped.
-    pub fn register(&self, port: u16) -> Result<Registration> {
+    /// Registers `port` as a local receiver of this process, for the deliveries of `workspace`,
+    /// until the guard is dropped.
+    pub fn register(&self, port: u16, workspace: WorkspaceId) -> Result<Registration> {
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("creating {}", self.dir.display()))?;
         let path = self.port_file(port);
-        write_private(&path, &std::process::id().to_string())?;
+        write_private(&path, &format!("{} {}", std::process::id(), workspace.0))?;
         Ok(Registration { path })
     }
 
@@ -111,13 +115,21 @@ impl ListenDir {
 }
 
 impl LocalReceivers for ListenDir {
-    fn receives_at(&self, port: u16) -> bool {
+    fn receives_at(&self, port: u16, workspace: WorkspaceId) -> bool {
         let Ok(text) = std::fs::read_to_string(self.port_file(port)) else {
             return false;
         };
-        text.trim()
-            .parse::<i32>()
-            .is_ok_and(|pid| pid > 0 && crate::local_postgres::process_alive(pid))
+        // `<pid> <workspace>`; a file without the workspace lets nothing through.
+        let mut fields = text.split_whitespace();
+        let (Some(pid), Some(registered)) = (fields.next(), fields.next()) else {
+            return false;
+        };
+        registered
+            .parse::<uuid::Uuid>()
+            .is_ok_and(|id| id == workspace.0)
+            && pid
+                .parse::<i32>()
+                .is_ok_and(|pid| pid > 0 && crate::local_postgres::process_alive(pid))
     }
 }
 
@@ -244,18 +256,36 @@ mod tests {
             assert!(!verifies(&verifier, other.der(), name), "{name}");
         }
 
-        assert!(!dir.receives_at(4431));
-        let registration = dir.register(4431).unwrap();
-        assert!(dir.receives_at(4431));
-        assert!(!dir.receives_at(4432), "another port is not let through");
+        let (ours, theirs) = (
+            WorkspaceId(uuid::Uuid::from_u128(1)),
+            WorkspaceId(uuid::Uuid::from_u128(2)),
+        );
+        assert!(!dir.receives_at(4431, ours));
+        let registration = dir.register(4431, ours).unwrap();
+        assert!(dir.receives_at(4431, ours));
+        assert!(
+            !dir.receives_at(4431, theirs),
+            "another workspace's deliveries are not let through"
+        );
+        assert!(
+            !dir.receives_at(4432, ours),
+            "another port is not let through"
+        );
         drop(registration);
         assert!(
-            !dir.receives_at(4431),
+            !dir.receives_at(4431, ours),
             "the registration ends with its guard"
         );
-        // A port registered by a process that is gone is not let through.
-        std::fs::write(tmp.join("listen/4433.pid"), "2147483000").unwrap();
-        assert!(!dir.receives_at(4433));
+        // A port registered by a process that is gone is not let through, nor one registered
+        // without a workspace.
+        std::fs::write(
+            tmp.join("listen/4433.pid"),
+            format!("2147483000 {}", ours.0),
+        )
+        .unwrap();
+        assert!(!dir.receives_at(4433, ours));
+        std::fs::write(tmp.join("listen/4434.pid"), std::process::id().to_string()).unwrap();
+        assert!(!dir.receives_at(4434, ours));
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 }

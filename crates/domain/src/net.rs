@@ -266,19 +266,21 @@ pub(crate) fn parse_webhook_url(
     })
 }
 
-/// The port of an `https://` URL whose host is a loopback address literal (`127.0.0.1`,
-/// `[::1]`, any of 127.0.0.0/8): where a local receiver ([`LocalReceivers`]) may be asked for.
-/// A host *name* (`localhost`) is not one: only a literal names the address without a resolver.
+/// The port of an `https://` URL whose host is the literal `127.0.0.1`, the one address a local
+/// receiver (`timetrack listen`, [`LocalReceivers`]) binds: where one may be asked for. Another
+/// loopback address (`127.0.0.2`, `[::1]`) is not: the receiver is not there, and whatever
+/// listens there is not it. A host *name* (`localhost`) is not one either: only a literal names
+/// the address without a resolver.
 ///
 /// [`LocalReceivers`]: crate::ports::LocalReceivers
 pub fn loopback_literal_port(raw: &str) -> Option<u16> {
     let parsed = Url::parse(raw.trim()).ok()?;
-    let loopback = match parsed.host()? {
-        Host::Ipv4(v4) => v4.is_loopback(),
-        Host::Ipv6(v6) => v6.is_loopback(),
-        Host::Domain(_) => false,
+    let listen_address = match parsed.host()? {
+        Host::Ipv4(v4) => v4 == Ipv4Addr::LOCALHOST,
+        Host::Ipv6(_) | Host::Domain(_) => false,
     };
-    (parsed.scheme() == "https" && loopback).then(|| parsed.port_or_known_default().unwrap_or(443))
+    (parsed.scheme() == "https" && listen_address)
+        .then(|| parsed.port_or_known_default().unwrap_or(443))
 }
 
 /// What the caller is told when a host name resolves to an address [`check_webhook_url`] would
@@ -296,8 +298,9 @@ mod tests {
         for (url, port) in [
             ("https://127.0.0.1:4431/hook", Some(4431)),
             ("https://127.0.0.1/hook", Some(443)),
-            ("https://[::1]:9000/", Some(9000)),
-            ("https://127.1.2.3:80/", Some(80)),
+            ("https://[::1]:9000/", None),
+            ("https://127.0.0.2:4431/", None),
+            ("https://127.1.2.3:80/", None),
             ("http://127.0.0.1:4431/", None),
             ("https://localhost:4431/", None),
             ("https://10.0.0.1:4431/", None),

@@ -184,9 +184,13 @@ impl HyperWebhookSender {
     async fn attempt(&self, request: &WebhookRequest) -> (AttemptOutcome, Option<ResponseExcerpt>) {
         // Literals never reach the resolver: check them (and the URL rules) here. The request
         // goes to the URL as this check parsed it, so what was checked is what is sent.
-        // A loopback address literal is allowed for a port where `timetrack listen` runs now.
+        // `127.0.0.1` is allowed for a port where a `timetrack listen` of the delivery's
+        // workspace runs now.
         let local = self.settings.local_receivers.as_ref().is_some_and(|local| {
-            loopback_literal_port(&request.url).is_some_and(|port| local.receives_at(port))
+            request.workspace.is_some_and(|workspace| {
+                loopback_literal_port(&request.url)
+                    .is_some_and(|port| local.receives_at(port, workspace))
+            })
         });
         let Some(target) =
             check_webhook_url(&request.url, self.settings.allow_private_targets || local)

@@ -13,6 +13,7 @@ use timetrack_adapters::ListenDir;
 use timetrack_adapters::http::{
     Answer, ApiClient, Arrived, Forwarder, Handler, RelayError, serve_https,
 };
+use timetrack_domain::ids::WorkspaceId;
 use tokio::net::TcpListener;
 
 use crate::config::{GlobalSettings, ListenSettings};
@@ -68,7 +69,18 @@ pub async fn run(global: &GlobalSettings, settings: &ListenSettings) -> Result<(
         .as_deref()
         .map(Forwarder::new)
         .transpose()?;
-    let events = events_to_receive(&api, &settings.events).await?;
+    // Who the key is: its workspace is the one whose deliveries this receiver takes.
+    let me = api
+        .call(Method::GET, "/api/me", None, JSON)
+        .await
+        .map_err(|e| explain(e, &base))?
+        .unwrap_or_default();
+    let workspace = me["workspace"]["id"]
+        .as_str()
+        .and_then(|id| id.parse::<uuid::Uuid>().ok())
+        .map(WorkspaceId)
+        .with_context(|| format!("{base} answered /api/me without a workspace: {me}"))?;
+    let events = events_to_receive(&api, &me, &settings.events).await?;
 
     let local = ListenDir::new(data_dir);
     let certificate = local.issue()?;
@@ -76,7 +88,7 @@ pub async fn run(global: &GlobalSettings, settings: &ListenSettings) -> Result<(
         .await
         .context("listening on 127.0.0.1")?;
     let port = listener.local_addr()?.port();
-    let _registration = local.register(port)?;
+    let _registration = local.register(port, workspace)?;
     let url = format!("https://127.0.0.1:{port}/");
     let subscribed = api
         .call(
@@ -137,7 +149,7 @@ pub async fn run(global: &GlobalSettings, settings: &ListenSettings) -> Result<(
 
 /// The events asked, upper-cased, or every subscribable type the key may receive (invoice
 /// events are for owners and admins).
-async fn events_to_receive(api: &ApiClient, asked: &[String]) -> Result<Vec<String>> {
+async fn events_to_receive(api: &ApiClient, me: &Value, asked: &[String]) -> Result<Vec<String>> {
     let asked: Vec<String> = asked
         .iter()
         .map(|e| e.trim().to_ascii_uppercase())
@@ -146,11 +158,6 @@ async fn events_to_receive(api: &ApiClient, asked: &[String]) -> Result<Vec<Stri
     if !asked.is_empty() {
         return Ok(asked);
     }
-    let me = api
-        .call(Method::GET, "/api/me", None, JSON)
-        .await
-        .map_err(|e| explain(e, api.base()))?
-        .unwrap_or_default();
     let member = me["user"]["role"] == "member";
     let catalog = api
         .call(

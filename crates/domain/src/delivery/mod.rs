@@ -47,6 +47,19 @@ pub struct WebhookRequest {
     pub headers: Vec<(&'static str, String)>,
     /// The event's exact JSON body.
     pub body: String,
+    /// The workspace whose delivery this is, when known: a local receiver (`timetrack listen`)
+    /// takes only its own workspace's deliveries. [`build_request`] leaves it unset;
+    /// [`WebhookRequest::of_workspace`] sets it.
+    pub workspace: Option<crate::ids::WorkspaceId>,
+}
+
+impl WebhookRequest {
+    /// The request, as a delivery of `workspace`.
+    #[must_use]
+    pub fn of_workspace(mut self, workspace: crate::ids::WorkspaceId) -> Self {
+        self.workspace = Some(workspace);
+        self
+    }
 }
 
 /// The request delivering an event: the body as stored, the Standard Webhooks headers
@@ -77,6 +90,7 @@ pub fn build_request(
         url: url.to_owned(),
         headers: request_headers(event_id, event_type, timestamp, signature, ordering),
         body: body.to_owned(),
+        workspace: None,
     })
 }
 

@@ -148,7 +148,8 @@ impl DeliveryService {
                 key: &claimed.ordering_key,
                 sequence: claimed.sequence,
             },
-        )?;
+        )?
+        .of_workspace(claimed.workspace_id);
         let signature = request
             .headers
             .iter()

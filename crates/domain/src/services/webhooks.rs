@@ -238,7 +238,7 @@ impl WebhookService {
                 "events must be a non-empty array of event names",
             ));
         }
-        let target = self.parsed_url(&new.url)?;
+        let target = self.parsed_url(&new.url, caller.workspace_id)?;
         let events = parse_events(&new.events)?;
         require_may_receive(caller, &events)?;
         let description = checked_description(new.description)?;
@@ -355,7 +355,7 @@ impl WebhookService {
         let target = change
             .url
             .as_deref()
-            .map(|u| self.parsed_url(u))
+            .map(|u| self.parsed_url(u, caller.workspace_id))
             .transpose()?;
         let events = change.events.as_deref().map(parse_events).transpose()?;
         if let Some(events) = &events {
@@ -868,10 +868,11 @@ impl WebhookService {
         Ok((page, next))
     }
 
-    /// `raw` parsed by the webhook URL rules (the SSRF guard unless private targets are allowed).
-    fn parsed_url(&self, raw: &str) -> DomainResult<WebhookTarget> {
+    /// `raw` parsed by the webhook URL rules (the SSRF guard unless private targets are allowed,
+    /// or `raw` is a local receiver of `workspace`).
+    fn parsed_url(&self, raw: &str, workspace: WorkspaceId) -> DomainResult<WebhookTarget> {
         let local = self.local_receivers.as_ref().is_some_and(|receivers| {
-            loopback_literal_port(raw).is_some_and(|port| receivers.receives_at(port))
+            loopback_literal_port(raw).is_some_and(|port| receivers.receives_at(port, workspace))
         });
         parse_webhook_url(raw, self.settings.allow_private_targets || local)
             .map_err(|problem| DomainError::invalid(INVALID_URL, problem))

@@ -57,13 +57,13 @@ fn subscribe_creates_an_active_owned_subscription_with_deduplicated_events() {
     assert_eq!(listed[0].1.state, HealthState::Unknown, "no attempt yet");
 }
 
-/// A local receiver (`timetrack listen`) on one port.
+/// A local receiver (`timetrack listen`) on one port, for one workspace.
 #[derive(Debug)]
-struct ListeningOn(u16);
+struct ListeningOn(u16, timetrack_domain::ids::WorkspaceId);
 
 impl LocalReceivers for ListeningOn {
-    fn receives_at(&self, port: u16) -> bool {
-        port == self.0
+    fn receives_at(&self, port: u16, workspace: timetrack_domain::ids::WorkspaceId) -> bool {
+        port == self.0 && workspace == self.1
     }
 }
 
@@ -72,11 +72,16 @@ fn a_loopback_literal_is_accepted_only_at_a_port_a_local_receiver_listens_on() {
     let (mut world, caller) = setup();
     world.webhooks = world
         .webhooks
-        .with_local_receivers(Some(std::sync::Arc::new(ListeningOn(4431))));
+        .with_local_receivers(Some(std::sync::Arc::new(ListeningOn(
+            4431,
+            caller.workspace_id,
+        ))));
     let s = |n: NewSubscription| run_ready(world.webhooks.subscribe(&caller, n));
     assert!(s(new("https://127.0.0.1:4431/", &["CLIENT_CREATED"])).is_ok());
     for refused in [
         "https://127.0.0.1:4432/",
+        "https://127.0.0.2:4431/",
+        "https://[::1]:4431/",
         "https://127.0.0.1/",
         "https://localhost:4431/",
         "https://10.0.0.1:4431/",
@@ -88,6 +93,21 @@ fn a_loopback_literal_is_accepted_only_at_a_port_a_local_receiver_listens_on() {
             "{refused}"
         );
     }
+}
+
+#[test]
+fn a_local_receiver_takes_only_its_own_workspaces_webhooks() {
+    let (mut world, caller) = setup();
+    let another = timetrack_domain::ids::WorkspaceId(uuid::Uuid::from_u128(0xfeed));
+    world.webhooks = world
+        .webhooks
+        .with_local_receivers(Some(std::sync::Arc::new(ListeningOn(4431, another))));
+    let refused = run_ready(
+        world
+            .webhooks
+            .subscribe(&caller, new("https://127.0.0.1:4431/", &["CLIENT_CREATED"])),
+    );
+    assert_eq!(validation(refused), INVALID_URL);
 }
 
 #[test]
