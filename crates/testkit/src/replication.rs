@@ -130,12 +130,27 @@ impl ReplicaPair {
     }
 
     /// Makes the primary read-only while it runs, as a switchover leaves it until it restarts
-    /// as a standby (`default_transaction_read_only`, reloaded).
+    /// as a standby (`default_transaction_read_only`, reloaded). Returns once the reload is in
+    /// effect: `pg_reload_conf()` only signals the postmaster, which reads the file and then
+    /// signals every backend; a write sent in between ran read-write on an open connection
+    /// (the test then saw one acknowledged write on the old primary). A new session showing the
+    /// setting means the postmaster has read it and signalled the backends, and each applies
+    /// it before its next command.
     pub async fn demote_primary_in_place(&self) -> Result<()> {
         let url = self.primary.url("postgres");
         query(&url, "ALTER SYSTEM SET default_transaction_read_only = on").await?;
         query(&url, "SELECT pg_reload_conf()").await?;
-        Ok(())
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let row = query_one(&url, "SHOW default_transaction_read_only").await?;
+            if row.get::<_, String>(0) == "on" {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("the primary did not become read-only within 10 s of the reload");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 }
 
