@@ -352,6 +352,49 @@ async fn past_the_failure_limit_no_key_is_looked_up() {
 }
 
 #[actix_web::test]
+async fn a_key_made_a_moment_ago_waits_one_second_at_a_limited_address() {
+    let t = TestApp::with_settings(limits(100, 100, 3)).await;
+    let app = t.service().await;
+    let me = |key: &str| {
+        test::TestRequest::get()
+            .uri("/api/me")
+            .peer_addr("203.0.113.7:4000".parse().unwrap())
+            .insert_header(("Authorization", format!("Bearer {key}")))
+            .to_request()
+    };
+    let unknown = format!("tt_{}", "A".repeat(43));
+    for _ in 0..3 {
+        assert_eq!(call(&app, me(&unknown)).await.0, 401);
+    }
+    // Read the set of keys now, so that a key made next is not in it.
+    assert_eq!(call(&app, me(&unknown)).await.0, 429);
+    let (_, fresh) = t
+        .admin
+        .create_api_key(t.user.id, t.workspace.id, None)
+        .await
+        .unwrap();
+    // Not yet in the set of keys (read less than a second ago): a second's wait, as
+    // decisions.md says, not the address's window; then it passes.
+    let res = test::call_service(&app, me(fresh.expose())).await;
+    assert_eq!(res.status(), 429);
+    assert_eq!(header(&res, "retry-after").as_deref(), Some("1"));
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(call(&app, me(fresh.expose())).await.0, 200);
+    // Without a key, the address waits for its window.
+    let res = test::call_service(
+        &app,
+        test::TestRequest::get()
+            .uri("/api/me")
+            .peer_addr("203.0.113.7:4001".parse().unwrap())
+            .to_request(),
+    )
+    .await;
+    assert_eq!(res.status(), 429);
+    let wait: u64 = header(&res, "retry-after").unwrap().parse().unwrap();
+    assert!(wait > 1, "the window's wait: {wait}");
+}
+
+#[actix_web::test]
 async fn past_the_failure_limit_a_valid_key_still_passes_and_a_guess_does_not() {
     let t = TestApp::with_settings(limits(100, 100, 3)).await;
     let app = t.service().await;

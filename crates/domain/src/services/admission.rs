@@ -118,8 +118,16 @@ impl Admission {
                 _ => false,
             };
             if !state.allowed && !known {
+                // A key that is not among those storage held at the last read may have been made
+                // since: the set is read again at most a second later, and then it passes. So a
+                // presented key waits a second; no key at all waits for the address's window.
+                let retry_after_secs = if key.is_some() {
+                    1
+                } else {
+                    state.retry_after_secs.unwrap_or(1)
+                };
                 return Err(Refusal::TooManyRequests {
-                    retry_after_secs: state.retry_after_secs.unwrap_or(1),
+                    retry_after_secs,
                     decision: None,
                 });
             }
