@@ -580,6 +580,64 @@ async fn admit(
     }
 }
 
+/// Answers a POSTed JSON body that is not one JSON-RPC message as JSON-RPC says, `400` with an
+/// error object and no id: malformed JSON or an empty body is a parse error (`-32700`), a batch
+/// (an array; MCP's Streamable HTTP takes one message a request) or an object that is no
+/// request, notification or response an invalid request (`-32600`). The transport would answer
+/// these `415` with a line of text, which no JSON-RPC client reads. Anything else goes on to the
+/// transport with its body as read; a body past `max_bytes` is `413`, as the transport says.
+async fn jsonrpc_checked(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+    max_bytes: usize,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let json_post = req.method() == actix_web::http::Method::POST
+        && req
+            .headers()
+            .get(actix_web::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.split(';')
+                    .next()
+                    .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+            });
+    if !json_post {
+        return Ok(next.call(req).await?.map_into_left_body());
+    }
+    let mut payload = req.take_payload();
+    let mut body = web::BytesMut::new();
+    while let Some(chunk) = futures_util::StreamExt::next(&mut payload).await {
+        let chunk = chunk?;
+        if body.len() + chunk.len() > max_bytes {
+            let refused =
+                HttpResponse::PayloadTooLarge().json(json!({"error": "Payload too large"}));
+            return Ok(req.into_response(refused).map_into_right_body());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let body = body.freeze();
+    let refusal = match serde_json::from_slice::<Value>(&body) {
+        Err(err) => Some((-32700, format!("Parse error: {err}"))),
+        Ok(Value::Array(_)) => Some((
+            -32600,
+            "Invalid Request: one JSON-RPC message a request, batches are not supported".to_owned(),
+        )),
+        Ok(message) => serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(message)
+            .err()
+            .map(|err| (-32600, format!("Invalid Request: {err}"))),
+    };
+    if let Some((code, message)) = refusal {
+        let refused = HttpResponse::BadRequest().json(json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {"code": code, "message": message},
+        }));
+        return Ok(req.into_response(refused).map_into_right_body());
+    }
+    req.set_payload(actix_web::dev::Payload::from(body));
+    Ok(next.call(req).await?.map_into_left_body())
+}
+
 /// The `/mcp` scope on `state`: admission, then the Streamable HTTP transport, stateless, taking
 /// JSON-RPC messages of at most `max_message_bytes` (the application's body limit).
 pub fn scope(
@@ -608,5 +666,10 @@ pub fn scope(
             }
         })
         .build();
-    service.scope_with_path(PATH).wrap(from_fn(admit))
+    service
+        .scope_with_path(PATH)
+        .wrap(from_fn(move |req, next| {
+            jsonrpc_checked(req, next, max_message_bytes)
+        }))
+        .wrap(from_fn(admit))
 }

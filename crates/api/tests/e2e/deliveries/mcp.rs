@@ -274,6 +274,52 @@ async fn unknown_or_mistyped_arguments_are_a_tool_error_naming_them() {
     assert_eq!(ok(&out, 5), &json!({"timer": null}));
 }
 
+#[tokio::test]
+async fn a_body_that_is_not_one_json_rpc_message_gets_a_json_rpc_error() {
+    let s = Setup::new().await;
+    let post = |body: &'static str| {
+        s.client
+            .post(format!("{}/mcp", s.server.base))
+            .bearer_auth(&s.key)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+            .send()
+    };
+    for (body, code) in [
+        ("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ", -32700),
+        ("", -32700),
+        (
+            "[{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/list\"}]",
+            -32600,
+        ),
+        ("{\"hello\": \"world\"}", -32600),
+    ] {
+        let res = post(body).await.unwrap();
+        assert_eq!(res.status(), 400, "{body:?}");
+        let answer: Value = res.json().await.unwrap();
+        assert_eq!(answer["jsonrpc"], "2.0", "{answer}");
+        assert_eq!(answer["id"], Value::Null, "{answer}");
+        assert_eq!(answer["error"]["code"], code, "{body:?}: {answer}");
+        assert!(answer["error"]["message"].is_string(), "{answer}");
+    }
+    // A message the transport takes still works after the check read its body.
+    let res = post(
+        "{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"initialize\", \"params\": \
+         {\"protocolVersion\": \"2025-03-26\", \"capabilities\": {}, \
+         \"clientInfo\": {\"name\": \"t\", \"version\": \"1\"}}}",
+    )
+    .await
+    .unwrap();
+    assert_eq!(res.status(), 200);
+    let answer: Value = res.json().await.unwrap();
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "timetrack",
+        "{answer}"
+    );
+}
+
 async fn client_calls(s: &Setup, calls: Value) -> Value {
     client(s, &s.key, calls).await
 }
