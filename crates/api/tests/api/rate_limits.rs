@@ -319,55 +319,50 @@ async fn a_key_over_its_limit_gets_no_replay() {
     assert!(res.headers().get("idempotent-replayed").is_none());
 }
 
+/// `GET /api/me` with `key`, from the address the failure-limit tests bring to its limit.
+fn me_from_limited(key: &str) -> actix_http::Request {
+    test::TestRequest::get()
+        .uri("/api/me")
+        .peer_addr("203.0.113.7:4000".parse().unwrap())
+        .insert_header(("Authorization", format!("Bearer {key}")))
+        .to_request()
+}
+
 #[actix_web::test]
 async fn past_the_failure_limit_no_key_is_looked_up() {
     let t = TestApp::with_settings(limits(100, 100, 3)).await;
     let app = t.service().await;
-    let me = |key: &str| {
-        test::TestRequest::get()
-            .uri("/api/me")
-            .peer_addr("203.0.113.7:4000".parse().unwrap())
-            .insert_header(("Authorization", format!("Bearer {key}")))
-            .to_request()
-    };
     // A valid key this process has verified keeps working from the limited address.
-    assert_eq!(call(&app, me(&t.secret)).await.0, 200);
+    assert_eq!(call(&app, me_from_limited(&t.secret)).await.0, 200);
     // Well-formed keys that are unknown: each costs a lookup, until the limit.
     let unknown = format!("tt_{}", "A".repeat(43));
     for _ in 0..3 {
-        assert_eq!(call(&app, me(&unknown)).await.0, 401);
+        assert_eq!(call(&app, me_from_limited(&unknown)).await.0, 401);
     }
     // Past it, a lookup would fail: the table is gone. Nothing may reach it.
     t.execute("ALTER TABLE api_keys RENAME TO api_keys_hidden")
         .await;
     for key in [unknown.as_str(), "tt_wrong"] {
-        let (status, _, body) = call(&app, me(key)).await;
+        let (status, _, body) = call(&app, me_from_limited(key)).await;
         assert_eq!(
             (status, body),
             (429, json!({"error": "Too many requests"})),
             "{key}"
         );
     }
-    assert_eq!(call(&app, me(&t.secret)).await.0, 200);
+    assert_eq!(call(&app, me_from_limited(&t.secret)).await.0, 200);
 }
 
 #[actix_web::test]
 async fn a_key_made_a_moment_ago_waits_one_second_at_a_limited_address() {
     let t = TestApp::with_settings(limits(100, 100, 3)).await;
     let app = t.service().await;
-    let me = |key: &str| {
-        test::TestRequest::get()
-            .uri("/api/me")
-            .peer_addr("203.0.113.7:4000".parse().unwrap())
-            .insert_header(("Authorization", format!("Bearer {key}")))
-            .to_request()
-    };
     let unknown = format!("tt_{}", "A".repeat(43));
     for _ in 0..3 {
-        assert_eq!(call(&app, me(&unknown)).await.0, 401);
+        assert_eq!(call(&app, me_from_limited(&unknown)).await.0, 401);
     }
     // Read the set of keys now, so that a key made next is not in it.
-    assert_eq!(call(&app, me(&unknown)).await.0, 429);
+    assert_eq!(call(&app, me_from_limited(&unknown)).await.0, 429);
     let (_, fresh) = t
         .admin
         .create_api_key(t.user.id, t.workspace.id, None)
@@ -375,11 +370,11 @@ async fn a_key_made_a_moment_ago_waits_one_second_at_a_limited_address() {
         .unwrap();
     // Not yet in the set of keys (read less than a second ago): a second's wait, as
     // decisions.md says, not the address's window; then it passes.
-    let res = test::call_service(&app, me(fresh.expose())).await;
+    let res = test::call_service(&app, me_from_limited(fresh.expose())).await;
     assert_eq!(res.status(), 429);
     assert_eq!(header(&res, "retry-after").as_deref(), Some("1"));
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-    assert_eq!(call(&app, me(fresh.expose())).await.0, 200);
+    assert_eq!(call(&app, me_from_limited(fresh.expose())).await.0, 200);
     // Without a key, the address waits for its window.
     let res = test::call_service(
         &app,
