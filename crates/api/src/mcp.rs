@@ -422,7 +422,7 @@ impl ServerHandler for Tools {
 }
 
 /// The error body for `arguments` that `schema` (a tool's input schema) does not name, if any:
-/// `{"error": "Unknown argument: projectId", "detail": "start_timer takes ..."}`.
+/// `{"error": "Unknown argument: projectId", "detail": "this tool takes: billable, ..."}`.
 fn unknown_arguments(
     schema: &Map<String, Value>,
     arguments: Option<&Map<String, Value>>,
@@ -616,17 +616,18 @@ async fn jsonrpc_checked(
         body.extend_from_slice(&chunk);
     }
     let body = body.freeze();
-    let refusal = match serde_json::from_slice::<Value>(&body) {
-        Err(err) => Some((-32700, format!("Parse error: {err}"))),
-        Ok(Value::Array(_)) => Some((
-            -32600,
-            "Invalid Request: one JSON-RPC message a request, batches are not supported".to_owned(),
-        )),
-        Ok(message) => serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(message)
-            .err()
-            .map(|err| (-32600, format!("Invalid Request: {err}"))),
-    };
-    if let Some((code, message)) = refusal {
+    // A message is decoded once here (and again by the transport); only a refused body is read
+    // a second time, to tell a parse error from an invalid request.
+    if let Err(err) = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(&body) {
+        let (code, message) = match serde_json::from_slice::<Value>(&body) {
+            Err(err) => (-32700, format!("Parse error: {err}")),
+            Ok(Value::Array(_)) => (
+                -32600,
+                "Invalid Request: one JSON-RPC message a request, batches are not supported"
+                    .to_owned(),
+            ),
+            Ok(_) => (-32600, format!("Invalid Request: {err}")),
+        };
         let refused = HttpResponse::BadRequest().json(json!({
             "jsonrpc": "2.0",
             "id": null,
