@@ -13,7 +13,7 @@
 //! those it took in the `QUICK` before, and they turn slow (leaving the process's slots) a second
 //! after they started.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use crate::ids::WorkspaceId;
@@ -51,13 +51,17 @@ impl QuickWorkspaces {
         if self.vouched_until.is_empty() {
             return Vec::new();
         }
-        let mut quick = self.vouched_until.clone();
-        for (workspace, started) in running {
-            if now.saturating_duration_since(started) > Self::QUICK {
-                quick.remove(&workspace);
-            }
-        }
-        let mut unshared: Vec<WorkspaceId> = quick.into_keys().collect();
+        let waiting: HashSet<WorkspaceId> = running
+            .into_iter()
+            .filter(|(_, started)| now.saturating_duration_since(*started) > Self::QUICK)
+            .map(|(workspace, _)| workspace)
+            .collect();
+        let mut unshared: Vec<WorkspaceId> = self
+            .vouched_until
+            .keys()
+            .filter(|workspace| !waiting.contains(workspace))
+            .copied()
+            .collect();
         unshared.sort_by_key(|ws| ws.0);
         unshared
     }
