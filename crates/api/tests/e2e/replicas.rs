@@ -11,7 +11,9 @@ use timetrack_testkit::{Account, Admin, ReplicaPair, Replication, ServeCommand, 
 
 use crate::BIN;
 
-const MAX_LAG: Duration = Duration::from_secs(2);
+/// Wide enough that a standby whose replay is slowed by a loaded machine (CI runs many clusters
+/// at once on two cores) is still within it when the test pauses it.
+const MAX_LAG: Duration = Duration::from_secs(5);
 
 struct Service {
     server: ServerProcess,
@@ -92,7 +94,10 @@ async fn reads_come_from_the_replica_within_its_lag_and_see_their_own_writes() {
         let server = ServeCommand::new(Path::new(BIN), &primary)
             .unlimited()
             .env("TIMETRACK_DATABASE_REPLICA_URL", replica)
-            .env("TIMETRACK_REPLICA_MAX_LAG", "2s")
+            .env(
+                "TIMETRACK_REPLICA_MAX_LAG",
+                format!("{}s", MAX_LAG.as_secs()),
+            )
             .log_to(&logs.join("serve.log"))
             .start_blocking()
             .unwrap();
@@ -129,12 +134,21 @@ async fn reads_come_from_the_replica_within_its_lag_and_see_their_own_writes() {
         s.finds(&writer, "Bravo").await,
         "the writer's read waits for its write"
     );
-    let from_replica = !s.finds(&reader, "Bravo").await;
+    // Only the paused replica lacks Bravo. A read may still go to the primary when the replica
+    // pool's first connection misses its time-out on a loaded machine, so the read is asked
+    // again, well within the bound.
+    let mut from_replica = false;
+    while !from_replica && paused_at.elapsed() < MAX_LAG / 2 {
+        from_replica = !s.finds(&reader, "Bravo").await;
+        if !from_replica {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
     let asked_within = paused_at.elapsed();
     assert!(
         from_replica,
-        "another key's read came from the primary {asked_within:?} after the pause; the replica \
-         was within {MAX_LAG:?}"
+        "another key's reads came from the primary for {asked_within:?} after the pause; the \
+         replica was within {MAX_LAG:?}"
     );
     assert!(
         s.finds(&reader, "Alpha").await,
