@@ -319,6 +319,7 @@ mod tests {
             disable_subscription: false,
             notice: None,
             signature: None,
+            custom_headers: None,
         }
     }
 

@@ -32,6 +32,8 @@ pub enum Purpose {
     WebhookSecret,
     /// A stored response of an idempotent request.
     IdempotentResponse,
+    /// A webhook subscription's custom headers (their stored JSON).
+    WebhookHeaders,
 }
 
 impl Purpose {
@@ -39,6 +41,7 @@ impl Purpose {
         match self {
             Self::WebhookSecret => b"timetrack webhook secret",
             Self::IdempotentResponse => b"timetrack idempotent response",
+            Self::WebhookHeaders => b"timetrack webhook headers",
         }
     }
 }

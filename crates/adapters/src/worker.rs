@@ -821,6 +821,7 @@ mod tests {
             description: None,
             secret: "whsec_x".into(),
             previous_secret: None,
+            headers: Default::default(),
             attempts: 0,
             ordering_key: "c1".into(),
             sequence: 1,
@@ -841,6 +842,7 @@ mod tests {
             disable_subscription: false,
             notice: None,
             signature: None,
+            custom_headers: None,
         }
     }
 

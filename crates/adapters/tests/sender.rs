@@ -6,6 +6,7 @@ use timetrack_adapters::{HyperWebhookSender, SenderSettings};
 use timetrack_domain::delivery::{
     AttemptOutcome, FailureReason, ResponseExcerpt, WebhookRequest, build_request,
 };
+use timetrack_domain::model::CustomHeaders;
 use timetrack_domain::ports::WebhookSender;
 use timetrack_testkit::{Behaviour, HttpsReceiver};
 
@@ -20,6 +21,10 @@ fn sender(receiver: &HttpsReceiver, total: Duration) -> HyperWebhookSender {
 }
 
 fn request(url: &str) -> WebhookRequest {
+    request_with(url, &CustomHeaders::none())
+}
+
+fn request_with(url: &str, custom: &CustomHeaders) -> WebhookRequest {
     build_request(
         url,
         timetrack_domain::delivery::Secrets {
@@ -34,6 +39,7 @@ fn request(url: &str) -> WebhookRequest {
             key: "c1",
             sequence: 1,
         },
+        custom,
     )
     .unwrap()
 }
@@ -64,6 +70,29 @@ async fn a_2xx_is_delivered_with_the_exact_body_and_signed_headers() {
             .unwrap()
             .starts_with("timetrack-webhooks/")
     );
+}
+
+#[tokio::test]
+async fn a_webhooks_custom_headers_arrive_as_given() {
+    let receiver = HttpsReceiver::start().await;
+    let custom = CustomHeaders::parse(vec![
+        ("Authorization".into(), "Bearer tok_5NnqV7fR2kWm9yXc".into()),
+        ("X-Tenant".into(), "café\tnord".into()),
+        ("User-Agent".into(), "acme-relay/2".into()),
+    ])
+    .unwrap();
+    let report = sender(&receiver, Duration::from_secs(15))
+        .send(&request_with(&receiver.url("/hook"), &custom))
+        .await;
+    assert_eq!(report.outcome, AttemptOutcome::Delivered { status: 200 });
+    let got = &receiver.received()[0];
+    assert_eq!(
+        got.header("authorization"),
+        Some("Bearer tok_5NnqV7fR2kWm9yXc")
+    );
+    assert_eq!(got.header("x-tenant"), Some("café\tnord"));
+    assert_eq!(got.header("user-agent"), Some("acme-relay/2"));
+    assert!(got.header("webhook-signature").unwrap().starts_with("v1,"));
 }
 
 #[tokio::test]

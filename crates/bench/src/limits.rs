@@ -90,6 +90,7 @@ async fn https_rate(env: &Environment, sizes: Sizes, concurrency: usize) -> Resu
             key: "c1",
             sequence: 1,
         },
+        &timetrack_domain::model::CustomHeaders::none(),
     )?;
     let request = Arc::new(request);
     // Warm the connections first.

@@ -262,7 +262,8 @@ async fn handle(
         .map(|(n, v)| {
             (
                 n.as_str().to_owned(),
-                v.to_str().unwrap_or_default().to_owned(),
+                // Values are bytes; UTF-8 ones (a custom header's) read as sent.
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
             )
         })
         .collect();

@@ -6,6 +6,7 @@
 //! always verified, against the system roots plus the PEM roots of `extra_roots`. Connections are
 //! kept alive and reused per host. Redirects are never followed.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -205,15 +206,18 @@ impl HyperWebhookSender {
         };
         let mut builder = Request::post(target.request_uri());
         for (name, value) in &request.headers {
-            match HeaderValue::from_str(value) {
-                Ok(value) => {
-                    builder = builder.header(HeaderName::from_static(name), value);
+            // The delivery's own names are constants; a webhook's custom ones were checked when
+            // it was saved, and are checked again here rather than trusted.
+            let name = match name {
+                Cow::Borrowed(own) => Ok(HeaderName::from_static(own)),
+                Cow::Owned(custom) => HeaderName::from_bytes(custom.as_bytes()),
+            };
+            match (name, HeaderValue::from_str(value)) {
+                (Ok(name), Ok(value)) => {
+                    builder = builder.header(name, value);
                 }
-                Err(_) => {
-                    return (
-                        failed(FailureReason::Protocol, "invalid header value"),
-                        None,
-                    );
+                _ => {
+                    return (failed(FailureReason::Protocol, "invalid header"), None);
                 }
             }
         }

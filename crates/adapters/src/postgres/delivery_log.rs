@@ -347,6 +347,7 @@ impl DeliveryLog for PgDeliveryLog {
             Option<String>,
             bool,
             Option<String>,
+            Option<String>,
         );
         let attempts: Vec<AttemptRow> = delivery_attempts::table
             .filter(delivery_attempts::delivery_id.eq(delivery.0))
@@ -360,6 +361,7 @@ impl DeliveryLog for PgDeliveryLog {
                 delivery_attempts::response_excerpt,
                 delivery_attempts::response_excerpt_lossy,
                 delivery_attempts::signature,
+                delivery_attempts::custom_headers,
             ))
             .load(&mut conn)
             .await
@@ -382,6 +384,7 @@ impl DeliveryLog for PgDeliveryLog {
                         response_body,
                         response_body_lossy,
                         signature,
+                        custom_headers,
                     )| DeliveryAttempt {
                         number,
                         started_at,
@@ -391,6 +394,7 @@ impl DeliveryLog for PgDeliveryLog {
                         response_body,
                         response_body_lossy,
                         signature,
+                        custom_headers,
                     },
                 )
                 .collect(),

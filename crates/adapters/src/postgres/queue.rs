@@ -14,7 +14,7 @@ use timetrack_domain::delivery::{
     QueueStats, ResponseExcerpt,
 };
 use timetrack_domain::ids::{EventId, WorkspaceId};
-use timetrack_domain::model::{DeliveryId, DeliveryKind, EventType, WebhookId};
+use timetrack_domain::model::{CustomHeaders, DeliveryId, DeliveryKind, EventType, WebhookId};
 use timetrack_domain::ports::DeliveryQueue;
 use timetrack_domain::timefmt::rfc3339;
 use timetrack_domain::{DomainError, DomainResult};
@@ -52,6 +52,9 @@ struct ClaimRow {
     secret: String,
     #[diesel(sql_type = Nullable<Text>)]
     previous_secret: Option<String>,
+    /// The subscription's custom headers, sealed; NULL for none.
+    #[diesel(sql_type = Nullable<Text>)]
+    headers: Option<String>,
     #[diesel(sql_type = Integer)]
     attempts: i32,
     #[diesel(sql_type = Nullable<Timestamptz>)]
@@ -122,6 +125,7 @@ macro_rules! batch_query {
             not_before: Array<Nullable<Timestamptz>> = &$batch.not_before,
             lossy: Array<Bool> = &$batch.lossy,
             signatures: Array<Nullable<Text>> = &$batch.signatures,
+            custom_headers: Array<Nullable<Text>> = &$batch.custom_headers,
             $($rest)*
         )
     };
@@ -321,6 +325,8 @@ struct RecordBatch {
     not_before: Vec<Option<OffsetDateTime>>,
     /// The `webhook-signature` header each attempt was sent with.
     signatures: Vec<Option<String>>,
+    /// The custom headers each attempt was sent with, masked.
+    custom_headers: Vec<Option<String>>,
 }
 
 impl RecordBatch {
@@ -365,6 +371,7 @@ impl RecordBatch {
             _ => None,
         });
         self.signatures.push(attempt.signature.clone());
+        self.custom_headers.push(attempt.custom_headers.clone());
     }
 
     /// Writes the batch on `conn`: attempts that neither end nor disable their subscription,
@@ -417,6 +424,17 @@ fn claimed(row: ClaimRow, secrets: &SecretBox) -> DomainResult<ClaimedDelivery> 
         description: row.description,
         secret: secret(&row.secret)?,
         previous_secret: row.previous_secret.as_deref().map(secret).transpose()?,
+        headers: row
+            .headers
+            .as_deref()
+            .map(|sealed| {
+                secrets
+                    .open(Purpose::WebhookHeaders, sealed)
+                    .map_err(DomainError::Unexpected)
+                    .and_then(|plain| CustomHeaders::from_stored(&plain))
+            })
+            .transpose()?
+            .unwrap_or_default(),
         attempts: u32::try_from(row.attempts).unwrap_or(0),
         failing_since: row.failing_since,
         failing_notified: row.failing_notified,

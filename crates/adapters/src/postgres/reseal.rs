@@ -15,11 +15,13 @@ use crate::secrets::{Purpose, SecretBox};
 pub struct Resealed {
     /// Webhook signing secrets (current and, inside a rotation's window, previous).
     pub webhook_secrets: usize,
+    /// Webhooks' custom headers.
+    pub webhook_headers: usize,
     /// Stored idempotent responses.
     pub idempotent_responses: usize,
 }
 
-/// Seals every webhook secret and stored idempotent response that is not under `secrets`'
+/// Seals every webhook secret, webhook's custom headers and stored idempotent response that is not under `secrets`'
 /// current key again under it.
 ///
 /// Fails, naming the key, if a value is sealed under a key `secrets` does not have: after a
@@ -81,6 +83,35 @@ pub async fn reseal_all(pool: &PgPool, secrets: &SecretBox) -> Result<Resealed> 
         .execute(&mut conn)
         .await
         .context("resealing a previous webhook secret")?;
+    }
+
+    let stale: Vec<(String, String)> = webhook_subscriptions::table
+        .filter(webhook_subscriptions::headers.is_not_null())
+        .filter(
+            webhook_subscriptions::headers
+                .assume_not_null()
+                .not_like(&pattern),
+        )
+        .select((
+            webhook_subscriptions::id,
+            webhook_subscriptions::headers.assume_not_null(),
+        ))
+        .load(&mut conn)
+        .await
+        .context("reading webhooks' custom headers to reseal")?;
+    for (id, stored) in stale {
+        let plain = secrets
+            .open(Purpose::WebhookHeaders, &stored)
+            .with_context(|| format!("webhook {id} (custom headers)"))?;
+        resealed.webhook_headers += diesel::update(
+            webhook_subscriptions::table
+                .filter(webhook_subscriptions::id.eq(&id))
+                .filter(webhook_subscriptions::headers.eq(&stored)),
+        )
+        .set(webhook_subscriptions::headers.eq(secrets.seal(Purpose::WebhookHeaders, &plain)))
+        .execute(&mut conn)
+        .await
+        .context("resealing a webhook's custom headers")?;
     }
 
     let stale: Vec<(Uuid, String, String)> = idempotency_keys::table

@@ -91,6 +91,7 @@ diesel::table! {
         is_test -> Bool,
         workspace_id -> Uuid,
         signature -> Nullable<Text>,
+        custom_headers -> Nullable<Text>,
     }
 }
 
@@ -260,6 +261,7 @@ diesel::table! {
         failing_attempts -> Int4,
         recovered_at -> Nullable<Timestamptz>,
         disabled_reason -> Nullable<Text>,
+        headers -> Nullable<Text>,
     }
 }
 

@@ -7,8 +7,8 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ApiKeyId, ClientId, ProjectId, UserId, WorkspaceId};
 use timetrack_domain::model::{
-    AttemptSummary, AuditEntry, DisabledReason, EventType, HourlyStats, Subscription,
-    SubscriptionChange, SubscriptionFilters, SubscriptionStatus, WebhookId,
+    AttemptSummary, AuditEntry, CustomHeaders, DisabledReason, EventType, HourlyStats,
+    Subscription, SubscriptionChange, SubscriptionFilters, SubscriptionStatus, WebhookId,
 };
 use timetrack_domain::ports::SubscriptionRepository;
 use timetrack_domain::{DomainError, DomainResult};
@@ -43,6 +43,8 @@ struct SubscriptionRow {
     filter_user_ids: Option<Vec<Option<Uuid>>>,
     filter_billable: Option<bool>,
     disabled_reason: Option<String>,
+    /// Sealed in storage, opened in [`PgSubscriptionRepository::subscription`].
+    headers: Option<String>,
 }
 
 /// The filter columns of [`SubscriptionFilters`]: `None` where no such filter is given.
@@ -77,6 +79,8 @@ struct ChangeRow<'a> {
     filter_client_ids: Option<Option<Vec<Option<Uuid>>>>,
     filter_user_ids: Option<Option<Vec<Option<Uuid>>>>,
     filter_billable: Option<Option<bool>>,
+    /// Sealed; `Some(None)` removes them all.
+    headers: Option<Option<String>>,
     updated_at: OffsetDateTime,
 }
 
@@ -231,6 +235,12 @@ impl TryFrom<SubscriptionRow> for Subscription {
                     .map(|ids| ids.into_iter().flatten().map(UserId).collect()),
                 billable: row.filter_billable,
             },
+            headers: row
+                .headers
+                .as_deref()
+                .map(CustomHeaders::from_stored)
+                .transpose()?
+                .unwrap_or_default(),
         })
     }
 }
@@ -260,6 +270,7 @@ impl From<&Subscription> for SubscriptionRow {
             filter_user_ids: filters.2,
             filter_billable: filters.3,
             disabled_reason: s.disabled_reason.map(|r| r.as_str().to_owned()),
+            headers: (!s.headers.is_empty()).then(|| s.headers.to_stored()),
         }
     }
 }
@@ -312,13 +323,26 @@ impl PgSubscriptionRepository {
         Self { pool, secrets }
     }
 
-    /// A stored row as the domain's subscription, its secret opened.
+    /// A stored row as the domain's subscription, its secret and headers opened.
     fn subscription(&self, mut row: SubscriptionRow) -> DomainResult<Subscription> {
         row.secret = self
             .secrets
             .open(Purpose::WebhookSecret, &row.secret)
             .map_err(DomainError::Unexpected)?;
+        row.headers = row
+            .headers
+            .map(|sealed| self.secrets.open(Purpose::WebhookHeaders, &sealed))
+            .transpose()
+            .map_err(DomainError::Unexpected)?;
         Subscription::try_from(row)
+    }
+
+    /// `headers` as stored: sealed, or NULL for none.
+    fn sealed_headers(&self, headers: &CustomHeaders) -> Option<String> {
+        (!headers.is_empty()).then(|| {
+            self.secrets
+                .seal(Purpose::WebhookHeaders, &headers.to_stored())
+        })
     }
 }
 
@@ -384,6 +408,7 @@ impl SubscriptionRepository for PgSubscriptionRepository {
         let mut conn = self.pool.get().await.map_err(map_pool_error)?;
         let mut row = SubscriptionRow::from(subscription);
         row.secret = self.secrets.seal(Purpose::WebhookSecret, &row.secret);
+        row.headers = self.sealed_headers(&subscription.headers);
         let workspace = subscription.workspace_id.0;
         let stored = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
@@ -465,6 +490,7 @@ impl SubscriptionRepository for PgSubscriptionRepository {
                 .as_ref()
                 .map(|events| events.iter().map(|e| e.as_str()).collect()),
             description: change.description.as_ref().map(Option::as_deref),
+            headers: change.headers.as_ref().map(|h| self.sealed_headers(h)),
             updated_at: change.updated_at,
         };
         let stored = conn

@@ -76,6 +76,7 @@ fn attempt(started: OffsetDateTime, outcome: AttemptOutcome, next: NextStep) -> 
         disable_subscription: false,
         notice: None,
         signature: None,
+        custom_headers: None,
     }
 }
 

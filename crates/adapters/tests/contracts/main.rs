@@ -18,10 +18,10 @@ use timetrack_domain::ids::{
     ApiKeyId, ClientId, EventId, ProjectId, TagId, TaskId, TimeEntryId, UserId, WorkspaceId,
 };
 use timetrack_domain::model::{
-    ApiKey, AuditEntry, Client, ClientStatus, ClientType, Cursor, DisabledReason, EntrySource,
-    Event, EventSubject, EventType, KeyHash, ListFilter, Page, PageRequest, Project, Subscription,
-    SubscriptionChange, SubscriptionFilters, SubscriptionStatus, Tag, Task, TimeEntry, User,
-    WebhookId, Workspace,
+    ApiKey, AuditEntry, Client, ClientStatus, ClientType, Cursor, CustomHeaders, DisabledReason,
+    EntrySource, Event, EventSubject, EventType, KeyHash, ListFilter, Page, PageRequest, Project,
+    Subscription, SubscriptionChange, SubscriptionFilters, SubscriptionStatus, Tag, Task,
+    TimeEntry, User, WebhookId, Workspace,
 };
 use timetrack_domain::model::{
     DeliveryId, DeliveryKind, DeliveryQuery, DeliveryStatus, ReplayOutcome, ReplayWindow,

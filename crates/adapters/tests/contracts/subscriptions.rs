@@ -40,7 +40,17 @@ pub(crate) fn subscription(n: usize, key: &ApiKey, minutes: i64) -> Subscription
         updated_at: at,
         previous_secret_expires_at: None,
         filters: SubscriptionFilters::default(),
+        headers: CustomHeaders::parse(vec![("X-Zap".into(), n.to_string())]).unwrap(),
     }
+}
+
+/// The custom headers a change sets in the contract below.
+fn bearer() -> CustomHeaders {
+    CustomHeaders::parse(vec![(
+        "Authorization".into(),
+        "Bearer tok_5NnqV7fR2kWm9yXc".into(),
+    )])
+    .unwrap()
 }
 
 fn ids(subscriptions: &[Subscription]) -> Vec<String> {
@@ -82,6 +92,7 @@ async fn subscriptions_are_listed_per_member_and_changed_unless_deleted(s: Subje
         events: None,
         description: Some(None),
         filters: None,
+        headers: Some(bearer()),
         updated_at: T0 + Duration::minutes(5),
     };
     let stored = s
@@ -92,10 +103,14 @@ async fn subscriptions_are_listed_per_member_and_changed_unless_deleted(s: Subje
     let changed = Subscription {
         url: "https://elsewhere.example.com/new".into(),
         description: None,
+        headers: bearer(),
         updated_at: T0 + Duration::minutes(5),
         ..mine.clone()
     };
-    assert_eq!(stored, changed, "url and description changed, events kept");
+    assert_eq!(
+        stored, changed,
+        "url, description and headers changed, events kept"
+    );
     assert_eq!(
         s.subscriptions.get(&mine.id).await.unwrap(),
         Some(changed.clone())
@@ -106,6 +121,7 @@ async fn subscriptions_are_listed_per_member_and_changed_unless_deleted(s: Subje
         events: Some(vec![EventType::TimerStarted]),
         description: None,
         filters: None,
+        headers: None,
         updated_at: T0 + Duration::minutes(5),
     };
     let changed = Subscription {
@@ -118,6 +134,27 @@ async fn subscriptions_are_listed_per_member_and_changed_unless_deleted(s: Subje
             .await
             .unwrap(),
         changed
+    );
+    // Headers set to none are removed, all of them.
+    let no_headers = SubscriptionChange {
+        events: None,
+        headers: Some(CustomHeaders::none()),
+        ..events_only.clone()
+    };
+    let changed = Subscription {
+        headers: CustomHeaders::none(),
+        ..changed
+    };
+    assert_eq!(
+        s.subscriptions
+            .update(&mine.id, &no_headers, &audit("webhook.updated", 5))
+            .await
+            .unwrap(),
+        changed
+    );
+    assert_eq!(
+        s.subscriptions.get(&mine.id).await.unwrap(),
+        Some(changed.clone())
     );
 
     s.subscriptions

@@ -69,6 +69,11 @@ const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[
         "room on each page of entries and no index on their rate ids, so a rate change writes \
          new prices in place: a database in use changes without being remade",
     ),
+    (
+        "2026-12-07-000001_custom_headers",
+        "webhooks' custom headers (sealed) and the masked ones each attempt was sent with: a \
+         database in use gains the columns without being remade",
+    ),
 ];
 
 #[test]
@@ -191,6 +196,7 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
     revert_newest(
         db.url(),
         &[
+            "20261207000001",
             "20261129000004",
             "20261129000003",
             "20261129000002",
@@ -266,6 +272,7 @@ async fn webhooks_disabled_before_reasons_get_theirs_from_their_key() {
     revert_newest(
         db.url(),
         &[
+            "20261207000001",
             "20261129000004",
             "20261129000003",
             "20261129000002",
@@ -334,7 +341,11 @@ async fn webhooks_disabled_before_reasons_get_theirs_from_their_key() {
 #[tokio::test]
 async fn entries_from_before_the_day_totals_are_summed_into_them() {
     let db = TestDatabase::new().await;
-    revert_newest(db.url(), &["20261129000004", "20261129000003"]).await;
+    revert_newest(
+        db.url(),
+        &["20261207000001", "20261129000004", "20261129000003"],
+    )
+    .await;
     let client = sql_client(db.url()).await;
     // Three stopped entries in Berlin (two on one local day, one just after its midnight, which
     // is the day before in UTC), rounded up to 15 minutes, priced 60.00 an hour; one running.

@@ -111,6 +111,7 @@ fn record(next: NextStep, outcome: AttemptOutcome) -> AttemptRecord {
         disable_subscription: false,
         notice: None,
         signature: None,
+        custom_headers: None,
     }
 }
 

@@ -4,12 +4,24 @@ use timetrack_adapters::postgres::{
 };
 use timetrack_adapters::{SecretBox, SecretKey};
 use timetrack_domain::delivery::{ClaimedDelivery, InFlightCaps};
-use timetrack_domain::model::{EventType, Subscription, SubscriptionStatus, WebhookId};
+use timetrack_domain::model::{
+    CustomHeaders, EventType, Subscription, SubscriptionStatus, WebhookId,
+};
 use timetrack_domain::ports::{
     DeliveryQueue, IdempotencyBegin, IdempotencyStore, SubscriptionRepository,
 };
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwAAAAAAAAAAA=";
+/// A custom header's value, as credential-like as they come.
+const BEARER: &str = "Bearer tok_5NnqV7fR2kWm9yXc";
+
+fn custom_headers() -> CustomHeaders {
+    CustomHeaders::parse(vec![
+        ("Authorization".into(), BEARER.into()),
+        ("X-Tenant".into(), "acme".into()),
+    ])
+    .unwrap()
+}
 
 async fn column(db: &TestDatabase, sql: &str) -> Vec<String> {
     #[derive(diesel::QueryableByName)]
@@ -48,6 +60,7 @@ async fn subscribed(f: &Fixture, secrets: &SecretBox) -> Subscription {
         updated_at: at,
         previous_secret_expires_at: None,
         filters: Default::default(),
+        headers: custom_headers(),
     };
     PgSubscriptionRepository::new(f.db.pool(), secrets.clone())
         .create(&subscription, 100)
@@ -112,6 +125,17 @@ async fn webhook_secrets_are_stored_sealed_and_opened_for_the_sender() {
         .unwrap()
         .unwrap();
     assert_eq!(read.secret, SECRET);
+    // The custom headers, sealed the same way (under their own label), opened for the owner.
+    let stored = column(&f.db, "SELECT headers AS v FROM webhook_subscriptions").await;
+    assert!(
+        stored[0].starts_with(&format!("tt1:{}:", secrets.current_id())),
+        "{stored:?}"
+    );
+    assert!(
+        !stored[0].contains("tok_5Nn") && !stored[0].contains("acme"),
+        "{stored:?}"
+    );
+    assert_eq!(read.headers, custom_headers());
     // Under another key, the stored value opens to nothing: the delivery is not sent (it is
     // logged and left to its lease, and the claim's other deliveries go out).
     assert!(
@@ -125,6 +149,7 @@ async fn webhook_secrets_are_stored_sealed_and_opened_for_the_sender() {
         .unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].secret, SECRET);
+    assert_eq!(claimed[0].headers, custom_headers());
 }
 
 #[tokio::test]
@@ -203,17 +228,16 @@ async fn a_rotation_reseals_plain_and_old_values_under_the_new_key() {
         resealed.webhook_secrets, 3,
         "two current secrets and the previous one"
     );
+    assert_eq!(resealed.webhook_headers, 1, "the custom headers");
     assert_eq!(
-        reseal_all(&f.db.pool(), &rotated)
-            .await
-            .unwrap()
-            .webhook_secrets,
-        0
+        reseal_all(&f.db.pool(), &rotated).await.unwrap(),
+        Default::default()
     );
     for stored in column(
         &f.db,
         "SELECT secret AS v FROM webhook_subscriptions UNION ALL \
-         SELECT previous_secret FROM webhook_subscriptions WHERE previous_secret IS NOT NULL",
+         SELECT previous_secret FROM webhook_subscriptions WHERE previous_secret IS NOT NULL \
+         UNION ALL SELECT headers FROM webhook_subscriptions WHERE headers IS NOT NULL",
     )
     .await
     {
@@ -223,13 +247,17 @@ async fn a_rotation_reseals_plain_and_old_values_under_the_new_key() {
         );
     }
     // Once resealed, the old key is no longer needed.
-    let secrets: Vec<(String, Option<String>)> = claim(&f.db, &without_old, time::Duration::ZERO)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|c| (c.secret, c.previous_secret))
-        .collect();
-    assert_eq!(secrets, [(NEWER.to_owned(), Some(SECRET.to_owned()))]);
+    let secrets: Vec<(String, Option<String>, CustomHeaders)> =
+        claim(&f.db, &without_old, time::Duration::ZERO)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.secret, c.previous_secret, c.headers))
+            .collect();
+    assert_eq!(
+        secrets,
+        [(NEWER.to_owned(), Some(SECRET.to_owned()), custom_headers())]
+    );
     let repo = PgSubscriptionRepository::new(f.db.pool(), without_old);
     let plain = repo
         .get(&WebhookId::parse("wh_plainplainplainplainpla").unwrap())

@@ -160,6 +160,7 @@ async fn run_server(
     if resealed != Default::default() {
         tracing::info!(
             webhook_secrets = resealed.webhook_secrets,
+            webhook_headers = resealed.webhook_headers,
             idempotent_responses = resealed.idempotent_responses,
             key = secrets.current_id(),
             "stored secrets sealed under the current key"

@@ -431,6 +431,29 @@ pub fn filters() -> Object {
         .build()
 }
 
+/// A webhook's custom headers: `{name: value}`, as `CustomHeaders::parse` checks them.
+pub fn webhook_headers() -> Object {
+    use timetrack_domain::model::custom_headers::{MAX_HEADERS, MAX_VALUE_BYTES};
+    ObjectBuilder::new()
+        .schema_type(nullable(Type::Object))
+        .max_properties(Some(MAX_HEADERS))
+        .additional_properties(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .max_length(Some(MAX_VALUE_BYTES))
+                .pattern(Some(r"^(?:[^\u0000-\u0008\u000A-\u001F\u007F-\u009F \t](?:[^\u0000-\u0008\u000A-\u001F\u007F-\u009F]*[^\u0000-\u0008\u000A-\u001F\u007F-\u009F \t])?)?$")),
+        ))
+        .description(Some(format!(
+            "Headers sent with every delivery (a test's too), at most {MAX_HEADERS}: names are \
+             HTTP tokens of at most 256 bytes, each once in any case; values at most \
+             {MAX_VALUE_BYTES} bytes (UTF-8), no control characters but tab, no leading or \
+             trailing whitespace. `webhook-*`, `x-webhook-*`, `content-*`, `host` and hop-by-hop \
+             names are refused; a `User-Agent` replaces the default one. Stored sealed and shown \
+             only masked. Anything else is 400 `Invalid headers`; `{{}}` or null: none"
+        )))
+        .build()
+}
+
 /// The start of a replay's window.
 pub fn replay_since() -> Object {
     date_time(

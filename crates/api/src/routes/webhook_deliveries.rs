@@ -82,8 +82,9 @@ pub struct AttemptObject {
     /// NUL: each invalid sequence and each NUL is shown as U+FFFD in `response_body`.
     response_body_lossy: bool,
     /// The request's headers as sent, by lowercase name and in the order sent:
-    /// `webhook-signature` with the signature of that attempt (the secret is never shown); the
-    /// body sent is the delivery's `payload`. Null for an attempt recorded before signatures
+    /// `webhook-signature` with the signature of that attempt (the secret is never shown), then
+    /// the webhook's custom headers as they were then, each value masked; the body sent is the
+    /// delivery's `payload`. Null for an attempt recorded before signatures
     /// were kept.
     #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
     request_headers: Option<SentHeaders>,
@@ -91,11 +92,11 @@ pub struct AttemptObject {
 
 /// Headers as a JSON object whose members keep the order they were sent in.
 #[derive(Debug)]
-struct SentHeaders(Vec<(&'static str, String)>);
+struct SentHeaders(timetrack_domain::delivery::Headers);
 
 impl Serialize for SentHeaders {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().map(|(name, value)| (*name, value)))
+        serializer.collect_map(self.0.iter().map(|(name, value)| (name, value)))
     }
 }
 

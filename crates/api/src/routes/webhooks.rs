@@ -7,8 +7,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use timetrack_domain::DomainError;
 use timetrack_domain::ids::{ClientId, ProjectId, UserId};
+use timetrack_domain::model::custom_headers::INVALID_HEADERS;
 use timetrack_domain::model::webhook::MAX_FILTER_IDS;
-use timetrack_domain::model::{ReplayOutcome, Subscription, SubscriptionFilters, WebhookHealth};
+use timetrack_domain::model::{
+    CustomHeaders, ReplayOutcome, Subscription, SubscriptionFilters, WebhookHealth,
+};
 use timetrack_domain::services::webhooks::{INVALID_URL, REQUIRED};
 use timetrack_domain::services::{NewSubscription, WebhookChange};
 use timetrack_domain::timefmt::rfc3339;
@@ -58,6 +61,10 @@ pub struct SubscribeBody {
     #[serde(default)]
     #[schema(schema_with = fields::filters)]
     filters: Option<Value>,
+    /// Optional custom headers sent with every delivery ([`parse_headers`]).
+    #[serde(default)]
+    #[schema(schema_with = fields::webhook_headers)]
+    headers: Option<Value>,
 }
 
 impl SubscribeBody {
@@ -127,11 +134,16 @@ impl TryFrom<SubscribeBody> for NewSubscription {
             None => SubscriptionFilters::default(),
             Some(value) => parse_filters(&value)?,
         };
+        let headers = match body.headers {
+            None => Vec::new(),
+            Some(value) => parse_headers(value)?,
+        };
         Ok(NewSubscription {
             url,
             events,
             description,
             filters,
+            headers,
         })
     }
 }
@@ -200,6 +212,48 @@ fn parse_filters(value: &Value) -> Result<SubscriptionFilters, ApiError> {
     Ok(filters)
 }
 
+/// Reads a `headers` object: `{name: value}` with string values, in the order given (null: none).
+/// The service checks the names and values ([`timetrack_domain::model::CustomHeaders::parse`]).
+fn parse_headers(value: Value) -> Result<Vec<(String, String)>, ApiError> {
+    let invalid = |detail: String| ApiError::bad_request(INVALID_HEADERS).with_detail(detail);
+    let given = match value {
+        Value::Null => return Ok(Vec::new()),
+        Value::Object(given) => given,
+        _ => {
+            return Err(invalid(
+                "headers must be an object of header names and string values".into(),
+            ));
+        }
+    };
+    given
+        .into_iter()
+        .map(|(name, value)| match value {
+            Value::String(value) => Ok((name, value)),
+            _ => Err(invalid(format!("the value of {name} must be a string"))),
+        })
+        .collect()
+}
+
+/// Custom headers as every answer shows them: each value masked (`Bear…(38)`), in order.
+#[derive(Debug)]
+pub struct MaskedHeaders(Vec<(String, String)>);
+
+impl MaskedHeaders {
+    fn of(headers: &CustomHeaders) -> Self {
+        Self(headers.masked())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for MaskedHeaders {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(name, value)| (name, value)))
+    }
+}
+
 /// The filters as `W` shows them: the given ones only (`{}` when none).
 #[derive(Debug, Serialize)]
 struct FiltersObject {
@@ -263,6 +317,7 @@ pub async fn subscribe(
                 id: subscription.id.to_string(),
                 events: event_names(&subscription),
                 status: subscription.status.as_str(),
+                headers: MaskedHeaders::of(&subscription.headers),
                 url: subscription.url,
                 secret: subscription.secret,
             },
@@ -283,6 +338,11 @@ pub struct WebhookCreated {
     status: &'static str,
     /// `whsec_...`: the Standard Webhooks signing secret.
     secret: String,
+    /// The custom headers, each value masked; only when some were given (the published
+    /// answer otherwise).
+    #[serde(skip_serializing_if = "MaskedHeaders::is_empty")]
+    #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
+    headers: MaskedHeaders,
 }
 
 /// 201 of the subscribe request.
@@ -351,6 +411,10 @@ pub struct WebhookObject {
     /// The subscription's filters; `{}` when none.
     #[schema(value_type = Object)]
     filters: FiltersObject,
+    /// The custom headers sent with every delivery, each value masked (its first four characters
+    /// and its length, or only its length when shorter than twelve); `{}` when none.
+    #[schema(value_type = std::collections::BTreeMap<String, String>)]
+    headers: MaskedHeaders,
     created_at: String,
     updated_at: String,
     /// `{previous_expires_at}` while a previous secret still signs, else null.
@@ -393,6 +457,7 @@ impl WebhookObject {
             disabled_reason: subscription.disabled_reason.map(|r| r.as_str()),
             description: subscription.description,
             filters: FiltersObject::from(&subscription.filters),
+            headers: MaskedHeaders::of(&subscription.headers),
             created_at: rfc3339(subscription.created_at),
             updated_at: rfc3339(subscription.updated_at),
             secret_rotation: subscription
@@ -517,6 +582,10 @@ pub struct WebhookPatchBody {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(schema_with = fields::filters)]
     filters: Option<Option<Value>>,
+    /// All the custom headers, replacing the current ones (`{}` or null: none).
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = fields::webhook_headers)]
+    headers: Option<Option<Value>>,
     /// Every other field, in the body's order.
     #[serde(flatten)]
     #[schema(ignore)]
@@ -571,11 +640,17 @@ impl TryFrom<WebhookPatchBody> for WebhookChange {
             Some(None) => Some(SubscriptionFilters::default()),
             Some(Some(value)) => Some(parse_filters(&value)?),
         };
+        let headers = match body.headers {
+            None => None,
+            Some(None) => Some(Vec::new()),
+            Some(Some(value)) => Some(parse_headers(value)?),
+        };
         Ok(WebhookChange {
             url,
             events,
             description,
             filters,
+            headers,
         })
     }
 }
@@ -586,7 +661,7 @@ impl TryFrom<WebhookPatchBody> for WebhookChange {
     patch,
     path = "/api/integrations/automation/webhooks/{id}",
     tag = "Webhooks",
-    summary = "Change one's subscription: url, events, description",
+    summary = "Change one's subscription: url, events, description, filters, headers",
     security(("bearer_auth" = [])),
     params(("id" = String, Path, pattern = "^wh_[A-Za-z0-9]{16,64}$", description = WEBHOOK_ID)),
     request_body = WebhookPatchBody,

@@ -25,6 +25,7 @@ mod support;
 mod time_entries;
 mod webhooks;
 mod webhooks_filters;
+mod webhooks_headers;
 mod webhooks_operate;
 mod webhooks_recover;
 mod webhooks_replay;

@@ -321,6 +321,7 @@ async fn the_list_shows_ones_own_live_subscriptions_newest_first_without_secrets
             "disabled_reason",
             "description",
             "filters",
+            "headers",
             "created_at",
             "updated_at",
             "secret_rotation",

@@ -6,6 +6,8 @@ pub mod streak;
 
 pub use share::QuickWorkspaces;
 
+use std::borrow::Cow;
+
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, Mac};
@@ -37,20 +39,46 @@ pub fn sign(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> DomainResult
     ))
 }
 
+/// A request's headers: (lowercase name, value), in the order sent.
+pub type Headers = Vec<(Cow<'static, str>, String)>;
+
 /// One HTTP request of a delivery: where, which headers, what body. Built by
 /// [`build_request`]; the sender adds nothing and follows no redirect.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Its `Debug` masks the value of every header that is not the delivery's own (a webhook's custom
+/// headers are credentials as often as not), so that no log prints one.
+#[derive(Clone, PartialEq, Eq)]
 pub struct WebhookRequest {
     /// The subscription's HTTPS URL.
     pub url: String,
-    /// Header names (lowercase) and values, in order.
-    pub headers: Vec<(&'static str, String)>,
+    /// Header names (lowercase) and values, in order: the delivery's own, then the
+    /// subscription's custom ones.
+    pub headers: Headers,
     /// The event's exact JSON body.
     pub body: String,
     /// The workspace whose delivery this is, when known: a local receiver (`timetrack listen`)
     /// takes only its own workspace's deliveries. [`build_request`] leaves it unset;
     /// [`WebhookRequest::of_workspace`] sets it.
     pub workspace: Option<crate::ids::WorkspaceId>,
+}
+
+impl std::fmt::Debug for WebhookRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<(&str, String)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| match name {
+                Cow::Borrowed(own) => (*own, value.clone()),
+                Cow::Owned(custom) => (custom.as_str(), crate::model::custom_headers::mask(value)),
+            })
+            .collect();
+        f.debug_struct("WebhookRequest")
+            .field("url", &self.url)
+            .field("headers", &headers)
+            .field("body", &self.body)
+            .field("workspace", &self.workspace)
+            .finish()
+    }
 }
 
 impl WebhookRequest {
@@ -64,13 +92,15 @@ impl WebhookRequest {
 
 /// The request delivering an event: the body as stored, the Standard Webhooks headers
 /// (`webhook-id` is the event id, the same on every retry; `webhook-timestamp` is the attempt's
-/// Unix time), `X-Webhook-Event`, `Content-Type` and `User-Agent`.
+/// Unix time), `X-Webhook-Event`, `Content-Type` and `User-Agent`, then the subscription's
+/// `custom` headers.
 ///
 /// With a `previous_secret` (inside a rotation's window), `webhook-signature` carries both
 /// signatures separated by a space, the new one first: `v1,<new> v1,<old>`.
 ///
 /// `webhook-ordering-key` and `webhook-sequence` say which entity the event is about and where
 /// it stands among that entity's events (`events.md` section 4).
+#[allow(clippy::too_many_arguments)]
 pub fn build_request(
     url: &str,
     secrets: Secrets<'_>,
@@ -79,6 +109,7 @@ pub fn build_request(
     body: &str,
     at: OffsetDateTime,
     ordering: Ordering<'_>,
+    custom: &crate::model::CustomHeaders,
 ) -> DomainResult<WebhookRequest> {
     let timestamp = at.unix_timestamp();
     let mut signature = sign(secrets.current, event_id, timestamp, body.as_bytes())?;
@@ -88,45 +119,70 @@ pub fn build_request(
     }
     Ok(WebhookRequest {
         url: url.to_owned(),
-        headers: request_headers(event_id, event_type, timestamp, signature, ordering),
+        headers: request_headers(
+            event_id,
+            event_type,
+            timestamp,
+            signature,
+            ordering,
+            custom.iter(),
+        ),
         body: body.to_owned(),
         workspace: None,
     })
 }
 
-/// The headers of a delivery's request, in the order sent, given its signature header's value:
-/// what [`build_request`] sends, and what the delivery log shows of an attempt that was sent
-/// (the signature as recorded then; the secret never).
-pub fn request_headers(
+/// The headers of a delivery's request, in the order sent, given its signature header's value
+/// and its custom headers: what [`build_request`] sends, and what the delivery log shows of an
+/// attempt that was sent (the signature as recorded then, the custom headers masked; the secret
+/// never). Custom names are sent in lowercase, as HTTP/1.1 and HTTP/2 both may; a custom
+/// `user-agent` replaces the default one in its place.
+pub fn request_headers<'a>(
     event_id: &str,
     event_type: &str,
     timestamp: i64,
     signature: String,
     ordering: Ordering<'_>,
-) -> Vec<(&'static str, String)> {
-    vec![
-        ("content-type", "application/json".to_owned()),
+    custom: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Headers {
+    let mut headers: Headers = vec![
+        ("content-type".into(), "application/json".to_owned()),
         (
-            "user-agent",
+            "user-agent".into(),
             format!("timetrack-webhooks/{}", env!("CARGO_PKG_VERSION")),
         ),
-        ("webhook-id", event_id.to_owned()),
-        ("webhook-timestamp", timestamp.to_string()),
-        ("webhook-signature", signature),
-        ("x-webhook-event", event_type.to_owned()),
-        ("webhook-ordering-key", ordering.key.to_owned()),
-        ("webhook-sequence", ordering.sequence.to_string()),
-    ]
+        ("webhook-id".into(), event_id.to_owned()),
+        ("webhook-timestamp".into(), timestamp.to_string()),
+        ("webhook-signature".into(), signature),
+        ("x-webhook-event".into(), event_type.to_owned()),
+        ("webhook-ordering-key".into(), ordering.key.to_owned()),
+        ("webhook-sequence".into(), ordering.sequence.to_string()),
+    ];
+    for (name, value) in custom {
+        if name.eq_ignore_ascii_case("user-agent") {
+            headers[1] = (Cow::Owned("user-agent".to_owned()), value.to_owned());
+        } else {
+            headers.push((Cow::Owned(name.to_ascii_lowercase()), value.to_owned()));
+        }
+    }
+    headers
 }
 
 /// The headers `attempt` of `detail`'s delivery was sent with ([`request_headers`], from the
-/// signature recorded with the attempt and the Unix second it started); `None` for an attempt
-/// recorded without its signature (before signatures were kept).
+/// signature and the masked custom headers recorded with the attempt and the Unix second it
+/// started); `None` for an attempt recorded without its signature (before signatures were kept).
 pub fn attempt_request_headers(
     detail: &crate::model::DeliveryDetail,
     attempt: &crate::model::DeliveryAttempt,
-) -> Option<Vec<(&'static str, String)>> {
+) -> Option<Headers> {
     let signature = attempt.signature.clone()?;
+    // Masked when recorded; a record that cannot be read shows none rather than failing the
+    // whole log.
+    let custom = attempt
+        .custom_headers
+        .as_deref()
+        .and_then(|text| crate::model::CustomHeaders::from_stored(text).ok())
+        .unwrap_or_default();
     Some(request_headers(
         &detail.record.event_id.to_string(),
         detail.record.event_type.as_str(),
@@ -136,6 +192,7 @@ pub fn attempt_request_headers(
             key: &detail.ordering_key,
             sequence: detail.sequence,
         },
+        custom.iter(),
     ))
 }
 
@@ -227,11 +284,11 @@ impl ResponseExcerpt {
 
 /// `text` as storage can hold it: every NUL (which no stored text may contain) shown as U+FFFD.
 /// For what a receiver or its TLS stack says about a failed attempt, which may quote its bytes.
-pub fn storable(text: &str) -> std::borrow::Cow<'_, str> {
+pub fn storable(text: &str) -> Cow<'_, str> {
     if text.contains('\0') {
-        std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
+        Cow::Owned(text.replace('\0', "\u{FFFD}"))
     } else {
-        std::borrow::Cow::Borrowed(text)
+        Cow::Borrowed(text)
     }
 }
 
@@ -260,6 +317,8 @@ pub struct ClaimedDelivery {
     pub secret: String,
     /// The previous signing secret, while a rotation's window lasts.
     pub previous_secret: Option<String>,
+    /// The subscription's custom headers.
+    pub headers: crate::model::CustomHeaders,
     /// Attempts made before this one.
     pub attempts: u32,
     /// The event's entity (`webhook-ordering-key`).
@@ -305,6 +364,10 @@ pub struct AttemptRecord {
     /// The `webhook-signature` header the request was sent with (kept to show the request as
     /// sent; it is no secret); `None` for a record of no request.
     pub signature: Option<String>,
+    /// The custom headers the request was sent with, masked (never their values), as
+    /// [`CustomHeaders::to_stored`](crate::model::CustomHeaders::to_stored) writes them; `None`
+    /// when it had none.
+    pub custom_headers: Option<String>,
 }
 
 impl AttemptRecord {

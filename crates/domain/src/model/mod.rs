@@ -3,6 +3,7 @@
 pub mod api_key;
 pub mod catalog;
 pub mod client;
+pub mod custom_headers;
 pub mod event;
 pub mod feed;
 pub mod invoice;
@@ -19,6 +20,7 @@ pub mod workspace;
 pub use api_key::{ApiKey, ApiKeySecret, KeyHash, Principal};
 pub use catalog::{Project, Tag, Task};
 pub use client::{Client, ClientDraft, ClientPatch, ClientStatus, ClientType};
+pub use custom_headers::CustomHeaders;
 pub use event::{Event, EventSubject, EventType};
 pub use feed::{FeedCursor, FeedEvent, FeedPage, FeedPosition, FeedRead};
 pub use invoice::{

@@ -335,6 +335,8 @@ pub struct Subscription {
     pub previous_secret_expires_at: Option<OffsetDateTime>,
     /// What it wants of its events' subjects.
     pub filters: SubscriptionFilters,
+    /// Headers sent with every delivery besides the delivery's own (shown only masked).
+    pub headers: super::CustomHeaders,
 }
 
 /// A change to a subscription's settings, parsed: each field set is changed, the others kept.
@@ -348,6 +350,8 @@ pub struct SubscriptionChange {
     pub description: Option<Option<String>>,
     /// The new filters (all of them: absent ones are removed).
     pub filters: Option<SubscriptionFilters>,
+    /// The new custom headers (all of them: `{}` removes every one).
+    pub headers: Option<super::CustomHeaders>,
     /// When the change is made.
     pub updated_at: OffsetDateTime,
 }
@@ -360,6 +364,7 @@ impl SubscriptionChange {
             ("events", self.events.is_some()),
             ("description", self.description.is_some()),
             ("filters", self.filters.is_some()),
+            ("headers", self.headers.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, set)| set.then_some(name))
@@ -509,6 +514,10 @@ pub struct DeliveryAttempt {
     pub response_body_lossy: bool,
     /// The `webhook-signature` header it was sent with; `None` if not recorded.
     pub signature: Option<String>,
+    /// The custom headers it was sent with, masked, as
+    /// [`CustomHeaders::to_stored`](super::CustomHeaders::to_stored) writes them; `None` if it
+    /// had none.
+    pub custom_headers: Option<String>,
 }
 
 /// A delivery with the exact body it sends and every attempt.

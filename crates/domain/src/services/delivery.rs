@@ -148,13 +148,15 @@ impl DeliveryService {
                 key: &claimed.ordering_key,
                 sequence: claimed.sequence,
             },
+            &claimed.headers,
         )?
         .of_workspace(claimed.workspace_id);
         let signature = request
             .headers
             .iter()
-            .find(|(name, _)| *name == "webhook-signature")
+            .find(|(name, _)| name == "webhook-signature")
             .map(|(_, value)| value.clone());
+        let custom_headers = claimed.headers.masked_stored();
         let report = self.sender.send(&request).await;
         let finished = started + report.latency;
         if claimed.kind == DeliveryKind::Test {
@@ -169,6 +171,7 @@ impl DeliveryService {
                 disable_subscription: false,
                 notice: None,
                 signature,
+                custom_headers,
             });
         }
         let next = next_step(
@@ -189,6 +192,7 @@ impl DeliveryService {
             disable_subscription,
             notice: None,
             signature,
+            custom_headers,
         };
         let notice = if next == NextStep::Unsubscribe {
             Some((EventType::WebhookDisabled, Some("gone"), "DELETED"))

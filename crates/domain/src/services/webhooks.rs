@@ -10,10 +10,10 @@ use crate::ids::{EventId, WorkspaceId};
 use crate::masked::Masks;
 use crate::model::webhook::generate_secret;
 use crate::model::{
-    AuditEntry, DeliveryDetail, DeliveryId, DeliveryQuery, DeliveryRecord, DeliveryStatus,
-    EventSubject, EventType, HourlyStats, PageRequest, Principal, ReplayOutcome, ReplayWindow,
-    Subscription, SubscriptionChange, SubscriptionFilters, SubscriptionStatus, WebhookHealth,
-    WebhookId,
+    AuditEntry, CustomHeaders, DeliveryDetail, DeliveryId, DeliveryQuery, DeliveryRecord,
+    DeliveryStatus, EventSubject, EventType, HourlyStats, PageRequest, Principal, ReplayOutcome,
+    ReplayWindow, Subscription, SubscriptionChange, SubscriptionFilters, SubscriptionStatus,
+    WebhookHealth, WebhookId,
 };
 use crate::net::{
     RESOLVES_TO_PRIVATE, WebhookTarget, blocked_reason, loopback_literal_port, parse_webhook_url,
@@ -143,6 +143,8 @@ pub struct NewSubscription {
     pub description: Option<String>,
     /// Filters (typed; their ids are checked against the caller's workspace here).
     pub filters: SubscriptionFilters,
+    /// Custom headers as given, (name, value) in order; checked here ([`CustomHeaders::parse`]).
+    pub headers: Vec<(String, String)>,
 }
 
 /// A change to a subscription as received: each field set is changed; `description:
@@ -157,6 +159,8 @@ pub struct WebhookChange {
     pub description: Option<Option<String>>,
     /// New filters, replacing all of them (`{}`: none).
     pub filters: Option<SubscriptionFilters>,
+    /// New custom headers, replacing all of them (`{}`: none).
+    pub headers: Option<Vec<(String, String)>>,
 }
 
 /// Subscription operations for the caller's user and workspace.
@@ -242,6 +246,7 @@ impl WebhookService {
         let events = parse_events(&new.events)?;
         require_may_receive(caller, &events)?;
         let description = checked_description(new.description)?;
+        let headers = CustomHeaders::parse(new.headers)?;
         self.check_filters(caller.workspace_id, &events, &new.filters)
             .await?;
         self.refuse_private_resolution(&target).await?;
@@ -261,6 +266,7 @@ impl WebhookService {
             updated_at: now,
             previous_secret_expires_at: None,
             filters: new.filters,
+            headers,
         };
         self.subscriptions
             .create(&subscription, self.settings.max_active_per_workspace)
@@ -362,6 +368,7 @@ impl WebhookService {
             require_may_receive(caller, events)?;
         }
         let description = change.description.map(checked_description).transpose()?;
+        let headers = change.headers.map(CustomHeaders::parse).transpose()?;
         // The filters as they will be, against the events as they will be.
         if change.filters.is_some() || events.is_some() {
             let filters = change.filters.as_ref().unwrap_or(&subscription.filters);
@@ -377,6 +384,7 @@ impl WebhookService {
             events,
             description,
             filters: change.filters,
+            headers,
             updated_at: self.clock.now(),
         };
         let fields = change.fields();

@@ -2,6 +2,7 @@ use time::macros::datetime;
 
 use time::Duration;
 use timetrack_domain::delivery::*;
+use timetrack_domain::model::CustomHeaders;
 use timetrack_testkit::fakes::SeededRandom;
 
 #[test]
@@ -18,12 +19,70 @@ fn only_a_410_or_a_disabling_failure_ends_the_subscription() {
         disable_subscription,
         notice: None,
         signature: None,
+        custom_headers: None,
     };
     assert!(attempt(NextStep::Unsubscribe, false).ends_subscription());
     assert!(attempt(NextStep::RetryAt(at), true).ends_subscription());
     for next in [NextStep::Done, NextStep::RetryAt(at), NextStep::GiveUp] {
         assert!(!attempt(next, false).ends_subscription(), "{next:?}");
     }
+}
+
+/// Custom headers follow the delivery's own, in the order given, by lowercase name; a custom
+/// `User-Agent` takes the default one's place; `Debug` masks their values.
+#[test]
+fn requests_carry_the_custom_headers_after_their_own() {
+    let custom = CustomHeaders::parse(vec![
+        ("X-Api-Key".into(), "key_0123456789abcdef".into()),
+        ("User-Agent".into(), "acme-relay/2".into()),
+        ("Accept".into(), "*/*".into()),
+    ])
+    .unwrap();
+    let req = build_request(
+        "https://hooks.example.com/h",
+        Secrets {
+            current: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            previous: None,
+        },
+        "msg_1",
+        "CLIENT_CREATED",
+        "{}",
+        datetime!(2026-03-01 12:00 UTC),
+        Ordering {
+            key: "c1",
+            sequence: 1,
+        },
+        &custom,
+    )
+    .unwrap();
+    let names: Vec<&str> = req.headers.iter().map(|(n, _)| n.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "content-type",
+            "user-agent",
+            "webhook-id",
+            "webhook-timestamp",
+            "webhook-signature",
+            "x-webhook-event",
+            "webhook-ordering-key",
+            "webhook-sequence",
+            "x-api-key",
+            "accept"
+        ]
+    );
+    let value = |name: &str| {
+        req.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(value("user-agent"), Some("acme-relay/2"));
+    assert_eq!(value("x-api-key"), Some("key_0123456789abcdef"));
+    let logged = format!("{req:?}");
+    assert!(!logged.contains("key_0123456789abcdef"), "{logged}");
+    assert!(logged.contains("key_…(20)"), "{logged}");
+    assert!(logged.contains("webhook-signature"), "{logged}");
 }
 
 #[test]
@@ -55,6 +114,7 @@ fn requests_carry_the_signed_headers_and_the_exact_body() {
             key: "c1",
             sequence: 1,
         },
+        &CustomHeaders::none(),
     )
     .unwrap();
     assert_eq!(at.unix_timestamp(), 1_614_265_330);
@@ -276,6 +336,7 @@ fn inside_a_rotation_window_the_signature_header_carries_the_new_then_the_old_si
             key: "c1",
             sequence: 1,
         },
+        &CustomHeaders::none(),
     )
     .unwrap();
     let signature = req
@@ -307,7 +368,7 @@ mod notices {
     use timetrack_domain::DomainResult;
     use timetrack_domain::delivery::*;
     use timetrack_domain::ids::{EventId, WorkspaceId};
-    use timetrack_domain::model::{DeliveryId, DeliveryKind, EventType, WebhookId};
+    use timetrack_domain::model::{CustomHeaders, DeliveryId, DeliveryKind, EventType, WebhookId};
     use timetrack_domain::ports::{DeliveryQueue, WebhookSender};
     use timetrack_domain::services::{DeliveryService, DeliverySettings};
     use timetrack_testkit::fakes::{ManualClock, SeededRandom, SequentialIds};
@@ -365,6 +426,11 @@ mod notices {
             description: Some("Zap".into()),
             secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
             previous_secret: None,
+            headers: CustomHeaders::parse(vec![
+                ("Authorization".into(), "Bearer tok_5NnqV7fR2kWm9yXc".into()),
+                ("X-Tenant".into(), "acme".into()),
+            ])
+            .unwrap(),
             attempts: 1,
             ordering_key: "c1".into(),
             sequence: 1,
@@ -404,8 +470,8 @@ mod notices {
     };
     const OK: AttemptOutcome = AttemptOutcome::Delivered { status: 204 };
 
-    /// The record keeps the signature header sent, and the headers rebuilt from it for the log
-    /// are the ones sent.
+    /// The record keeps the signature header sent and the custom headers masked, and the
+    /// headers rebuilt from them for the log are the ones sent, each custom value masked.
     #[test]
     fn an_attempt_records_the_signature_it_was_sent_with() {
         let delivery = claimed(None, false, DeliveryKind::Event);
@@ -418,6 +484,8 @@ mod notices {
         )
         .unwrap();
         assert_eq!(record.signature.as_deref(), Some(expected.as_str()));
+        let recorded = record.custom_headers.clone().unwrap();
+        assert!(!recorded.contains("tok_5Nn"), "{recorded}");
         let sent = build_request(
             &delivery.url,
             Secrets {
@@ -432,8 +500,10 @@ mod notices {
                 key: &delivery.ordering_key,
                 sequence: delivery.sequence,
             },
+            &delivery.headers,
         )
         .unwrap();
+        let masked = CustomHeaders::from_stored(&recorded).unwrap();
         let rebuilt = request_headers(
             &delivery.event_id.to_string(),
             delivery.event_type.as_str(),
@@ -443,8 +513,25 @@ mod notices {
                 key: &delivery.ordering_key,
                 sequence: delivery.sequence,
             },
+            masked.iter(),
         );
-        assert_eq!(rebuilt, sent.headers);
+        let shown: Vec<(String, String)> = sent
+            .headers
+            .iter()
+            .map(|(name, value)| match name.as_ref() {
+                "authorization" => (name.to_string(), "Bear…(27)".to_owned()),
+                "x-tenant" => (name.to_string(), "…(4)".to_owned()),
+                _ => (name.to_string(), value.clone()),
+            })
+            .collect();
+        let rebuilt: Vec<(String, String)> = rebuilt
+            .into_iter()
+            .map(|(name, value)| (name.into_owned(), value))
+            .collect();
+        assert_eq!(rebuilt, shown);
+        // A test delivery records them too.
+        let test = attempt(OK, &claimed(None, false, DeliveryKind::Test));
+        assert_eq!(test.custom_headers, Some(recorded));
     }
 
     #[test]
@@ -630,6 +717,7 @@ fn a_failure_detail_quoting_a_nul_is_stored_without_it() {
         disable_subscription: false,
         notice: None,
         signature: None,
+        custom_headers: None,
     };
     assert_eq!(
         record.last_result(),

@@ -19,6 +19,7 @@ fn new(url: &str, events: &[&str]) -> NewSubscription {
         events: events.iter().map(|e| (*e).to_owned()).collect(),
         description: None,
         filters: SubscriptionFilters::default(),
+        headers: Vec::new(),
     }
 }
 
@@ -292,6 +293,7 @@ fn update_checks_like_subscribe_changes_only_what_it_names_and_is_audited() {
         events: events.map(|e| e.iter().map(|n| (*n).to_owned()).collect()),
         description: None,
         filters: None,
+        headers: None,
     };
     let refused = |c: WebhookChange| {
         validation(run_ready(world.webhooks.update(&caller, &id, c)).map(|(s, _)| s))

@@ -223,6 +223,7 @@ impl Tables {
                 .previous_secret_expires_at
                 .filter(|until| *until > now)
                 .and_then(|_| self.previous_secrets.get(&subscription.id).cloned()),
+            headers: subscription.headers.clone(),
             attempts: u32::try_from(record.attempts).unwrap_or(0),
             ordering_key,
             sequence,

@@ -113,6 +113,9 @@ impl SubscriptionRepository for InMemoryStore {
         if let Some(filters) = &change.filters {
             stored.filters.clone_from(filters);
         }
+        if let Some(headers) = &change.headers {
+            stored.headers.clone_from(headers);
+        }
         stored.updated_at = change.updated_at;
         let stored = stored.clone();
         t.audit.push(audit.clone());

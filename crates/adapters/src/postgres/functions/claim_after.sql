@@ -12,7 +12,7 @@ CREATE FUNCTION timetrack_code.claim_after(
     unshared uuid[], always bool)
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
-               secret text, previous_secret text, attempts integer, failing_since timestamptz,
+               secret text, previous_secret text, headers text, attempts integer, failing_since timestamptz,
                failing_notified boolean, ordering_key text, sequence bigint)
 LANGUAGE plpgsql
 SET jit = off SET enable_seqscan = off SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan

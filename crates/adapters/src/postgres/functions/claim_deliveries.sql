@@ -51,13 +51,14 @@
 -- and one without a key is never held.
 -- A claim never takes two of one key at once: the later one sees the earlier one pending.
 --
--- The previous signing secret is returned while it has not expired (a rotation's window).
+-- The previous signing secret is returned while it has not expired (a rotation's window); the
+-- custom headers as stored (sealed).
 CREATE FUNCTION timetrack_code.claim_deliveries(
     at timestamptz, lease_until timestamptz, claim_limit bigint, per_subscription bigint,
     per_workspace bigint, held_workspaces uuid[], held_counts int[], unshared uuid[])
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
-               secret text, previous_secret text, attempts integer, failing_since timestamptz,
+               secret text, previous_secret text, headers text, attempts integer, failing_since timestamptz,
                failing_notified boolean, ordering_key text, sequence bigint)
 LANGUAGE plpgsql
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_bitmapscan = off
@@ -207,7 +208,7 @@ RETURN QUERY
     SELECT l.id, l.kind, l.event_id, l.subscription_id, l.workspace_id,
            timetrack_code.sent_type(l.kind, e.event_type, e.sent_as),
            e.body,
-           s.url, s.description, s.secret, s.previous_secret, l.attempts, s.failing_since,
+           s.url, s.description, s.secret, s.previous_secret, s.headers, l.attempts, s.failing_since,
            s.failing_notified, coalesce(l.ordering_key, l.event_id::text),
            coalesce(l.sequence, 0)
     FROM leased l
@@ -218,7 +219,7 @@ RETURN QUERY
         SELECT y.url, y.description, y.secret,
                CASE WHEN y.previous_secret_expires_at > claim_deliveries.at THEN y.previous_secret END
                    AS previous_secret,
-               y.failing_since, y.failing_notified_at IS NOT NULL AS failing_notified
+               y.headers, y.failing_since, y.failing_notified_at IS NOT NULL AS failing_notified
         FROM webhook_subscriptions y WHERE y.id = l.subscription_id LIMIT 1
     ) s;
 END

@@ -21,12 +21,13 @@ CREATE FUNCTION timetrack_code.record_and_claim(
     started timestamptz[], latency_ms int[], codes int[], errors text[], excerpts text[], statuses text[],
     next_at timestamptz[], finished timestamptz[], done bool[], tests bool[],
     workspace_ids uuid[], not_before timestamptz[], lossy bool[], signatures text[],
+    custom_headers text[],
     at timestamptz,
     lease_until timestamptz, claim_limit bigint, per_subscription bigint, per_workspace bigint,
     held_workspaces uuid[], held_counts int[], unshared uuid[], always bool)
 RETURNS TABLE (delivery_id bigint, kind text, event_id uuid, subscription_id text,
                workspace_id uuid, event_type text, body text, url text, description text,
-               secret text, previous_secret text, attempts integer, failing_since timestamptz,
+               secret text, previous_secret text, headers text, attempts integer, failing_since timestamptz,
                failing_notified boolean, ordering_key text, sequence bigint)
 LANGUAGE plpgsql
 SET jit = off SET enable_seqscan = off SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan
@@ -36,10 +37,10 @@ BEGIN
     -- For this statement's transaction only (a function SET clause would end with the function,
     -- before the commit).
     PERFORM set_config('synchronous_commit', 'off', true);
-    -- The recording's arguments are this function's first seventeen, in the same order.
+    -- The recording's arguments are this function's first eighteen, in the same order.
     IF cardinality($1) > 0 THEN
         PERFORM timetrack_code.record_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-                                          $13, $14, $15, $16, $17);
+                                          $13, $14, $15, $16, $17, $18);
         IF EXISTS (SELECT 1 FROM timetrack_code.lock_streaks($2, $13, $12)) THEN
             RAISE EXCEPTION 'timetrack: a streak to decide';
         END IF;

@@ -14,7 +14,8 @@ CREATE FUNCTION timetrack_code.record_attempts(
     delivery_ids bigint[], subscription_ids text[], attempt_numbers int[],
     started timestamptz[], latency_ms int[], codes int[], errors text[], excerpts text[], statuses text[],
     next_at timestamptz[], finished timestamptz[], done bool[], tests bool[],
-    workspace_ids uuid[], not_before timestamptz[], lossy bool[], signatures text[])
+    workspace_ids uuid[], not_before timestamptz[], lossy bool[], signatures text[],
+    custom_headers text[])
 RETURNS void
 LANGUAGE plpgsql
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off
@@ -40,10 +41,11 @@ BEGIN
                              record_attempts.workspace_ids,
                              record_attempts.not_before,
                              record_attempts.lossy,
-                             record_attempts.signatures)
+                             record_attempts.signatures,
+                             record_attempts.custom_headers)
             AS r(delivery_id, subscription_id, attempt, started_at, latency_ms, status_code, error,
                  excerpt, status, next_at, finished, done, test, workspace_id, not_before,
-                 lossy, signature)
+                 lossy, signature, custom_headers)
     ), attempt AS (
         -- An attempt is its delivery's workspace's, which the worker took with the claim (workspace_ids):
         -- looking it up here read every delivery of the batch twice. The reference to the
@@ -53,9 +55,10 @@ BEGIN
         INSERT INTO delivery_attempts (workspace_id, delivery_id, subscription_id, attempt,
                                        started_at, latency_ms, status_code, error,
                                        response_excerpt, response_excerpt_lossy, is_test,
-                                       signature)
+                                       signature, custom_headers)
         SELECT r.workspace_id, r.delivery_id, r.subscription_id, r.attempt, r.started_at,
-               r.latency_ms, r.status_code, r.error, r.excerpt, r.lossy, r.test, r.signature
+               r.latency_ms, r.status_code, r.error, r.excerpt, r.lossy, r.test, r.signature,
+               r.custom_headers
         FROM r
         ON CONFLICT (delivery_id, attempt, workspace_id) DO NOTHING
     ), delivery AS (

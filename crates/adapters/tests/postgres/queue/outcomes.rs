@@ -240,7 +240,7 @@ async fn a_round_commits_asynchronously_and_only_its_own_transaction() {
     }
     let round = format!(
         "SELECT count(*) FROM timetrack_code.record_and_claim('{{}}', '{{}}', '{{}}', '{{}}', '{{}}', \
-         '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{T0}', \
+         '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', '{T0}', \
          '{}', \
          10, 10, 1000, '{{}}', '{{}}', '{{}}', true)",
         T0 + Duration::seconds(30)

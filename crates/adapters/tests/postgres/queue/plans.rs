@@ -172,6 +172,7 @@ fn record_arguments(leased: &[ClaimedDelivery], at: OffsetDateTime) -> String {
         same("NULL::timestamptz"),
         same("false"),
         same("'v1,c2lnbmF0dXJl'::text"),
+        same("NULL::text"),
     ]
     .join(", ")
 }

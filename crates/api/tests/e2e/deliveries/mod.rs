@@ -13,6 +13,7 @@ use timetrack_testkit::{Behaviour, HttpsReceiver, Received, TestDatabase};
 use super::{ServerProcess, json_stdout, run, seed_account, serve};
 
 mod console;
+mod headers;
 mod hostile;
 mod mcp;
 mod metrics;
