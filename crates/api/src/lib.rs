@@ -11,6 +11,7 @@ pub mod error;
 pub mod extract;
 pub mod idempotency;
 pub mod mcp;
+mod mcp_schemas;
 pub mod metrics;
 pub mod openapi;
 pub mod replica;

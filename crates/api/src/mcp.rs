@@ -30,8 +30,9 @@ use timetrack_domain::model::Principal;
 
 use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, Unread};
+use crate::mcp_schemas::Output;
 use crate::replica::ReadAfter;
-use crate::routes::{catalog, events, find_client, me, reports, time_entries};
+use crate::routes::{catalog, clients, events, find_client, me, members, reports, time_entries};
 use crate::state::AppState;
 
 /// The path the server answers at.
@@ -143,6 +144,102 @@ pub struct RecentEvents {
     pub limit: Option<u32>,
 }
 
+/// `list_tags` and `list_members`.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+pub struct NameFilter {
+    /// Only those whose name contains this text, ignoring case.
+    pub q: Option<String>,
+}
+
+/// `list_tasks`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ListTasks {
+    /// The project (UUID).
+    pub project_id: String,
+    /// Only tasks whose name contains this text, ignoring case.
+    pub q: Option<String>,
+}
+
+/// `create_client`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct CreateClient {
+    /// The client's name (1 to 255 characters).
+    pub name: String,
+    /// An e-mail address.
+    pub email: Option<String>,
+    /// A note.
+    pub note: Option<String>,
+    /// ISO 4217 currency its time is billed in (the workspace's when absent).
+    pub currency: Option<String>,
+}
+
+/// `create_project`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct CreateProject {
+    /// The project's name (1 to 255 characters).
+    pub name: String,
+    /// Its client (UUID), if any.
+    pub client_id: Option<String>,
+}
+
+/// `create_tag`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct CreateTag {
+    /// The tag's name (1 to 255 characters).
+    pub name: String,
+}
+
+/// `update_time_entry`: the entry, and the fields to change (absent ones stay; null clears
+/// project_id or task_id).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct UpdateTimeEntry {
+    /// The entry (UUID).
+    pub id: String,
+    /// A new description.
+    pub description: Option<String>,
+    /// A new project (UUID), or null for none.
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
+    pub project_id: Option<Option<String>>,
+    /// A new task of the project (UUID), or null for none.
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
+    pub task_id: Option<Option<String>>,
+    /// The new tags (UUIDs), all of them.
+    pub tag_ids: Option<Vec<String>>,
+    /// Whether it is billable.
+    pub billable: Option<bool>,
+    /// A new start, RFC 3339.
+    pub start: Option<String>,
+    /// A new end, RFC 3339 (a stopped entry's).
+    pub end: Option<String>,
+}
+
+impl UpdateTimeEntry {
+    /// The REST body: the fields given, a null kept where it clears.
+    fn body(self) -> Map<String, Value> {
+        let mut body = Map::new();
+        let mut set = |name: &str, value: Option<Value>| {
+            if let Some(value) = value {
+                body.insert(name.to_owned(), value);
+            }
+        };
+        set("description", self.description.map(Value::from));
+        set("project_id", self.project_id.map(|p| json!(p)));
+        set("task_id", self.task_id.map(|t| json!(t)));
+        set("tag_ids", self.tag_ids.map(|t| json!(t)));
+        set("billable", self.billable.map(Value::from));
+        set("start", self.start.map(Value::from));
+        set("end", self.end.map(Value::from));
+        body
+    }
+}
+
+/// `delete_time_entry`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct EntryId {
+    /// The entry (UUID).
+    pub id: String,
+}
+
 /// Most entries `list_time_entries` answers.
 const MAX_LISTED_ENTRIES: usize = 200;
 /// Most pages of 200 entries `list_time_entries` reads to find them (a project's entries among
@@ -160,7 +257,9 @@ impl Tools {
     }
 
     #[tool(
-        description = "Who the API key belongs to: the user (with their role) and the workspace (name, time zone, currency). Call this first to learn the workspace."
+        description = "Who the API key belongs to: the user (with their role) and the workspace (name, time zone, currency). Call this first to learn the workspace.",
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("whoami", Output::Answer("get", "/api/me", "200"))
     )]
     async fn whoami(&self, Extension(parts): Extension<http::request::Parts>) -> CallToolResult {
         settle(async move {
@@ -171,7 +270,9 @@ impl Tools {
     }
 
     #[tool(
-        description = "Find the workspace's clients whose name contains the given text (ignoring case), newest first, at most 100. Answers {clients: [...]}, empty when none matches."
+        description = "Find the workspace's clients whose name contains the given text (ignoring case), newest first, at most 100. Answers {clients: [...]}, empty when none matches.",
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("find_clients", Output::Under("clients", ("post", "/api/integrations/automation/triggers/clients/find", "200")))
     )]
     async fn find_clients(
         &self,
@@ -196,7 +297,9 @@ impl Tools {
     }
 
     #[tool(
-        description = "List the workspace's projects, newest first (up to 200), optionally only those whose name contains q (ignoring case). Answers {data: [...], next_cursor}."
+        description = "List the workspace's projects, newest first (up to 200), optionally only those whose name contains q (ignoring case). Answers {data: [...], next_cursor}.",
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("list_projects", Output::Answer("get", "/api/projects", "200"))
     )]
     async fn list_projects(
         &self,
@@ -214,7 +317,9 @@ impl Tools {
     }
 
     #[tool(
-        description = "The caller's running timer, or {timer: null} when none runs. Answers {timer: {...}}."
+        description = "The caller's running timer, or {timer: null} when none runs. Answers {timer: {...}}.",
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("current_timer", Output::Under("timer", ("get", "/api/time-entries/current", "200")))
     )]
     async fn current_timer(
         &self,
@@ -231,7 +336,9 @@ impl Tools {
     }
 
     #[tool(
-        description = "Start a timer for the caller now (a running one is stopped first). All fields optional: description, project_id, task_id, tag_ids, billable. Answers the running entry; fires TIMER_STARTED."
+        description = "Start a timer for the caller now (a running one is stopped first). All fields optional: description, project_id, task_id, tag_ids, billable. Answers the running entry; fires TIMER_STARTED.",
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("start_timer", Output::Answer("post", "/api/time-entries/start", "201"))
     )]
     async fn start_timer(
         &self,
@@ -249,7 +356,9 @@ impl Tools {
     }
 
     #[tool(
-        description = "Stop the caller's running timer now. Answers the stopped entry with its duration; fails with 'No running timer' when none runs. Fires TIMER_STOPPED."
+        description = "Stop the caller's running timer now. Answers the stopped entry with its duration; fails with 'No running timer' when none runs. Fires TIMER_STOPPED.",
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("stop_timer", Output::Answer("post", "/api/time-entries/stop", "200"))
     )]
     async fn stop_timer(
         &self,
@@ -265,7 +374,9 @@ impl Tools {
     }
 
     #[tool(
-        description = "Record finished time for the caller: start and end (RFC 3339), optionally description, project_id, task_id, tag_ids, billable. Answers the entry; fires TIME_ENTRY_CREATED."
+        description = "Record finished time for the caller: start and end (RFC 3339), optionally description, project_id, task_id, tag_ids, billable. Answers the entry; fires TIME_ENTRY_CREATED.",
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("log_time", Output::Answer("post", "/api/time-entries", "201"))
     )]
     async fn log_time(
         &self,
@@ -284,7 +395,9 @@ impl Tools {
     }
 
     #[tool(
-        description = "The time entries that start within [from, to) (RFC 3339), latest first, optionally of one project or one member; at most 200. Answers {data: [...], truncated}."
+        description = "The time entries that start within [from, to) (RFC 3339), latest first, optionally of one project or one member; at most 200. Answers {data: [...], truncated}.",
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("list_time_entries", Output::DataTruncated("get", "/api/time-entries", "200"))
     )]
     async fn list_time_entries(
         &self,
@@ -337,7 +450,9 @@ impl Tools {
     }
 
     #[tool(
-        description = "Hours and amounts from from to to (days, YYYY-MM-DD, inclusive) grouped by one to three of client, project, task, user, tag, day, week, month (e.g. group_by 'project,day'), with totals per currency. Members see only their own time, and amounts only where the workspace lets them."
+        description = "Hours and amounts from from to to (days, YYYY-MM-DD, inclusive) grouped by one to three of client, project, task, user, tag, day, week, month (e.g. group_by 'project,day'), with totals per currency. Members see only their own time, and amounts only where the workspace lets them.",
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("summary_report", Output::Answer("get", "/api/reports/summary", "200"))
     )]
     async fn summary_report(
         &self,
@@ -366,7 +481,9 @@ impl Tools {
     }
 
     #[tool(
-        description = "Recent events of the workspace (timers started and stopped, entries, clients, projects, ...), newest first; with after (a next_cursor) the events after it, oldest first. Optional types (comma-separated) and limit. Answers {data: [...], next_cursor}."
+        description = "Recent events of the workspace (timers started and stopped, entries, clients, projects, ...), newest first; with after (a next_cursor) the events after it, oldest first. Optional types (comma-separated) and limit. Answers {data: [...], next_cursor}.",
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("recent_events", Output::Answer("get", "/api/integrations/automation/events", "200"))
     )]
     async fn recent_events(
         &self,
@@ -394,6 +511,182 @@ impl Tools {
         })
         .await
     }
+    #[tool(
+        description = "List the workspace's tags, newest first (up to 200), optionally only those whose name contains q (ignoring case). Answers {data: [...], next_cursor}.",
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("list_tags", Output::Answer("get", "/api/tags", "200"))
+    )]
+    async fn list_tags(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<NameFilter>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            let query = parsed(json!({"q": input.q, "limit": 200}))?;
+            of_response(catalog::list_tags(self.state.clone(), caller, QueryParams(query)).await)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "List a project's tasks, newest first (up to 200), optionally only those whose name contains q (ignoring case). Answers {data: [...], next_cursor}.",
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("list_tasks", Output::Answer("get", "/api/projects/{id}/tasks", "200"))
+    )]
+    async fn list_tasks(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<ListTasks>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            let query = parsed(json!({"q": input.q, "limit": 200}))?;
+            of_response(
+                catalog::list_tasks(
+                    self.state.clone(),
+                    caller,
+                    web::Path::from(input.project_id),
+                    QueryParams(query),
+                )
+                .await,
+            )
+        })
+        .await
+    }
+
+    #[tool(
+        description = "List the workspace's members with their roles (up to 200), optionally only those whose name or e-mail contains q (ignoring case). Answers {data: [...], next_cursor}.",
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("list_members", Output::Answer("get", "/api/members", "200"))
+    )]
+    async fn list_members(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<NameFilter>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            let query = parsed(json!({"q": input.q, "limit": 200}))?;
+            of_response(members::list(self.state.clone(), caller, QueryParams(query)).await)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Create a client of the workspace: name, optionally email, note and currency (ISO 4217). Answers the client; fires CLIENT_CREATED.",
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("create_client", Output::Answer("post", "/api/clients", "201"))
+    )]
+    async fn create_client(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<CreateClient>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            let body = parsed(json!({
+                "name": input.name,
+                "email": input.email,
+                "note": input.note,
+                "currency": input.currency,
+            }))?;
+            of_response(clients::create(self.state.clone(), caller, JsonBody::of(body)).await)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Create a project of the workspace: name, optionally client_id. Answers the project; fires PROJECT_CREATED.",
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("create_project", Output::Answer("post", "/api/projects", "201"))
+    )]
+    async fn create_project(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<CreateProject>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            let body = parsed(json!({"name": input.name, "client_id": input.client_id}))?;
+            of_response(
+                catalog::create_project(self.state.clone(), caller, JsonBody::of(body)).await,
+            )
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Create a tag of the workspace. Answers the tag.",
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("create_tag", Output::Answer("post", "/api/tags", "201"))
+    )]
+    async fn create_tag(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<CreateTag>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            let body = parsed(json!({"name": input.name}))?;
+            of_response(catalog::create_tag(self.state.clone(), caller, JsonBody::of(body)).await)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Change one of the caller's time entries (a running one too): any of description, project_id, task_id (null clears them), tag_ids, billable, start and end (RFC 3339). Absent fields stay. Answers the entry; fires TIME_ENTRY_UPDATED.",
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("update_time_entry", Output::Answer("patch", "/api/time-entries/{id}", "200"))
+    )]
+    async fn update_time_entry(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<UpdateTimeEntry>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            let id = input.id.clone();
+            let body = serde_json::from_value(Value::Object(input.body())).map_err(
+                |e| json!({"error": "Invalid request parameters", "detail": e.to_string()}),
+            )?;
+            of_json(
+                time_entries::update(
+                    self.state.clone(),
+                    caller,
+                    web::Path::from(id),
+                    JsonBody::of(body),
+                )
+                .await,
+            )
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Delete one of the caller's time entries for good. Answers {success: true}; fires TIME_ENTRY_DELETED.",
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
+        output_schema = crate::mcp_schemas::of("delete_time_entry", Output::Answer("delete", "/api/time-entries/{id}", "200"))
+    )]
+    async fn delete_time_entry(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<EntryId>,
+    ) -> CallToolResult {
+        settle(async move {
+            let caller = caller(&parts)?;
+            of_response(
+                time_entries::delete(
+                    self.state.clone(),
+                    caller,
+                    web::Path::from(input.id),
+                    JsonOrEmpty::of(Unread {}),
+                )
+                .await,
+            )
+        })
+        .await
+    }
 }
 
 #[tool_handler(router = self.tool_router)]
@@ -414,7 +707,7 @@ impl ServerHandler for Tools {
         if let Some(tool) = self.tool_router.get(&request.name)
             && let Some(refusal) = unknown_arguments(&tool.input_schema, request.arguments.as_ref())
         {
-            return Ok(CallToolResult::structured_error(refusal).into());
+            return Ok(tool_error(&refusal).into());
         }
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
         self.tool_router.call(call).await
@@ -474,7 +767,14 @@ type Failure = Value;
 
 /// A tool's work, its failure made a tool error (never a protocol error).
 async fn settle(work: impl Future<Output = Result<CallToolResult, Failure>>) -> CallToolResult {
-    work.await.unwrap_or_else(CallToolResult::structured_error)
+    work.await.unwrap_or_else(|failure| tool_error(&failure))
+}
+
+/// A tool error (`isError: true`) whose text content is `failure`, the REST error body as JSON.
+/// Not as structured content: that is the tool's answer, which its output schema describes (and
+/// which the TypeScript SDK checks against it, a failure's too).
+pub fn tool_error(failure: &Value) -> CallToolResult {
+    CallToolResult::error(vec![rmcp::model::ContentBlock::text(failure.to_string())])
 }
 
 /// The caller the admission step put in the request, as the REST extractor would give it.
@@ -673,4 +973,39 @@ pub fn scope(
             jsonrpc_checked(req, next, max_message_bytes)
         }))
         .wrap(from_fn(admit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every tool's output schema is built from the served document (a missing answer or one
+    /// that is not an object would fail here, not at a client's first listing), and every tool
+    /// has its annotations.
+    #[test]
+    fn every_tool_declares_an_object_output_schema_and_annotations() {
+        let tools = Tools::tool_router().list_all();
+        assert_eq!(tools.len(), 18);
+        for tool in tools {
+            let schema = tool
+                .output_schema
+                .as_ref()
+                .unwrap_or_else(|| panic!("{} has no output schema", tool.name));
+            assert_eq!(schema.get("type"), Some(&json!("object")), "{}", tool.name);
+            let text = serde_json::to_string(schema).unwrap();
+            assert!(!text.contains("#/components/"), "{}: {text}", tool.name);
+            let hints = tool
+                .annotations
+                .as_ref()
+                .unwrap_or_else(|| panic!("{} has no annotations", tool.name));
+            assert!(
+                hints.read_only_hint.is_some()
+                    && hints.destructive_hint.is_some()
+                    && hints.idempotent_hint.is_some()
+                    && hints.open_world_hint == Some(false),
+                "{}: {hints:?}",
+                tool.name
+            );
+        }
+    }
 }

@@ -156,7 +156,7 @@ impl ServerHandler for Relayed {
             // A refused or failed relay (a key revoked meanwhile, the rate limit, the server
             // gone) is a tool error the assistant can read, as the server's own failures are.
             Err(err) if err.code == ErrorCode::INTERNAL_ERROR => {
-                Ok(CallToolResult::structured_error(json!({"error": err.message})).into())
+                Ok(crate::mcp::tool_error(&json!({"error": err.message})).into())
             }
             Err(err) => Err(err),
         }

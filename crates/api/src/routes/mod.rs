@@ -240,6 +240,12 @@ static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
     serde_json::to_string(&doc).expect("the OpenAPI document serializes")
 });
 
+/// The served OpenAPI document (JSON), for what describes the same answers elsewhere (the MCP
+/// tools' output schemas).
+pub fn openapi_document() -> &'static str {
+    &DOCUMENT
+}
+
 /// A resource at `path` serving each route for its method, and 405 JSON with `Allow` for any
 /// other method.
 fn resource(path: &'static str, routes: Vec<(Method, Route)>) -> actix_web::Resource {

@@ -1,4 +1,5 @@
-//! The MCP server at `/mcp`, driven by the official Python SDK (`mcp` from PyPI) against the real
+//! The MCP server at `/mcp`, driven by the official Python SDK (`mcp` from PyPI) and, for every
+//! tool, the official TypeScript SDK (`@modelcontextprotocol/sdk` from npm) against the real
 //! binary: the tools listed with their schemas, each called, the events they cause delivered to
 //! a subscribed webhook, failures as tool errors with the API's message, a bad key refused, and
 //! another workspace out of reach.
@@ -79,15 +80,91 @@ fn ok(out: &Value, n: usize) -> &Value {
     &result["structured"]
 }
 
-/// The result of the `n`th call, checked to be a tool error; its structured body.
-fn failed(out: &Value, n: usize) -> &Value {
+/// The result of the `n`th call, checked to be a tool error without structured content (that is
+/// the answer's, as the output schema says); the REST error body its text holds.
+fn failed(out: &Value, n: usize) -> Value {
     let result = &out["results"][n];
     assert_eq!(result["is_error"], true, "call {n}: {result}");
-    &result["structured"]
+    assert_eq!(result["structured"], Value::Null, "call {n}: {result}");
+    let text = result["text"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("call {n} has no text: {result}"));
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("call {n}: {e}: {text}"))
 }
 
-#[tokio::test]
-async fn an_assistant_lists_and_calls_every_tool_through_the_official_sdk() {
+/// An official MCP SDK, as the tests drive it.
+#[derive(Debug, Clone, Copy)]
+enum Sdk {
+    /// `mcp` from PyPI (`mcp_client.py`).
+    Python,
+    /// `@modelcontextprotocol/sdk` from npm (`mcp_client.cjs`).
+    TypeScript,
+}
+
+/// The `@modelcontextprotocol/sdk` package, installed on first use.
+fn typescript_sdk() -> std::path::PathBuf {
+    timetrack_testkit::npm_package(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "@modelcontextprotocol/sdk@1.32.2",
+        "@modelcontextprotocol/sdk",
+    )
+}
+
+/// Runs `mcp_client.cjs` (the TypeScript SDK) on `case`; what it printed.
+async fn run_typescript_client(case: Value) -> Value {
+    let modules = typescript_sdk();
+    tokio::task::spawn_blocking(move || {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/e2e/deliveries/mcp_client.cjs"
+        );
+        let mut child = Command::new("node")
+            .arg(script)
+            .env("NODE_PATH", modules)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("node runs");
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(case.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "the client printed no JSON ({e}): {}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    })
+    .await
+    .unwrap()
+}
+
+/// `calls` through `sdk`'s client with the setup's key; what it printed.
+async fn sdk_calls(s: &Setup, sdk: Sdk, calls: Value) -> Value {
+    match sdk {
+        Sdk::Python => client_calls(s, calls).await,
+        Sdk::TypeScript => {
+            run_typescript_client(json!({
+                "url": format!("{}/mcp", s.server.base),
+                "key": s.key,
+                "calls": calls,
+            }))
+            .await
+        }
+    }
+}
+
+/// Every tool, listed with its schemas and annotations and called through `sdk`'s client (which
+/// checks each structured result against the tool's output schema); the events they cause
+/// reach a subscribed webhook.
+async fn every_tool_through(sdk: Sdk) {
     let s = Setup::new().await;
     let (_, _) = s
         .subscribe("/mcp-hook", &["TIMER_STARTED", "TIMER_STOPPED"])
@@ -102,9 +179,25 @@ async fn an_assistant_lists_and_calls_every_tool_through_the_official_sdk() {
         .await;
     assert_eq!(status, 201, "{project}");
     let project_id = project["id"].as_str().unwrap();
+    let (status, task) = s
+        .post(
+            &format!("/api/projects/{project_id}/tasks"),
+            json!({"name": "Design"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{task}");
+    let (status, entry) = s
+        .post(
+            "/api/time-entries",
+            json!({"start": "2026-11-03T08:00:00Z", "end": "2026-11-03T08:10:00Z", "description": "Draft"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{entry}");
+    let entry_id = entry["id"].as_str().unwrap();
 
-    let out = client_calls(
+    let out = sdk_calls(
         &s,
+        sdk,
         json!([
             ["whoami", {}],
             ["find_clients", {"name": "lumina"}],
@@ -121,6 +214,17 @@ async fn an_assistant_lists_and_calls_every_tool_through_the_official_sdk() {
             ["log_time", {"start": "2026-11-02T10:00:00Z", "end": "2026-11-02T09:00:00Z"}],
             ["start_timer", {"project_id": "not-a-uuid"}],
             ["summary_report", {"from": "2026-11-30", "to": "2026-11-01", "group_by": "project"}],
+            ["create_tag", {"name": "urgent"}],
+            ["list_tags", {"q": "URG"}],
+            ["create_client", {"name": "Nova GmbH", "currency": "EUR"}],
+            ["create_project", {"name": "Relaunch", "client_id": client["id"]}],
+            ["list_tasks", {"project_id": project_id}],
+            ["list_members", {}],
+            ["update_time_entry", {"id": entry_id, "description": "Re-timed", "start": "2026-11-03T09:00:00Z", "end": "2026-11-03T09:45:00Z", "project_id": project_id}],
+            ["update_time_entry", {"id": entry_id, "project_id": null}],
+            ["delete_time_entry", {"id": entry_id}],
+            ["update_time_entry", {"id": entry_id, "description": "Gone"}],
+            ["create_tag", {"name": ""}],
         ]),
     )
     .await;
@@ -136,20 +240,29 @@ async fn an_assistant_lists_and_calls_every_tool_through_the_official_sdk() {
     assert_eq!(
         sorted,
         [
+            "create_client",
+            "create_project",
+            "create_tag",
             "current_timer",
+            "delete_time_entry",
             "find_clients",
+            "list_members",
             "list_projects",
+            "list_tags",
+            "list_tasks",
             "list_time_entries",
             "log_time",
             "recent_events",
             "start_timer",
             "stop_timer",
             "summary_report",
+            "update_time_entry",
             "whoami",
         ]
     );
     assert_eq!(out["server"], "timetrack");
-    // Each tool says what it does, and its input schema names the REST API's fields.
+    // Each tool says what it does, its input schema names the REST API's fields, its output
+    // schema is an object's, and its annotations say whether it reads, adds or changes.
     for tool in &tools {
         assert!(
             out["descriptions"][tool]
@@ -158,6 +271,26 @@ async fn an_assistant_lists_and_calls_every_tool_through_the_official_sdk() {
             "{tool}"
         );
         assert_eq!(out["tools"][tool]["type"], "object", "{tool}");
+        assert_eq!(
+            out["output_schemas"][tool]["type"], "object",
+            "{tool}: {}",
+            out["output_schemas"][tool]
+        );
+        let hints = &out["annotations"][tool];
+        let reads = tool.starts_with("list_")
+            || tool.starts_with("find_")
+            || ["whoami", "current_timer", "summary_report", "recent_events"].contains(tool);
+        assert_eq!(hints["readOnlyHint"], reads, "{tool}: {hints}");
+        assert_eq!(hints["openWorldHint"], false, "{tool}: {hints}");
+        let changes = [
+            "start_timer",
+            "stop_timer",
+            "update_time_entry",
+            "delete_time_entry",
+        ]
+        .contains(tool);
+        assert_eq!(hints["destructiveHint"], changes, "{tool}: {hints}");
+        assert!(hints["idempotentHint"].is_boolean(), "{tool}: {hints}");
     }
     assert_eq!(
         out["tools"]["log_time"]["required"],
@@ -211,6 +344,34 @@ async fn an_assistant_lists_and_calls_every_tool_through_the_official_sdk() {
     );
     assert_eq!(failed(&out, 13)["error"], "Invalid request parameters");
     assert!(failed(&out, 14)["error"].is_string());
+    // The catalog and the caller's entries, as the REST API answers them.
+    let tag = ok(&out, 15);
+    assert_eq!(tag["name"], "urgent");
+    assert_eq!(ok(&out, 16)["data"][0]["id"], tag["id"]);
+    let nova = ok(&out, 17);
+    assert_eq!(
+        (&nova["name"], &nova["currency"]),
+        (&json!("Nova GmbH"), &json!("EUR"))
+    );
+    assert_eq!(ok(&out, 18)["name"], "Relaunch");
+    assert_eq!(ok(&out, 19)["data"][0]["id"], task["id"]);
+    assert_eq!(ok(&out, 20)["data"][0]["name"], "Ada");
+    let retimed = ok(&out, 21);
+    assert_eq!(
+        (
+            &retimed["description"],
+            &retimed["duration"],
+            &retimed["project_id"]
+        ),
+        (&json!("Re-timed"), &json!(2700), &json!(project_id)),
+        "{retimed}"
+    );
+    let cleared = ok(&out, 22);
+    assert_eq!(cleared["project_id"], Value::Null, "{cleared}");
+    assert_eq!(cleared["description"], "Re-timed", "{cleared}");
+    assert_eq!(ok(&out, 23), &json!({"success": true}));
+    assert_eq!(failed(&out, 24)["error"], "Time entry not found");
+    assert!(failed(&out, 25)["error"].is_string());
 
     // The timer started through MCP reached the subscribed webhook, as any other would.
     let received = received_until(&s, Duration::from_secs(10), |r| {
@@ -231,6 +392,16 @@ async fn an_assistant_lists_and_calls_every_tool_through_the_official_sdk() {
             .any(|b| b["id"] == started["id"] && b["action"] == "stop_timer"),
         "{bodies:?}"
     );
+}
+
+#[tokio::test]
+async fn an_assistant_lists_and_calls_every_tool_through_the_official_python_sdk() {
+    every_tool_through(Sdk::Python).await;
+}
+
+#[tokio::test]
+async fn an_assistant_lists_and_calls_every_tool_through_the_official_typescript_sdk() {
+    every_tool_through(Sdk::TypeScript).await;
 }
 
 #[tokio::test]
@@ -259,7 +430,7 @@ async fn unknown_or_mistyped_arguments_are_a_tool_error_naming_them() {
         "{refused}"
     );
     assert_eq!(
-        failed(&out, 1),
+        &failed(&out, 1),
         &json!({"error": "Unknown argument: unexpected", "detail": "this tool takes no arguments"})
     );
     assert_eq!(

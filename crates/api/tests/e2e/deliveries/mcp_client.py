@@ -4,8 +4,10 @@ Reads {"url", "key", "calls": [[tool, arguments], ...]} on stdin, connects over 
 HTTP with the key as a bearer token (or, given {"command", "args", "env"} instead of "url",
 starts that stdio server as the SDK's stdio client does), lists the tools, calls each in turn
 and prints
-{"tools": {name: input schema}, "results": [{"tool", "is_error", "structured", "text"}]}
-as JSON; a connection that fails prints {"failed": "<why>"}.
+{"tools": {name: input schema}, "output_schemas", "annotations",
+ "results": [{"tool", "is_error", "structured", "text"}]}
+as JSON (the SDK checks each structured result against the tool's output schema); a connection
+or a check that fails prints {"failed": "<why>"}.
 """
 
 import asyncio
@@ -43,6 +45,11 @@ async def main(case):
                 "server": info.serverInfo.name,
                 "tools": {t.name: t.inputSchema for t in listed.tools},
                 "descriptions": {t.name: t.description for t in listed.tools},
+                "output_schemas": {t.name: t.outputSchema for t in listed.tools},
+                "annotations": {
+                    t.name: t.annotations.model_dump(exclude_none=True) if t.annotations else None
+                    for t in listed.tools
+                },
                 "results": [],
             }
             for tool, arguments in case["calls"]:
