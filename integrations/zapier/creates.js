@@ -2,7 +2,11 @@
 
 // Creates: each answers the object timetrack made.
 
-const { CLIENT_SAMPLE } = require('./lib/samples');
+const { CLIENT_SAMPLE, ENTRY_SAMPLE: ENTRY, TAG_SAMPLE, TASK_SAMPLE } = require('./lib/samples');
+const { fieldsOf } = require('./lib/fields');
+const { withDecimals } = require('./lib/money');
+
+const ENTRY_SAMPLE = withDecimals(ENTRY);
 
 const PROJECT = {
   key: 'project_id',
@@ -20,35 +24,6 @@ const TASK = {
 const TAGS = { key: 'tag_ids', label: 'Tags', dynamic: 'tags.id.name', list: true };
 const BILLABLE = { key: 'billable', label: 'Billable', type: 'boolean' };
 const DESCRIPTION = { key: 'description', label: 'Description' };
-
-const ENTRY_SAMPLE = {
-  id: '0190d5a0-0000-7000-8000-000000000010',
-  user_id: '0190d5a0-0000-7000-8000-0000000000bb',
-  source: 'timer',
-  description: 'Design review',
-  project_id: null,
-  task_id: null,
-  tag_ids: [],
-  billable: true,
-  start: '2026-01-05T09:00:00Z',
-  end: null,
-  duration: null,
-  running: true,
-  created_at: '2026-01-05T09:00:00Z',
-  updated_at: '2026-01-05T09:00:00Z',
-  pricing: {
-    currency: 'USD',
-    billable_rate_minor: 9000,
-    billable_amount_minor: 0,
-    cost_rate_minor: null,
-    cost_amount_minor: 0,
-    rate_scope: 'workspace',
-    rate_id: '0190d5a0-0000-7000-8000-000000000020',
-    rounded_seconds: 0,
-    invoice_id: null,
-    locked: false,
-  },
-};
 
 /** Zapier gives booleans as text; empty means "not given". */
 const bool = (value) => {
@@ -75,24 +50,33 @@ const entryFields = (input) => {
   return body;
 };
 
-/** A create that posts `body(inputData)` to `url` and answers the response body. */
-const create = ({ key, noun, label, description, url, inputFields, body, sample }) => ({
+/**
+ * A create that sends `body(inputData)` to `url` (a path, or a function of the input giving one)
+ * with `method` (POST unless given) and answers the response body, with decimal amounts beside
+ * minor units; its output fields come from its sample.
+ */
+const create = ({ key, noun, label, description, url, method = 'POST', inputFields, body, sample }) => ({
   key,
   noun,
   display: { label, description },
   operation: {
     inputFields,
     perform: async (z, bundle) => {
+      const input = bundle.inputData || {};
       const response = await z.request({
-        url,
-        method: 'POST',
-        body: body(bundle.inputData || {}),
+        url: typeof url === 'function' ? url(input) : url,
+        method,
+        body: body(input),
       });
-      return response.data;
+      return withDecimals(response.data);
     },
     sample,
+    outputFields: fieldsOf(sample),
   },
 });
+
+/** A path segment of an id from the input. */
+const segment = (value) => encodeURIComponent(String(value ?? '').trim());
 
 /** The fields given of `keys`, the empty ones left out. */
 const given = (input, keys) =>
@@ -182,6 +166,40 @@ const creates = [
     },
   }),
   create({
+    key: 'update_time_entry',
+    noun: 'Time Entry',
+    label: 'Update Time Entry',
+    description:
+      "Changes one of the connection's user's time entries (a running one too): the fields given change, the empty ones stay.",
+    url: (input) => `/api/time-entries/${segment(input.id)}`,
+    method: 'PATCH',
+    inputFields: [
+      { key: 'id', label: 'Time Entry', required: true, search: 'find_time_entry.id', helpText: 'The entry\'s ID.' },
+      { key: 'start', label: 'Start', type: 'datetime' },
+      { key: 'end', label: 'End', type: 'datetime', helpText: 'A stopped entry\'s.' },
+      DESCRIPTION,
+      PROJECT,
+      TASK,
+      TAGS,
+      BILLABLE,
+    ],
+    body: (input) => ({ ...given(input, ['start', 'end']), ...entryFields(input) }),
+    sample: { ...ENTRY_SAMPLE, end: '2026-01-05T10:30:00Z', duration: 5400, running: false },
+  }),
+  create({
+    key: 'create_task',
+    noun: 'Task',
+    label: 'Create Task',
+    description: 'Creates a task of a project.',
+    url: (input) => `/api/projects/${segment(input.project_id)}/tasks`,
+    inputFields: [
+      { key: 'project_id', label: 'Project', required: true, dynamic: 'projects.id.name', search: 'find_project.id' },
+      { key: 'name', label: 'Name', required: true },
+    ],
+    body: (input) => given(input, ['name']),
+    sample: TASK_SAMPLE,
+  }),
+  create({
     key: 'create_tag',
     noun: 'Tag',
     label: 'Create Tag',
@@ -189,11 +207,7 @@ const creates = [
     url: '/api/tags',
     inputFields: [{ key: 'name', label: 'Name', required: true }],
     body: (input) => given(input, ['name']),
-    sample: {
-      id: '0190d5a0-0000-7000-8000-000000000004',
-      name: 'urgent',
-      created_at: '2026-01-05T09:00:00Z',
-    },
+    sample: TAG_SAMPLE,
   }),
 ];
 

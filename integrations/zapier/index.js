@@ -44,6 +44,24 @@ module.exports = {
       search: 'find_project',
       create: 'create_project',
     },
+    find_task: {
+      key: 'find_task',
+      display: {
+        label: 'Find or Create Task',
+        description: "Finds a project's task by name, or creates it.",
+      },
+      search: 'find_task',
+      create: 'create_task',
+    },
+    find_tag: {
+      key: 'find_tag',
+      display: {
+        label: 'Find or Create Tag',
+        description: 'Finds a tag by name, or creates it.',
+      },
+      search: 'find_tag',
+      create: 'create_tag',
+    },
     find_running_timer: {
       key: 'find_running_timer',
       display: {

@@ -7,6 +7,8 @@
 // left out.
 
 const catalog = require('../catalog.json');
+const { humanize } = require('./fields');
+const { decimalKey, withDecimals } = require('./money');
 
 /** `TIME_ENTRY_CREATED` -> `time_entry_created`. */
 const triggerKey = (type) => type.toLowerCase();
@@ -21,6 +23,19 @@ const words = (name) =>
 
 /** What a type is about: `Time Entry` for `TIME_ENTRY_CREATED`, `Timer` for `TIMER_STARTED`. */
 const noun = (type) => words(type.split('_').slice(0, -1).join('_'));
+
+/**
+ * A trigger's label in Zapier's conventions: `New Client` for `CLIENT_CREATED`, `Updated Project`
+ * and `Deleted Time Entry` for changes and deletions, the event's words otherwise (`Timer
+ * Stopped`, `Invoice Paid`).
+ */
+const labelOf = (type) => {
+  const what = noun(type);
+  if (type.endsWith('_CREATED')) return `New ${what}`;
+  if (type.endsWith('_UPDATED')) return `Updated ${what}`;
+  if (type.endsWith('_DELETED')) return `Deleted ${what}`;
+  return words(type);
+};
 
 /**
  * The subscription filters an event type accepts, as the server decides it (events.md, section
@@ -40,13 +55,6 @@ const filtersOf = (type) => {
   }
   return [];
 };
-
-/** `teamMember` -> `Team Member`, `changedFields` -> `Changed Fields`. */
-const humanize = (key) =>
-  key
-    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
-    .replace(/_/g, ' ')
-    .replace(/\b\w/g, (c) => c.toUpperCase());
 
 /** A property's schema with `$ref` followed and a nullable `oneOf` reduced to its non-null side. */
 const resolve = (schema, root) => {
@@ -92,6 +100,11 @@ const outputFields = (schema) => {
         }
       } else {
         fields.push({ key: `${keyPrefix}${name}`, label, type: fieldType(prop) });
+        // The decimal amount the app adds beside a minor-unit amount (lib/money.js).
+        const twin = decimalKey(name);
+        if (twin && props.currency && fieldType(prop) === 'integer' && !(twin in props)) {
+          fields.push({ key: `${keyPrefix}${twin}`, label: `${labelPrefix}${humanize(twin)}`, type: 'string' });
+        }
       }
     }
   };
@@ -105,11 +118,11 @@ const eventTypes = () =>
     type: entry.type,
     key: triggerKey(entry.type),
     noun: noun(entry.type),
-    label: words(entry.type),
+    label: labelOf(entry.type),
     description: entry.description,
     filters: filtersOf(entry.type),
     outputFields: outputFields(entry.schema),
-    sample: entry.sample,
+    sample: withDecimals(entry.sample),
   }));
 
-module.exports = { catalog, eventTypes, filtersOf, outputFields, triggerKey };
+module.exports = { catalog, eventTypes, filtersOf, labelOf, outputFields, triggerKey };

@@ -14,6 +14,7 @@ const zapier = require('zapier-platform-core');
 const App = require('../index');
 const { eventTypes, filtersOf } = require('../lib/catalog');
 const { problems } = require('../scripts/validate');
+const { decimalKey, withDecimals } = require('../lib/money');
 const { makeCertificates, startReceiver, startServer, tempDir } = require('./harness');
 
 const appTester = zapier.createAppTester(App);
@@ -96,9 +97,13 @@ describe('the timetrack Zapier app', () => {
     );
     for (const trigger of hooks) {
       const entry = subscribable.find((t) => t.type.toLowerCase() === trigger.key);
-      assert.deepEqual(trigger.operation.sample, entry.sample);
+      // The catalog's sample, with the decimal amounts beside minor units (lib/money.js).
+      assert.deepEqual(trigger.operation.sample, withDecimals(entry.sample));
       const top = new Set(trigger.operation.outputFields.map((f) => f.key.split(/__|\[\]/)[0]));
-      assert.deepEqual([...top].sort(), Object.keys(entry.schema.properties).sort(), trigger.key);
+      const twins = Object.keys(entry.schema.properties)
+        .filter((k) => entry.schema.properties.currency && decimalKey(k))
+        .map(decimalKey);
+      assert.deepEqual([...top].sort(), [...Object.keys(entry.schema.properties), ...twins].sort(), trigger.key);
     }
   });
 
@@ -254,6 +259,97 @@ describe('the timetrack Zapier app', () => {
     assert.deepEqual((await list('members')).map((m) => m.name), ['Demo User (demo@example.com)']);
   });
 
+  test('finds for tasks, tags, members and time entries; update a time entry; create a task', async () => {
+    const search = (key, inputData) => appTester(App.searches[key].operation.perform, bundle({ inputData }));
+    const create = (key, inputData) => appTester(App.creates[key].operation.perform, bundle({ inputData }));
+    const sameKeys = (sample, made, what) =>
+      assert.deepEqual(Object.keys(sample).sort(), Object.keys(made).sort(), what);
+
+    const other = await create('create_task', { project_id: scene.project.id, name: 'Design system' });
+    assert.equal(other.project_id, scene.project.id);
+    sameKeys(App.creates.create_task.operation.sample, other, 'create_task');
+    const tasks = await search('find_task', { project_id: scene.project.id, name: 'DESIGN' });
+    assert.deepEqual(tasks.map((t) => t.id), [scene.task.id, other.id], 'the exact name first');
+    sameKeys(App.searches.find_task.operation.sample, tasks[0], 'find_task');
+
+    const tags = await search('find_tag', { name: 'URGENT' });
+    assert.deepEqual(tags.map((t) => t.id), [scene.tag.id]);
+    sameKeys(App.searches.find_tag.operation.sample, tags[0], 'find_tag');
+
+    const members = await search('find_member', { name: 'DEMO@example.com' });
+    assert.equal(members.length, 1);
+    assert.equal(members[0].email, 'demo@example.com');
+    sameKeys(App.searches.find_member.operation.sample, members[0], 'find_member');
+    assert.deepEqual(await search('find_member', { name: 'nobody-here' }), []);
+
+    const entries = await search('find_time_entry', {
+      description: 'CALL',
+      from: '2026-03-01T00:00:00Z',
+      to: '2026-03-03T00:00:00Z',
+    });
+    assert.deepEqual(entries.map((e) => e.id), [scene.manual.id]);
+    sameKeys(App.searches.find_time_entry.operation.sample, entries[0], 'find_time_entry');
+    assert.deepEqual(await search('find_time_entry', {
+      description: 'call',
+      from: '2026-03-01T00:00:00Z',
+      to: '2026-03-03T00:00:00Z',
+      project_id: '0190d5a0-0000-7000-8000-00000000dead',
+    }), []);
+
+    const changed = await create('update_time_entry', {
+      id: scene.manual.id,
+      description: 'Call about the website',
+      end: '2026-03-02T11:00:00Z',
+      billable: 'false',
+    });
+    assert.equal(changed.id, scene.manual.id);
+    assert.equal(changed.description, 'Call about the website');
+    assert.equal(changed.duration, 7200);
+    assert.equal(changed.billable, false);
+    assert.equal(changed.project_id, scene.project.id, 'an empty field stays');
+    sameKeys(App.creates.update_time_entry.operation.sample, changed, 'update_time_entry');
+    assert.ok(App.searchOrCreates.find_task && App.searchOrCreates.find_tag);
+  });
+
+  test("labels follow Zapier's conventions and every search and create names its output fields", async () => {
+    assert.equal(App.triggers.client_created.display.label, 'New Client');
+    assert.equal(App.triggers.time_entry_created.display.label, 'New Time Entry');
+    assert.equal(App.triggers.project_updated.display.label, 'Updated Project');
+    assert.equal(App.triggers.client_deleted.display.label, 'Deleted Client');
+    assert.equal(App.triggers.timer_stopped.display.label, 'Timer Stopped');
+    assert.equal(App.triggers.invoice_paid.display.label, 'Invoice Paid');
+    const label = (fields, key) => (fields.find((f) => f.key === key) || {}).label;
+    assert.equal(label(App.triggers.client_created.operation.outputFields, 'id'), 'ID');
+    for (const [kind, items] of [['searches', App.searches], ['creates', App.creates]]) {
+      for (const [key, item] of Object.entries(items)) {
+        const fields = item.operation.outputFields;
+        assert.ok(Array.isArray(fields) && fields.length > 0, `${kind}.${key} has output fields`);
+        assert.equal(label(fields, 'id'), 'ID', `${kind}.${key}`);
+      }
+    }
+    assert.equal(label(App.creates.create_project.operation.outputFields, 'client_id'), 'Client ID');
+  });
+
+  test('money comes also as a decimal amount in its currency', async () => {
+    const { decimal, withDecimals } = require('../lib/money');
+    assert.equal(decimal(21420, 'USD'), '214.20');
+    assert.equal(decimal(5, 'EUR'), '0.05');
+    assert.equal(decimal(-1999, 'GBP'), '-19.99');
+    assert.equal(decimal(1500, 'JPY'), '1500');
+    assert.equal(decimal(1234, 'KWD'), '1.234');
+    assert.equal(decimal(Number.MAX_SAFE_INTEGER, 'USD'), '90071992547409.91');
+    assert.deepEqual(
+      withDecimals({ currency: 'USD', totalMinor: 21420, paidMinor: 0, nested: { currency: 'JPY', rate_minor: 7 } }),
+      { currency: 'USD', totalMinor: 21420, total: '214.20', paidMinor: 0, paid: '0.00', nested: { currency: 'JPY', rate_minor: 7, rate: '7' } },
+    );
+    // A real entry's pricing, and an invoice trigger's fields and sample.
+    const pricing = scene.manual.pricing;
+    assert.equal(pricing.billable_amount, decimal(pricing.billable_amount_minor, pricing.currency));
+    const invoice = App.triggers.invoice_paid.operation;
+    assert.ok(invoice.outputFields.some((f) => f.key === 'total' && f.label === 'Total'));
+    assert.equal(invoice.sample.total, decimal(invoice.sample.totalMinor, invoice.sample.currency));
+  });
+
   test('the rest of the events happen: edits, deletes, invoices, a failing webhook', async () => {
     const ok = async (method, url, body, status = 200) => {
       const res = await api(method, url, body);
@@ -336,7 +432,9 @@ describe('the timetrack Zapier app', () => {
     for (const event of eventTypes()) {
       const [delivery] = await receiver.waitFor(`/hook/${event.key}`, 1, 60);
       assert.equal(delivery.headers['x-webhook-event'], event.type);
-      const payload = JSON.parse(delivery.body);
+      const delivered = JSON.parse(delivery.body);
+      // What the Zap gets: the event, with the decimal amounts beside minor units.
+      const payload = withDecimals(delivered);
       const subject = subjectOf(event.type);
       if (subject) {
         assert.equal(payload.id, subject, event.type);
@@ -363,7 +461,7 @@ describe('the timetrack Zapier app', () => {
       });
       assert.deepEqual(await appTester(trigger.perform, hookBundle(delivery.body)), [payload]);
       // The same headers on another body: not signed by timetrack, refused.
-      const forged = JSON.stringify({ ...payload, id: 'forged' });
+      const forged = JSON.stringify({ ...delivered, id: 'forged' });
       await assert.rejects(appTester(trigger.perform, hookBundle(forged)), /not signed/);
       if (!replayChecked) {
         replayChecked = true;

@@ -4,6 +4,7 @@
 
 const { eventTypes } = require('../lib/catalog');
 const { verify } = require('../lib/signature');
+const { withDecimals } = require('../lib/money');
 
 const HOOKS = '/api/integrations/automation/webhooks';
 
@@ -117,7 +118,7 @@ const triggerOf = (event) => ({
           'The request was not signed by this subscription\'s timetrack in the last five minutes',
         );
       }
-      return [bundle.cleanedRequest];
+      return [withDecimals(bundle.cleanedRequest)];
     },
 
     // Recent real events of this type from the catch-up feed, newest first; the catalog's sample
@@ -128,7 +129,7 @@ const triggerOf = (event) => ({
         params: { before: 'latest', types: event.type, limit: 10 },
       });
       const events = (response.data && response.data.data) || [];
-      return events.length > 0 ? events.map((e) => e.payload) : [event.sample];
+      return events.length > 0 ? events.map((e) => withDecimals(e.payload)) : [event.sample];
     },
 
     sample: event.sample,
