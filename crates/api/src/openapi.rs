@@ -193,8 +193,33 @@ impl Modify for CommitPositions {
     }
 }
 
+/// Query parameters of a shared parameter struct that one operation requires: the reports share
+/// `ReportQuery`, whose `group_by` only the summary requires (400 without it).
+const REQUIRED_PARAMETERS: &[(&str, &str)] = &[("/api/reports/summary", "group_by")];
+
+struct RequiredParameters;
+
+impl Modify for RequiredParameters {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (path, name) in REQUIRED_PARAMETERS {
+            let parameters = openapi
+                .paths
+                .paths
+                .get_mut(*path)
+                .and_then(|item| item.get.as_mut())
+                .and_then(|op| op.parameters.as_mut());
+            for parameter in parameters.into_iter().flatten() {
+                if parameter.name == *name {
+                    parameter.required = utoipa::openapi::Required::True;
+                }
+            }
+        }
+    }
+}
+
 /// What the document needs once every endpoint's operation is in it.
 pub fn finish(doc: &mut utoipa::openapi::OpenApi) {
+    RequiredParameters.modify(doc);
     OptionalBodies.modify(doc);
     ClosedBodies.modify(doc);
     CommitPositions.modify(doc);

@@ -454,6 +454,32 @@ pub fn webhook_headers() -> Object {
         .build()
 }
 
+/// An event's body as delivered: one of the catalog's payloads, each a component of this
+/// document (which one goes with which type, `GET .../event-types` says). `anyOf` rather than
+/// `oneOf`: two payloads may both accept a body, and the body is still exactly one of them.
+pub fn event_payload() -> Schema {
+    let payloads = [
+        "TimeEntryPayload",
+        "ClientPayload",
+        "ProjectPayload",
+        "InvoicePayload",
+        "WebhookNoticePayload",
+        "WebhookTestPayload",
+    ];
+    let any = payloads
+        .into_iter()
+        .fold(utoipa::openapi::schema::AnyOfBuilder::new(), |any, name| {
+            any.item(utoipa::openapi::Ref::from_schema_name(name))
+        });
+    Schema::AnyOf(
+        any.description(Some(
+            "The delivered body, byte for byte: the payload of its type (the catalog, \
+             `GET .../event-types`, gives each type's schema and sample)",
+        ))
+        .build(),
+    )
+}
+
 /// The start of a replay's window.
 pub fn replay_since() -> Object {
     date_time(

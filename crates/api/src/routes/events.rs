@@ -41,7 +41,7 @@ pub struct FeedEventObject {
     /// When it was recorded.
     created_at: String,
     /// The delivered body, byte for byte.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = crate::openapi::fields::event_payload)]
     payload: Box<RawValue>,
 }
 

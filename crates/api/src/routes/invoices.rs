@@ -547,7 +547,7 @@ pub async fn list(
         InvoiceFormat
     ),
     responses(
-        (status = 200, description = "The invoice (application/pdf with Accept: application/pdf or format=pdf)", body = InvoiceBody),
+        (status = 200, description = "The invoice (application/pdf with Accept: application/pdf or format=pdf)", content((InvoiceBody = "application/json"), (String = "application/pdf"))),
         (status = 400, description = "An unknown format", body = ErrorBody),
         (status = 403, description = "A member", body = ErrorBody),
         (status = 404, description = "Invoice not found", body = ErrorBody),

@@ -122,7 +122,7 @@ pub struct DeliveryDetailObject {
     #[serde(flatten)]
     delivery: DeliveryObject,
     /// The exact body sent, byte for byte.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = fields::event_payload)]
     payload: Box<RawValue>,
     /// Every attempt, first first.
     attempts_log: Vec<AttemptObject>,
