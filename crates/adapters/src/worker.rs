@@ -758,11 +758,14 @@ async fn send_probe(pool: &crate::PgPool, origin: &str, n: u64) -> bool {
 const OVERDUE_BATCH: u32 = 500;
 
 /// Every `interval` (the first pass at once), until `shutdown`: purges rows past their retention,
-/// and announces the invoices that became overdue (`INVOICE_OVERDUE`, once per invoice, safe with
-/// several processes doing the same).
+/// announces the invoices that became overdue (`INVOICE_OVERDUE`, once per invoice, safe with
+/// several processes doing the same), and disables the webhooks of keys that expired (the claim
+/// already skips them; this makes them show `DISABLED`).
+#[allow(clippy::too_many_arguments)]
 pub async fn run_housekeeping(
     store: Arc<dyn Housekeeping>,
     invoices: timetrack_domain::services::InvoiceService,
+    keys: timetrack_domain::services::KeyService,
     clock: Arc<dyn Clock>,
     retention: Retention,
     interval: Duration,
@@ -782,6 +785,16 @@ pub async fn run_housekeeping(
                     tracing::warn!(error = %err, "announcing overdue invoices failed; next pass will retry");
                     break;
                 }
+            }
+        }
+        match keys.disable_webhooks_of_expired().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                webhooks = n,
+                "housekeeping: webhooks of expired keys disabled"
+            ),
+            Err(err) => {
+                tracing::warn!(error = %err, "disabling expired keys' webhooks failed; next pass will retry")
             }
         }
         match store.purge(clock.now(), retention).await {

@@ -74,12 +74,15 @@ impl ApiError {
     }
 
     /// The `detail` of the answer, if it has one.
-    fn detail(&self) -> Option<&str> {
+    fn detail(&self) -> Option<std::borrow::Cow<'_, str>> {
         match self {
-            Self::Status { detail, .. } => detail.as_deref(),
+            Self::Status { detail, .. } => detail.as_deref().map(Into::into),
             Self::Domain(
                 DomainError::Invalid { detail, .. } | DomainError::Refused { detail, .. },
-            ) => Some(detail),
+            ) => Some(detail.as_str().into()),
+            Self::Domain(DomainError::LacksScope(scope)) => {
+                Some(format!("this key lacks the scope {scope}").into())
+            }
             _ => None,
         }
     }
@@ -115,7 +118,7 @@ impl ApiError {
                 }
                 DomainError::AlreadyExists { what, .. } => sentence(what, "already exists"),
                 DomainError::NotFound(what) => sentence(what, "not found"),
-                DomainError::Forbidden => "Forbidden".into(),
+                DomainError::Forbidden | DomainError::LacksScope(_) => "Forbidden".into(),
                 DomainError::Unauthorized => "Unauthorized".into(),
                 DomainError::TooManyRequests { .. } => "Too many requests".into(),
                 DomainError::Unavailable(_) => "Service unavailable".into(),
@@ -151,7 +154,7 @@ impl ResponseError for ApiError {
                 DomainError::Conflict(_)
                 | DomainError::Refused { .. }
                 | DomainError::AlreadyExists { .. } => StatusCode::CONFLICT,
-                DomainError::Forbidden => StatusCode::FORBIDDEN,
+                DomainError::Forbidden | DomainError::LacksScope(_) => StatusCode::FORBIDDEN,
                 DomainError::Unauthorized => StatusCode::UNAUTHORIZED,
                 DomainError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
                 DomainError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,

@@ -75,6 +75,19 @@ pub(crate) fn admitted(req: &HttpRequest) -> Option<Principal> {
 /// key's limit decision is kept in the request's extensions, where the response middleware turns
 /// it into `X-RateLimit-*` headers.
 pub async fn admit(req: &HttpRequest) -> Result<Principal, ApiError> {
+    let principal = admit_key(req).await?;
+    // The key's scopes, for this route: 403 before any handler runs (`crate::scopes`).
+    if let Some(scope) = req
+        .match_pattern()
+        .and_then(|pattern| crate::scopes::required(req.method(), &pattern))
+    {
+        principal.require(scope)?;
+    }
+    Ok(principal)
+}
+
+/// [`admit`]'s authentication and rate limits, without the scope check.
+async fn admit_key(req: &HttpRequest) -> Result<Principal, ApiError> {
     if let Some(AdmittedAs(principal)) = req.extensions().get::<AdmittedAs>().copied() {
         return Ok(principal);
     }

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod replica;
 pub mod routes;
+pub mod scopes;
 pub mod state;
 pub mod telemetry;
 

@@ -709,6 +709,22 @@ impl ServerHandler for Tools {
         {
             return Ok(tool_error(&refusal).into());
         }
+        // The key's scopes: a tool outside them is a tool error that says which it lacks, and
+        // does nothing (`crate::scopes`).
+        let principal = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| caller(parts).ok());
+        if let (Some(scope), Some(Caller(principal))) =
+            (crate::scopes::of_tool(&request.name), principal)
+            && !principal.scopes.has(scope)
+        {
+            return Ok(tool_error(&json!({
+                "error": "Forbidden",
+                "detail": format!("this key lacks the scope {}", scope.as_str()),
+            }))
+            .into());
+        }
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
         self.tool_router.call(call).await
     }
@@ -987,6 +1003,11 @@ mod tests {
         let tools = Tools::tool_router().list_all();
         assert_eq!(tools.len(), 18);
         for tool in tools {
+            assert!(
+                crate::scopes::of_tool(&tool.name).is_some(),
+                "{} needs a scope",
+                tool.name
+            );
             let schema = tool
                 .output_schema
                 .as_ref()

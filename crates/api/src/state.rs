@@ -22,8 +22,8 @@ use timetrack_domain::ports::{
 use timetrack_domain::ratelimit::RatePolicy;
 use timetrack_domain::services::{
     AccountService, Admission, AdmissionLimits, Authenticator, CatalogService, ClientService,
-    FeedService, InvoiceService, RateService, ReportService, TimeEntryService, WebhookService,
-    WebhookSettings, WorkspaceService,
+    FeedService, InvoiceService, KeyService, RateService, ReportService, TimeEntryService,
+    WebhookService, WebhookSettings, WorkspaceService,
 };
 
 use crate::client_ip::TrustedProxies;
@@ -48,6 +48,8 @@ pub struct AppState {
     pub reports: ReportService,
     /// Invoices from tracked time.
     pub invoices: InvoiceService,
+    /// Keys made, listed and revoked by their owners (`/api/keys`).
+    pub keys: KeyService,
     /// Clients.
     pub clients: ClientService,
     /// Webhook subscriptions.
@@ -324,6 +326,7 @@ impl AppState {
             RateLimitStoreKind::Postgres => Arc::new(PgRateLimitStore::new(pool.clone())),
         };
         Self {
+            keys: KeyService::new(keys.clone(), clock.clone(), ids.clone(), Arc::new(OsRandom)),
             admission: Admission::new(
                 Arc::new(Authenticator::new(
                     keys,

@@ -41,6 +41,9 @@ pub enum DomainError {
     /// The caller is authenticated but may not act on this resource.
     #[error("forbidden")]
     Forbidden,
+    /// The caller's key lacks the scope (its published name) this needs: a 403 that says so.
+    #[error("forbidden: the key lacks the scope {0}")]
+    LacksScope(&'static str),
     /// The credentials are missing, malformed, unknown or revoked.
     #[error("unauthorized")]
     Unauthorized,

@@ -5,7 +5,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use timetrack_domain::ids::{ApiKeyId, UserId, WorkspaceId};
-use timetrack_domain::model::{ApiKey, KeyHash, Role};
+use timetrack_domain::model::{ApiKey, KeyHash, Role, Scope, Scopes};
 use timetrack_domain::ports::ApiKeyRepository;
 use timetrack_domain::{DomainError, DomainResult};
 use uuid::Uuid;
@@ -27,11 +27,23 @@ struct ApiKeyRow {
     created_at: OffsetDateTime,
     revoked_at: Option<OffsetDateTime>,
     last_used_at: Option<OffsetDateTime>,
+    scopes: Option<Vec<Option<String>>>,
+    expires_at: Option<OffsetDateTime>,
+}
+
+/// A key's scopes as stored: NULL for every scope, else their names.
+fn stored_scopes(scopes: Scopes) -> Option<Vec<String>> {
+    (scopes != Scopes::ALL).then(|| scopes.names().into_iter().map(str::to_owned).collect())
 }
 
 impl From<ApiKeyRow> for ApiKey {
     fn from(row: ApiKeyRow) -> Self {
         Self {
+            // Names this version does not know (written by a newer one) grant nothing.
+            scopes: row.scopes.map_or(Scopes::ALL, |names| {
+                Scopes::of(names.iter().flatten().filter_map(|n| Scope::parse(n)))
+            }),
+            expires_at: row.expires_at,
             id: ApiKeyId(row.id),
             workspace_id: WorkspaceId(row.workspace_id),
             user_id: UserId(row.user_id),
@@ -54,6 +66,8 @@ struct NewApiKeyRow<'a> {
     key_prefix: &'a str,
     key_hash: &'a [u8],
     created_at: OffsetDateTime,
+    scopes: Option<Vec<String>>,
+    expires_at: Option<OffsetDateTime>,
 }
 
 /// [`ApiKeyRepository`] on PostgreSQL.
@@ -84,6 +98,8 @@ impl ApiKeyRepository for PgApiKeyRepository {
                 key_prefix: &key.prefix,
                 key_hash: &hash.0,
                 created_at: key.created_at,
+                scopes: stored_scopes(key.scopes),
+                expires_at: key.expires_at,
             })
             .execute(&mut conn)
             .await
@@ -156,26 +172,7 @@ impl ApiKeyRepository for PgApiKeyRepository {
                 .execute(conn)
                 .await?;
                 // A revoked credential must not keep data flowing out.
-                diesel::update(
-                    webhook_subscriptions::table
-                        .filter(webhook_subscriptions::api_key_id.eq(id.0))
-                        .filter(webhook_subscriptions::status.eq("ACTIVE")),
-                )
-                .set((
-                    webhook_subscriptions::status.eq("DISABLED"),
-                    webhook_subscriptions::disabled_reason.eq("key_revoked"),
-                    webhook_subscriptions::updated_at.eq(at),
-                ))
-                .execute(conn)
-                .await?;
-                // Including what was already queued for them.
-                named_query!(
-                    include_str!("statements/cancel_deliveries_of_key.sql");
-                    api_key_id: diesel::sql_types::Uuid = id.0,
-                    at: diesel::sql_types::Timestamptz = at,
-                )
-                .execute(conn)
-                .await?;
+                disable_webhooks_of(conn, id.0, at).await?;
                 api_keys::table
                     .find(id.0)
                     .select(ApiKeyRow::as_select())
@@ -188,4 +185,93 @@ impl ApiKeyRepository for PgApiKeyRepository {
         row.map(ApiKey::from)
             .ok_or(DomainError::NotFound("api key"))
     }
+
+    async fn get(&self, id: ApiKeyId) -> DomainResult<Option<ApiKey>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let row = api_keys::table
+            .find(id.0)
+            .select(ApiKeyRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(|e| map_db_error(e, "reading an API key"))?;
+        Ok(row.map(ApiKey::from))
+    }
+
+    async fn list(
+        &self,
+        workspace: WorkspaceId,
+        user: Option<UserId>,
+    ) -> DomainResult<Vec<ApiKey>> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        let mut query = api_keys::table
+            .filter(api_keys::workspace_id.eq(workspace.0))
+            .select(ApiKeyRow::as_select())
+            .order((api_keys::created_at.desc(), api_keys::id.desc()))
+            .into_boxed();
+        if let Some(user) = user {
+            query = query.filter(api_keys::user_id.eq(user.0));
+        }
+        let rows = query
+            .load(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "listing API keys"))?;
+        Ok(rows.into_iter().map(ApiKey::from).collect())
+    }
+
+    async fn disable_webhooks_of_expired(&self, now: OffsetDateTime) -> DomainResult<u64> {
+        let mut conn = self.pool.get().await.map_err(map_pool_error)?;
+        // The expired keys that still have an active subscription: few, and none most of the time.
+        let expired: Vec<Uuid> = api_keys::table
+            .filter(api_keys::expires_at.le(now))
+            .filter(diesel::dsl::exists(
+                webhook_subscriptions::table
+                    .filter(webhook_subscriptions::api_key_id.eq(api_keys::id))
+                    .filter(webhook_subscriptions::status.eq("ACTIVE")),
+            ))
+            .select(api_keys::id)
+            .load(&mut conn)
+            .await
+            .map_err(|e| map_db_error(e, "finding expired API keys"))?;
+        let mut disabled = 0;
+        for key in expired {
+            disabled += conn
+                .transaction::<_, diesel::result::Error, _>(async |conn| {
+                    disable_webhooks_of(conn, key, now).await
+                })
+                .await
+                .map_err(|e| map_db_error(e, "disabling an expired key's webhooks"))?;
+        }
+        Ok(disabled)
+    }
+}
+
+/// Disables `key`'s active webhook subscriptions (reason `key_revoked`) and cancels what was
+/// queued for them, on `conn` (inside the caller's transaction); how many it disabled.
+async fn disable_webhooks_of(
+    conn: &mut diesel_async::AsyncPgConnection,
+    key: Uuid,
+    at: OffsetDateTime,
+) -> QueryResult<u64> {
+    let disabled = diesel::update(
+        webhook_subscriptions::table
+            .filter(webhook_subscriptions::api_key_id.eq(key))
+            .filter(webhook_subscriptions::status.eq("ACTIVE")),
+    )
+    .set((
+        webhook_subscriptions::status.eq("DISABLED"),
+        webhook_subscriptions::disabled_reason.eq("key_revoked"),
+        webhook_subscriptions::updated_at.eq(at),
+    ))
+    .execute(conn)
+    .await?;
+    // Including what was already queued for them.
+    named_query!(
+        include_str!("statements/cancel_deliveries_of_key.sql");
+        api_key_id: diesel::sql_types::Uuid = key,
+        at: diesel::sql_types::Timestamptz = at,
+    )
+    .execute(conn)
+    .await?;
+    Ok(disabled as u64)
 }

@@ -11,6 +11,8 @@ diesel::table! {
         created_at -> Timestamptz,
         revoked_at -> Nullable<Timestamptz>,
         last_used_at -> Nullable<Timestamptz>,
+        scopes -> Nullable<Array<Nullable<Text>>>,
+        expires_at -> Nullable<Timestamptz>,
     }
 }
 

@@ -122,6 +122,8 @@ async fn the_first_member_owns_the_workspace_and_it_keeps_an_owner(s: Subject) {
         created_at: T0,
         revoked_at: None,
         last_used_at: None,
+        scopes: Scopes::ALL,
+        expires_at: None,
     };
     s.keys.create(&key, &KeyHash([3; 32])).await.unwrap();
     let (_, role) = s
@@ -250,6 +252,8 @@ async fn api_keys_are_found_by_hash_until_revoked(s: Subject) {
         created_at: T0,
         revoked_at: None,
         last_used_at: None,
+        scopes: Scopes::ALL,
+        expires_at: None,
     };
     let hash = KeyHash([7; 32]);
     s.keys.create(&key, &hash).await.unwrap();
@@ -277,6 +281,40 @@ async fn api_keys_are_found_by_hash_until_revoked(s: Subject) {
         s.keys.create(&stranger, &KeyHash([9; 32])).await,
         Err(DomainError::NotFound("membership"))
     ));
+
+    // Scopes and an expiry are kept as given; a key is got by id, and listed by workspace (and
+    // user), newest first.
+    let scoped = ApiKey {
+        id: ApiKeyId(id(10)),
+        name: Some("assistant".into()),
+        created_at: T0 + Duration::minutes(1),
+        scopes: Scopes::of([Scope::Read, Scope::TimeWrite]),
+        expires_at: Some(T0 + Duration::days(30)),
+        last_used_at: None,
+        ..key.clone()
+    };
+    let scoped_hash = KeyHash([10; 32]);
+    s.keys.create(&scoped, &scoped_hash).await.unwrap();
+    assert_eq!(
+        s.keys.find_active_by_hash(&scoped_hash).await.unwrap(),
+        Some((scoped.clone(), Role::Owner))
+    );
+    assert_eq!(s.keys.get(scoped.id).await.unwrap(), Some(scoped.clone()));
+    assert_eq!(s.keys.get(ApiKeyId(id(4243))).await.unwrap(), None);
+    let listed: Vec<ApiKeyId> = s
+        .keys
+        .list(ws.id, Some(member.id))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|k| k.id)
+        .collect();
+    assert_eq!(listed, [scoped.id, key.id]);
+    assert_eq!(
+        s.keys.list(ws.id, Some(UserId(id(4242)))).await.unwrap(),
+        []
+    );
+    assert_eq!(s.keys.list(WorkspaceId(id(4244)), None).await.unwrap(), []);
 
     let revoked_at = T0 + Duration::hours(1);
     let revoked = s.keys.revoke(key.id, revoked_at).await.unwrap();

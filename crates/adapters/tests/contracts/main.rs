@@ -26,7 +26,7 @@ use timetrack_domain::model::{
 use timetrack_domain::model::{
     DeliveryId, DeliveryKind, DeliveryQuery, DeliveryStatus, ReplayOutcome, ReplayWindow,
 };
-use timetrack_domain::model::{Role, RoundingMode, WorkspaceSettings};
+use timetrack_domain::model::{Role, RoundingMode, Scope, Scopes, WorkspaceSettings};
 use timetrack_domain::ports::{
     ApiKeyRepository, CatalogRepository, ClientRepository, DeliveryLog, DeliveryQueue, EntryFilter,
     EventFeed, IdempotencyStore, LAST_OWNER, ROLE_CHANGED, RateRepository, SubscriptionRepository,

@@ -5,6 +5,7 @@ use super::*;
 contract!(subscriptions_are_listed_per_member_and_changed_unless_deleted);
 contract!(subscriptions_are_capped_refused_for_revoked_keys_and_deleted_softly);
 contract!(a_paused_subscription_says_why_until_enabled);
+contract!(an_expired_keys_webhooks_are_disabled_as_a_revoked_keys_are);
 
 /// An API key of `member` in `ws`, stored.
 pub(crate) async fn stored_key(s: &Subject, n: u128, ws: &Workspace, member: &User) -> ApiKey {
@@ -17,6 +18,8 @@ pub(crate) async fn stored_key(s: &Subject, n: u128, ws: &Workspace, member: &Us
         created_at: T0,
         revoked_at: None,
         last_used_at: None,
+        scopes: Scopes::ALL,
+        expires_at: None,
     };
     let byte = u8::try_from(n % 251).unwrap();
     s.keys.create(&key, &KeyHash([byte; 32])).await.unwrap();
@@ -334,5 +337,54 @@ async fn a_paused_subscription_says_why_until_enabled(s: Subject) {
     assert_eq!(
         (deleted.status, deleted.disabled_reason),
         (SubscriptionStatus::Deleted, None)
+    );
+}
+
+async fn an_expired_keys_webhooks_are_disabled_as_a_revoked_keys_are(s: Subject) {
+    let (ws, member) = seeded(&s, 1).await;
+    let lasting = stored_key(&s, 60, &ws, &member).await;
+    let expiring = ApiKey {
+        id: ApiKeyId(id(61)),
+        expires_at: Some(T0 + Duration::hours(1)),
+        ..lasting.clone()
+    };
+    s.keys.create(&expiring, &KeyHash([61; 32])).await.unwrap();
+    let kept = subscription(1, &lasting, 0);
+    let ends = subscription(2, &expiring, 0);
+    for hook in [&kept, &ends] {
+        s.subscriptions.create(hook, 100).await.unwrap();
+    }
+    // Not yet expired: nothing changes.
+    assert_eq!(
+        s.keys
+            .disable_webhooks_of_expired(T0 + Duration::minutes(59))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        s.subscriptions.get(&ends.id).await.unwrap().unwrap().status,
+        SubscriptionStatus::Active
+    );
+    // Expired: its webhooks are disabled as a revoked key's, once; the other key's stay.
+    let at = T0 + Duration::hours(1);
+    assert_eq!(s.keys.disable_webhooks_of_expired(at).await.unwrap(), 1);
+    let after = s.subscriptions.get(&ends.id).await.unwrap().unwrap();
+    assert_eq!(
+        (after.status, after.disabled_reason),
+        (
+            SubscriptionStatus::Disabled,
+            Some(DisabledReason::KeyRevoked)
+        )
+    );
+    assert_eq!(
+        s.subscriptions.get(&kept.id).await.unwrap().unwrap().status,
+        SubscriptionStatus::Active
+    );
+    assert_eq!(s.keys.disable_webhooks_of_expired(at).await.unwrap(), 0);
+    // The key itself is left as it is: its expiry refuses it.
+    assert_eq!(
+        s.keys.get(expiring.id).await.unwrap().unwrap().revoked_at,
+        None
     );
 }

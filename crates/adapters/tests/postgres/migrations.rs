@@ -74,6 +74,11 @@ const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[
         "webhooks' custom headers (sealed) and the masked ones each attempt was sent with: a \
          database in use gains the columns without being remade",
     ),
+    (
+        "2026-12-07-000002_key_scopes",
+        "each key's scopes and expiry: the keys of a database in use keep every scope and no \
+         expiry (NULL) without being remade",
+    ),
 ];
 
 #[test]
@@ -196,6 +201,7 @@ async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
     revert_newest(
         db.url(),
         &[
+            "20261207000002",
             "20261207000001",
             "20261129000004",
             "20261129000003",
@@ -272,6 +278,7 @@ async fn webhooks_disabled_before_reasons_get_theirs_from_their_key() {
     revert_newest(
         db.url(),
         &[
+            "20261207000002",
             "20261207000001",
             "20261129000004",
             "20261129000003",
@@ -343,7 +350,12 @@ async fn entries_from_before_the_day_totals_are_summed_into_them() {
     let db = TestDatabase::new().await;
     revert_newest(
         db.url(),
-        &["20261207000001", "20261129000004", "20261129000003"],
+        &[
+            "20261207000002",
+            "20261207000001",
+            "20261129000004",
+            "20261129000003",
+        ],
     )
     .await;
     let client = sql_client(db.url()).await;

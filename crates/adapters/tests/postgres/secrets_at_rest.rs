@@ -266,3 +266,37 @@ async fn a_rotation_reseals_plain_and_old_values_under_the_new_key() {
         .unwrap();
     assert_eq!(plain.secret, "whsec_plain");
 }
+
+/// The claim skips a subscription whose key has expired, as it skips a revoked key's, even
+/// before housekeeping has disabled it.
+#[tokio::test]
+async fn an_expired_keys_deliveries_are_not_claimed() {
+    let f = fixture().await;
+    let secrets = SecretBox::ephemeral();
+    subscribed(&f, &secrets).await;
+    let pool = f.db.pool();
+    let mut conn = pool.get().await.unwrap();
+    diesel::sql_query("UPDATE api_keys SET expires_at = now() + interval '1 hour'")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        claim(&f.db, &secrets, time::Duration::ZERO)
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "before its expiry"
+    );
+    diesel::sql_query("UPDATE api_keys SET expires_at = now() - interval '1 second'")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert!(
+        claim(&f.db, &secrets, time::Duration::minutes(1))
+            .await
+            .unwrap()
+            .is_empty(),
+        "after it"
+    );
+}

@@ -219,6 +219,7 @@ async fn run_server(
     let metrics = state.metrics.clone();
     let announcer = state.announcer.clone();
     let invoices = state.invoices.clone();
+    let keys = state.keys.clone();
     // Another `serve` of this data directory, named when a port it holds is taken.
     let running = if db.is_private() {
         running_here(&global.data_dir)
@@ -310,6 +311,7 @@ async fn run_server(
     let housekeeping = tokio::spawn(run_housekeeping(
         Arc::new(PgHousekeeping::new(pool.clone())),
         invoices,
+        keys,
         Arc::new(SystemClock),
         retention,
         Duration::from_secs(600),

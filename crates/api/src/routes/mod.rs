@@ -10,6 +10,7 @@ pub(crate) mod fallbacks;
 pub(crate) mod find_client;
 pub(crate) mod health;
 pub mod invoices;
+pub(crate) mod keys;
 pub(crate) mod lookups;
 pub(crate) mod me;
 pub(crate) mod members;
@@ -166,6 +167,9 @@ static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
         endpoint!(workspace::update),
         endpoint!(members::list),
         endpoint!(members::update),
+        endpoint!(keys::list),
+        endpoint!(keys::create),
+        endpoint!(keys::revoke),
         endpoint!(rates::list),
         endpoint!(rates::create),
         endpoint!(rates::delete),

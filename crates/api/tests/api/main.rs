@@ -15,6 +15,7 @@ mod health;
 mod idempotency;
 mod integrations;
 mod invoices;
+mod keys;
 mod markdown;
 mod openapi;
 mod rate_limits;

@@ -17,7 +17,7 @@ pub mod user;
 pub mod webhook;
 pub mod workspace;
 
-pub use api_key::{ApiKey, ApiKeySecret, KeyHash, Principal};
+pub use api_key::{ApiKey, ApiKeySecret, KeyHash, Principal, Scope, Scopes};
 pub use catalog::{Project, Tag, Task};
 pub use client::{Client, ClientDraft, ClientPatch, ClientStatus, ClientType};
 pub use custom_headers::CustomHeaders;

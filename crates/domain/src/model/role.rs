@@ -140,6 +140,7 @@ mod tests {
             user_id: UserId(Uuid::from_u128(2)),
             workspace_id: WorkspaceId(Uuid::from_u128(3)),
             role,
+            scopes: crate::model::Scopes::ALL,
         }
     }
 

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use time::OffsetDateTime;
 
 use crate::error::DomainResult;
-use crate::ids::ApiKeyId;
+use crate::ids::{ApiKeyId, UserId, WorkspaceId};
 use crate::model::{ApiKey, KeyHash, Role};
 
 /// Storage of API keys, by hash.
@@ -32,4 +32,17 @@ pub trait ApiKeyRepository: Send + Sync {
     /// Revoking a revoked key changes nothing and returns it. MUST return `NotFound("api key")` if
     /// no key has this id.
     async fn revoke(&self, id: ApiKeyId, at: OffsetDateTime) -> DomainResult<ApiKey>;
+
+    /// The key with this id, revoked or not, or `None`.
+    async fn get(&self, id: ApiKeyId) -> DomainResult<Option<ApiKey>>;
+
+    /// The keys of `workspace` (only `user`'s when given), revoked ones included, newest first.
+    async fn list(&self, workspace: WorkspaceId, user: Option<UserId>)
+    -> DomainResult<Vec<ApiKey>>;
+
+    /// Disables, as a revocation does, every active webhook subscription created with a key that
+    /// has expired at `now` (reason `key_revoked`), cancelling what was queued for them; returns
+    /// how many subscriptions it disabled. The key itself is left as it is: its expiry already
+    /// refuses it.
+    async fn disable_webhooks_of_expired(&self, now: OffsetDateTime) -> DomainResult<u64>;
 }

@@ -167,6 +167,8 @@ impl AdminService {
             created_at: self.clock.now(),
             revoked_at: None,
             last_used_at: None,
+            scopes: crate::model::Scopes::ALL,
+            expires_at: None,
         };
         self.keys.create(&key, &secret.hash()).await?;
         Ok((key, secret))

@@ -22,6 +22,8 @@ struct Cached {
     principal: Principal,
     verified_at: OffsetDateTime,
     last_used_at: Option<OffsetDateTime>,
+    /// When the key expires, if it does: from then on the cache does not answer for it.
+    expires_at: Option<OffsetDateTime>,
 }
 
 /// What a request may do with the key it presents: read, or write (which must see a revocation
@@ -81,7 +83,7 @@ impl Authenticator {
 
     /// The principal of `presented`.
     ///
-    /// Returns `Unauthorized` for a key that is malformed, unknown or revoked, and `Unavailable`
+    /// Returns `Unauthorized` for a key that is malformed, unknown, revoked or expired, and `Unavailable`
     /// when storage cannot be reached.
     /// A write ([`Access::Write`]) asks storage whatever the cache holds, and a key it finds
     /// revoked leaves the cache.
@@ -94,7 +96,9 @@ impl Authenticator {
         let mut entry = match (cached, access) {
             (Some(hit), Access::Read) => hit,
             (cached, _) => {
-                let Some((key, role)) = self.keys.find_active_by_hash(&hash).await? else {
+                let found = self.keys.find_active_by_hash(&hash).await?;
+                // An expired key is refused as a revoked one is.
+                let Some((key, role)) = found.filter(|(key, _)| !key.expired_at(now)) else {
                     self.forget(&hash);
                     return Err(DomainError::Unauthorized);
                 };
@@ -102,6 +106,7 @@ impl Authenticator {
                     principal: key.principal(role),
                     verified_at: now,
                     last_used_at: cached.and_then(|c| c.last_used_at).or(key.last_used_at),
+                    expires_at: key.expires_at,
                 }
             }
         };
@@ -173,6 +178,7 @@ impl Authenticator {
         cache
             .get(hash)
             .filter(|c| now - c.verified_at < self.ttl)
+            .filter(|c| c.expires_at.is_none_or(|at| at > now))
             .cloned()
     }
 

@@ -260,22 +260,60 @@ impl ApiKeyRepository for InMemoryStore {
         let key = key.clone();
         // As the port says: the key's active subscriptions are disabled, and their pending
         // deliveries cancelled, with the revocation.
-        let mut disabled = Vec::new();
-        for subscription in t
-            .subscriptions
-            .iter_mut()
-            .filter(|s| s.api_key_id == id && s.status == SubscriptionStatus::Active)
-        {
-            subscription.status = SubscriptionStatus::Disabled;
-            subscription.disabled_reason = Some(DisabledReason::KeyRevoked);
-            subscription.updated_at = at;
-            disabled.push(subscription.id.clone());
-        }
-        for (subscription, record) in &mut t.deliveries {
-            if disabled.contains(subscription) && record.status == DeliveryStatus::Pending {
-                record.status = DeliveryStatus::Cancelled;
-            }
-        }
+        disable_webhooks_of(&mut t, &[id], at);
         Ok(key)
     }
+
+    async fn get(&self, id: ApiKeyId) -> DomainResult<Option<ApiKey>> {
+        Ok(self.tables().keys.get(&id).map(|(k, _)| k.clone()))
+    }
+
+    async fn list(
+        &self,
+        workspace: WorkspaceId,
+        user: Option<UserId>,
+    ) -> DomainResult<Vec<ApiKey>> {
+        let mut keys: Vec<ApiKey> = self
+            .tables()
+            .keys
+            .values()
+            .map(|(k, _)| k.clone())
+            .filter(|k| k.workspace_id == workspace && user.is_none_or(|u| k.user_id == u))
+            .collect();
+        keys.sort_by_key(|k| std::cmp::Reverse((k.created_at, k.id.0)));
+        Ok(keys)
+    }
+
+    async fn disable_webhooks_of_expired(&self, now: OffsetDateTime) -> DomainResult<u64> {
+        let mut t = self.tables();
+        let expired: Vec<ApiKeyId> = t
+            .keys
+            .values()
+            .filter(|(k, _)| k.expired_at(now))
+            .map(|(k, _)| k.id)
+            .collect();
+        Ok(disable_webhooks_of(&mut t, &expired, now))
+    }
+}
+
+/// Disables the active subscriptions of `keys` (reason `key_revoked`) and cancels their pending
+/// deliveries; how many it disabled.
+fn disable_webhooks_of(t: &mut Tables, keys: &[ApiKeyId], at: OffsetDateTime) -> u64 {
+    let mut disabled = Vec::new();
+    for subscription in t
+        .subscriptions
+        .iter_mut()
+        .filter(|s| keys.contains(&s.api_key_id) && s.status == SubscriptionStatus::Active)
+    {
+        subscription.status = SubscriptionStatus::Disabled;
+        subscription.disabled_reason = Some(DisabledReason::KeyRevoked);
+        subscription.updated_at = at;
+        disabled.push(subscription.id.clone());
+    }
+    for (subscription, record) in &mut t.deliveries {
+        if disabled.contains(subscription) && record.status == DeliveryStatus::Pending {
+            record.status = DeliveryStatus::Cancelled;
+        }
+    }
+    disabled.len() as u64
 }

@@ -38,8 +38,8 @@
 --     safe because every step has one access path whatever the estimates;
 --   * no JIT: a kept plan is costed without the call's values, and on a large analyzed queue its
 --     estimate passed jit_above_cost, compiling dozens of expressions for a few hundred rows.
--- A revoked key's subscriptions are skipped even if one were left active, so a revoked
--- credential never keeps data flowing out. A disabled subscription gets its test deliveries
+-- A revoked or expired key's subscriptions are skipped even if one were left active (housekeeping
+-- disables an expired key's), so such a credential never keeps data flowing out. A disabled subscription gets its test deliveries
 -- only.
 --
 -- Ordering (events.md section 4): a delivery is claimed only while it is the first pending one
@@ -112,7 +112,8 @@ RETURN QUERY
             WHERE y.id = subs.id LIMIT 1
         ) s
         CROSS JOIN LATERAL (
-            SELECT 1 FROM api_keys k WHERE k.id = s.api_key_id AND k.revoked_at IS NULL LIMIT 1
+            SELECT 1 FROM api_keys k WHERE k.id = s.api_key_id AND k.revoked_at IS NULL
+                AND (k.expires_at IS NULL OR k.expires_at > claim_deliveries.at) LIMIT 1
         ) k
         ) r
     ), picked AS MATERIALIZED (

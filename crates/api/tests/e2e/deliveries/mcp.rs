@@ -696,3 +696,41 @@ async fn a_flood_past_the_rate_limit_is_refused_with_429_never_a_5xx() {
     assert!((1..=5).contains(&served), "{served} served");
     assert_eq!(served + limited, 30);
 }
+
+/// A key's scopes hold for the tools too: a tool outside them is a tool error naming the scope,
+/// and does nothing.
+#[tokio::test]
+async fn a_tool_outside_the_keys_scopes_is_refused_and_does_nothing() {
+    let s = Setup::new().await;
+    let (status, made) = s
+        .post(
+            "/api/keys",
+            json!({"name": "Read-only assistant", "scopes": ["read"]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{made}");
+    let key = made["key"].as_str().unwrap();
+    let out = client(
+        &s,
+        key,
+        json!([
+            ["whoami", {}],
+            ["start_timer", {"description": "Not allowed"}],
+            ["create_tag", {"name": "nope"}],
+            ["current_timer", {}],
+            ["list_tags", {}],
+        ]),
+    )
+    .await;
+    assert_eq!(ok(&out, 0)["user"]["name"], "Ada");
+    assert_eq!(
+        failed(&out, 1),
+        json!({"error": "Forbidden", "detail": "this key lacks the scope time:write"})
+    );
+    assert_eq!(
+        failed(&out, 2),
+        json!({"error": "Forbidden", "detail": "this key lacks the scope catalog:write"})
+    );
+    assert_eq!(ok(&out, 3), &json!({"timer": null}));
+    assert_eq!(ok(&out, 4)["data"], json!([]));
+}
