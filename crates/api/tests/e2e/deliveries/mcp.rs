@@ -39,20 +39,25 @@ async fn stdio_client(s: &Setup, key: &str, calls: Value) -> Value {
 
 /// Runs `mcp_client.py` on `case`; what it printed.
 async fn run_client(case: Value) -> Value {
-    let sdk = mcp_sdk();
-    tokio::task::spawn_blocking(move || {
-        let script = concat!(
+    let mut python = Command::new("python3");
+    python
+        .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/e2e/deliveries/mcp_client.py"
-        );
-        let mut child = Command::new("python3")
-            .arg(script)
-            .env("PYTHONPATH", sdk)
+        ))
+        .env("PYTHONPATH", mcp_sdk());
+    run_program(python, case).await
+}
+
+/// Runs `program` (a client script) with `case` on its stdin; the JSON it printed.
+async fn run_program(mut program: Command, case: Value) -> Value {
+    tokio::task::spawn_blocking(move || {
+        let mut child = program
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("python3 runs");
+            .unwrap_or_else(|e| panic!("starting {program:?}: {e}"));
         use std::io::Write as _;
         child
             .stdin
@@ -112,38 +117,13 @@ fn typescript_sdk() -> std::path::PathBuf {
 
 /// Runs `mcp_client.cjs` (the TypeScript SDK) on `case`; what it printed.
 async fn run_typescript_client(case: Value) -> Value {
-    let modules = typescript_sdk();
-    tokio::task::spawn_blocking(move || {
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/e2e/deliveries/mcp_client.cjs"
-        );
-        let mut child = Command::new("node")
-            .arg(script)
-            .env("NODE_PATH", modules)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("node runs");
-        use std::io::Write as _;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(case.to_string().as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "the client printed no JSON ({e}): {}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
-    })
-    .await
-    .unwrap()
+    let mut node = Command::new("node");
+    node.arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/e2e/deliveries/mcp_client.cjs"
+    ))
+    .env("NODE_PATH", typescript_sdk());
+    run_program(node, case).await
 }
 
 /// `calls` through `sdk`'s client with the setup's key; what it printed.
