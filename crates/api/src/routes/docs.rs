@@ -11,7 +11,7 @@ use crate::openapi::OpenApiDocument;
     path = "/api/openapi.json",
     tag = "Health",
     summary = "The OpenAPI 3.1 description of the API",
-    responses((status = 200, description = "The description", content_type = "application/json"))
+    responses((status = 200, description = "The description (an OpenAPI 3.1 document)", body = std::collections::HashMap<String, serde_json::Value>, content_type = "application/json"))
 )]
 pub async fn openapi_json(document: web::Data<OpenApiDocument>) -> HttpResponse {
     HttpResponse::Ok()

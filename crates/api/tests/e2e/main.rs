@@ -17,6 +17,7 @@ use timetrack_testkit::{ServeCommand, ServerProcess, TestDatabase};
 mod cli;
 mod deliveries;
 mod failover;
+mod generated_client;
 mod listen;
 mod process;
 mod replicas;
