@@ -217,6 +217,43 @@ impl Modify for RequiredParameters {
     }
 }
 
+/// Takes `null` out of every query parameter's schema (its `type` list and its `enum`): a query
+/// string cannot carry a JSON null, and the parameter structs' fields share their nullable
+/// schemas with request bodies, where null means "absent". A generator reading `["string",
+/// "null"]` with an enum made three types of each such parameter.
+pub fn query_parameters_without_null(doc: &mut serde_json::Value) {
+    let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else {
+        return;
+    };
+    let operations = paths
+        .values_mut()
+        .filter_map(|item| item.as_object_mut())
+        .flat_map(|item| item.values_mut());
+    for operation in operations {
+        let Some(parameters) = operation
+            .get_mut("parameters")
+            .and_then(|p| p.as_array_mut())
+        else {
+            continue;
+        };
+        for parameter in parameters.iter_mut().filter(|p| p["in"] == "query") {
+            let Some(schema) = parameter.get_mut("schema").and_then(|s| s.as_object_mut()) else {
+                continue;
+            };
+            if let Some(types) = schema.get_mut("type").and_then(|t| t.as_array_mut()) {
+                types.retain(|t| t != "null");
+                if let [only] = types.as_slice() {
+                    let only = only.clone();
+                    schema.insert("type".to_owned(), only);
+                }
+            }
+            if let Some(values) = schema.get_mut("enum").and_then(|e| e.as_array_mut()) {
+                values.retain(|v| !v.is_null());
+            }
+        }
+    }
+}
+
 /// What the document needs once every endpoint's operation is in it.
 pub fn finish(doc: &mut utoipa::openapi::OpenApi) {
     RequiredParameters.modify(doc);

@@ -241,6 +241,8 @@ static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
         .schemas
         .extend(schemas);
     crate::openapi::finish(&mut doc);
+    let mut doc = serde_json::to_value(&doc).expect("the OpenAPI document serializes");
+    crate::openapi::query_parameters_without_null(&mut doc);
     serde_json::to_string(&doc).expect("the OpenAPI document serializes")
 });
 

@@ -777,6 +777,24 @@ async fn other_formats_have_their_media_types_and_required_parameters_are_marked
             );
         }
     }
+    // A query string cannot carry a JSON null: no query parameter's schema admits one.
+    for (method, path, op) in operations(&doc) {
+        for parameter in op["parameters"].as_array().into_iter().flatten() {
+            if parameter["in"] != "query" {
+                continue;
+            }
+            let schema = resolve(&doc, &parameter["schema"]);
+            let text = schema.to_string();
+            assert!(
+                !text.contains("\"null\"")
+                    && !schema["enum"]
+                        .as_array()
+                        .is_some_and(|e| e.contains(&Value::Null)),
+                "{method} {path} ?{}: {text}",
+                parameter["name"]
+            );
+        }
+    }
     let detailed = &doc["paths"]["/api/reports/detailed"]["get"]["parameters"];
     assert!(
         detailed
