@@ -181,6 +181,11 @@ pub async fn revoke(
         .map(ApiKeyId)
         .map_err(|_| DomainError::NotFound("api key"))?;
     let key = state.keys.revoke(&caller.0, id).await?;
+    // This process refuses it at once, reads too; others within their key cache's 30 s.
+    state.admission.forget_key(key.id);
+    if let Some(replica) = state.replica_admission() {
+        replica.forget_key(key.id);
+    }
     tracing::info!(api_key_id = %key.id.0, user_id = %caller.0.user_id, "API key revoked");
     Ok(web::Json(key.into()))
 }

@@ -91,6 +91,12 @@ impl Admission {
         }
     }
 
+    /// Forgets what this process verified of key `id` (revoked here), so that its next request,
+    /// a read too, asks storage and is refused at once.
+    pub fn forget_key(&self, id: crate::ids::ApiKeyId) {
+        self.auth.forget_key(id);
+    }
+
     /// Admits a request presenting `key` (the bearer token, if any) from `client` (its address),
     /// for `access` (a write always checks the key in storage: see [`Authenticator`]).
     ///

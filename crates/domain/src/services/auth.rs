@@ -166,6 +166,15 @@ impl Authenticator {
         known.hashes.contains(&hash)
     }
 
+    /// Forgets the cached verification of key `id` (revoked in this process): its next read
+    /// asks storage.
+    pub fn forget_key(&self, id: crate::ids::ApiKeyId) {
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|_, cached| cached.principal.api_key_id != id);
+    }
+
     fn forget(&self, hash: &KeyHash) {
         self.cache
             .lock()

@@ -6,6 +6,7 @@ mod api_key;
 mod auth;
 mod clients;
 mod delivery;
+mod keys;
 mod time_entries;
 mod webhook_model;
 mod webhooks;
