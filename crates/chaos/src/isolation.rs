@@ -647,6 +647,12 @@ fn attack_table(a: &Attacker, b: &Victim) -> Vec<Probe> {
         probe("GET", "/api/workspace", OK),
         probe("PATCH", "/api/workspace", OK).with(json!({"settings": {"payment_terms_days": 30}})),
         probe("GET", "/api/members", OK),
+        // Keys: A lists only A's, and a key is always made in the caller's own workspace (a body
+        // naming B's is refused for its unknown field).
+        probe("GET", "/api/keys", OK),
+        probe("POST", "/api/keys", &[201]).with(json!({"name": "Alpha key", "scopes": ["read"]})),
+        probe("POST", "/api/keys", REFUSED)
+            .with(json!({"name": "Alpha key", "workspace_id": b_space})),
         probe("GET", "/api/rates", OK),
         probe(
             "GET",
