@@ -8,12 +8,11 @@ use timetrack_domain::DomainError;
 use timetrack_domain::ids::ApiKeyId;
 use timetrack_domain::model::ApiKey;
 use timetrack_domain::services::NewKey;
-use timetrack_domain::services::keys::INVALID_PARAMETERS;
 use timetrack_domain::timefmt::rfc3339;
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody, JsonOrEmpty, Unread};
+use crate::extract::{Caller, JsonBody, JsonOrEmpty, Unread, body_time};
 use crate::state::AppState;
 
 /// A key as listed: never the key itself.
@@ -79,10 +78,6 @@ pub struct CreateKeyBody {
     expires_at: Option<String>,
 }
 
-fn invalid(detail: impl Into<String>) -> ApiError {
-    DomainError::invalid(INVALID_PARAMETERS, detail).into()
-}
-
 /// `POST /api/keys`: a key for the caller's user in the caller's workspace.
 #[utoipa::path(
     operation_id = "createKey",
@@ -108,10 +103,7 @@ pub async fn create(
     let expires_at = body
         .expires_at
         .as_deref()
-        .map(|at| {
-            time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
-                .map_err(|_| invalid("expires_at must be an RFC 3339 date and time"))
-        })
+        .map(|at| body_time("expires_at", at))
         .transpose()?;
     let (key, secret) = state
         .keys

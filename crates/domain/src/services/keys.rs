@@ -12,8 +12,7 @@ use crate::model::{ApiKey, ApiKeySecret, Principal, Scopes};
 use crate::ports::{ApiKeyRepository, Clock, IdGenerator, RandomSource};
 use crate::values::Name;
 
-/// The published message of a key request that breaks a rule; the detail says which.
-pub const INVALID_PARAMETERS: &str = "Invalid request parameters";
+use super::webhooks::INVALID_PARAMETERS;
 
 /// A key as asked for: `POST /api/keys` `{name, scopes?, expires_at?}`.
 #[derive(Debug, Clone, Default)]
