@@ -1,7 +1,12 @@
-//! The service's SQL functions, each defined once in `functions/*.sql`, live in their own schema,
-//! `timetrack_code`, apart from the tables: replaceable code, not data. The migration runner
-//! installs them: when the text of any of them changed, the schema is dropped and created again
-//! with every function, in one transaction (ADR 0004). Tables and indexes are migrations.
+//! The service's SQL functions and triggers, each defined once in `functions/*.sql`, live in their
+//! own schema, `timetrack_code`, apart from the tables: replaceable code, not data. The migration
+//! runner installs them: when the text of any of them changed, the schema is dropped and created
+//! again with every function, then the triggers, in one transaction (ADR 0004). Tables and indexes
+//! are migrations, and no migration defines a function or a trigger (a test holds it so).
+//!
+//! The triggers keep the report day totals (ADR 0024): when the text of the rule that sums them
+//! changed, every workspace's totals are summed again in the same transaction, so the stored
+//! totals are always those of the installed rule.
 //!
 //! A function's signature is written once, in its file; nothing here repeats it. Each file holds
 //! one `CREATE FUNCTION timetrack_code.<name>(...)` with named parameters, and the comments that
@@ -18,9 +23,13 @@ use super::sql::named_query;
 pub const SCHEMA: &str = "timetrack_code";
 
 /// How `timetrack_functions` records the installed schema: one row, with the digest of every
-/// definition. Rows of other names are functions of an older layout (one per signature, in
-/// `public`), dropped at the next install.
+/// definition. Rows whose name holds a parenthesis are functions of an older layout (one per
+/// signature, in `public`), dropped at the next install.
 const RECORD: &str = "schema timetrack_code";
+
+/// How `timetrack_functions` records the rule the report day totals were summed by: the digest
+/// of `TOTALS_RULE`.
+const TOTALS_RECORD: &str = "rule report_day_totals";
 
 /// Every function the service calls, in the order they are created. The order matters for the
 /// plain SQL ones, whose bodies PostgreSQL checks when they are created: each comes after the
@@ -49,6 +58,27 @@ const FUNCTIONS: &[&str] = &[
     include_str!("functions/price_written.sql"),
     include_str!("functions/rounded_seconds.sql"),
     include_str!("functions/amount_minor.sql"),
+    include_str!("functions/report_day_bucket.sql"),
+    include_str!("functions/report_day_totals_add.sql"),
+    include_str!("functions/report_day_totals_on_entries.sql"),
+    include_str!("functions/report_day_totals_rebuild.sql"),
+    include_str!("functions/report_day_totals_on_settings.sql"),
+];
+
+/// The triggers, created after every function (each runs one of them).
+const TRIGGERS: &[&str] = &[include_str!("functions/report_day_totals_triggers.sql")];
+
+/// What the report day totals' figures follow: how an entry's bucket and figures are made and
+/// summed, and when. A change to any of these texts sums every workspace's totals again.
+const TOTALS_RULE: &[&str] = &[
+    include_str!("functions/rounded_seconds.sql"),
+    include_str!("functions/amount_minor.sql"),
+    include_str!("functions/report_day_bucket.sql"),
+    include_str!("functions/report_day_totals_add.sql"),
+    include_str!("functions/report_day_totals_on_entries.sql"),
+    include_str!("functions/report_day_totals_rebuild.sql"),
+    include_str!("functions/report_day_totals_on_settings.sql"),
+    include_str!("functions/report_day_totals_triggers.sql"),
 ];
 
 /// The hex SHA-256 of a text.
@@ -62,7 +92,12 @@ fn digest(sql: &str) -> String {
 /// A digest of every definition: what the installed schema is recorded with, and what test
 /// templates that must follow the functions are keyed by.
 pub fn fingerprint() -> String {
-    digest(&FUNCTIONS.concat())
+    digest(&[FUNCTIONS.concat(), TRIGGERS.concat()].concat())
+}
+
+/// A digest of the day totals' rule.
+fn totals_fingerprint() -> String {
+    digest(&TOTALS_RULE.concat())
 }
 
 /// The name a definition creates: `timetrack_code.<name>`.
@@ -82,9 +117,10 @@ struct Installed {
 }
 
 /// Installs the functions if any text changed, in one transaction: drops what an older layout
-/// left, drops and creates `timetrack_code` with every function, and records the digest.
-/// Returns the names of the functions created (empty when nothing changed). Runs after the
-/// migrations, under their lock.
+/// left, drops and creates `timetrack_code` with every function and then the triggers, sums the
+/// report day totals again if their rule changed, and records the digests. Returns the names of
+/// the functions created (empty when nothing changed). Runs after the migrations, under their
+/// lock.
 pub fn install<C>(conn: &mut C) -> Result<Vec<String>>
 where
     C: diesel::Connection<Backend = diesel::pg::Pg> + diesel::connection::LoadConnection,
@@ -94,14 +130,24 @@ where
             diesel::sql_query(include_str!("statements/functions_installed.sql"))
                 .load(conn)
                 .context("reading timetrack_functions")?;
-        let fingerprint = fingerprint();
-        if let [only] = installed.as_slice()
-            && only.signature == RECORD
-            && only.sha256 == fingerprint
+        let recorded = |name: &str| {
+            installed
+                .iter()
+                .find(|i| i.signature == name)
+                .map(|i| i.sha256.as_str())
+        };
+        let (fingerprint, totals) = (fingerprint(), totals_fingerprint());
+        let older: Vec<&Installed> = installed
+            .iter()
+            .filter(|i| i.signature.contains('('))
+            .collect();
+        if recorded(RECORD) == Some(fingerprint.as_str())
+            && recorded(TOTALS_RECORD) == Some(totals.as_str())
+            && older.is_empty()
         {
             return Ok(Vec::new());
         }
-        for old in installed.iter().filter(|i| i.signature != RECORD) {
+        for old in older {
             conn.batch_execute(&format!("DROP FUNCTION IF EXISTS {}", old.signature))
                 .with_context(|| format!("dropping {}", old.signature))?;
             named_query!(
@@ -121,12 +167,21 @@ where
                 .with_context(|| format!("creating {SCHEMA}.{name}"))?;
             created.push(name.to_owned());
         }
-        named_query!(
-            include_str!("statements/function_installed.sql");
-            signature: Text = RECORD,
-            sha256: Text = &fingerprint,
-        )
-        .execute(conn)?;
+        for sql in TRIGGERS {
+            conn.batch_execute(sql).context("creating the triggers")?;
+        }
+        if recorded(TOTALS_RECORD) != Some(totals.as_str()) {
+            conn.batch_execute(include_str!("statements/day_totals_rebuilt.sql"))
+                .context("summing the report day totals again")?;
+        }
+        for (signature, sha256) in [(RECORD, &fingerprint), (TOTALS_RECORD, &totals)] {
+            named_query!(
+                include_str!("statements/function_installed.sql");
+                signature: Text = signature,
+                sha256: Text = sha256,
+            )
+            .execute(conn)?;
+        }
         Ok(created)
     })
 }
@@ -149,5 +204,25 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), count);
         assert_eq!(fingerprint().len(), 64);
+    }
+
+    #[test]
+    fn the_trigger_files_create_triggers_of_the_schema_and_nothing_else() {
+        for sql in TRIGGERS {
+            assert!(!sql.contains("CREATE FUNCTION"), "{sql}");
+            let triggers = sql.matches("CREATE TRIGGER").count();
+            assert!(triggers >= 1, "{sql}");
+            assert_eq!(
+                sql.matches(&format!("EXECUTE FUNCTION {SCHEMA}.")).count(),
+                triggers,
+                "{sql}"
+            );
+        }
+        for sql in TOTALS_RULE {
+            assert!(
+                FUNCTIONS.contains(sql) || TRIGGERS.contains(sql),
+                "a text of the day totals' rule that is not installed: {sql}"
+            );
+        }
     }
 }

@@ -11,75 +11,14 @@ async fn migrations_are_idempotent() {
     );
 }
 
-/// Every migration there is, with why it exists. The schema was folded into one baseline before
-/// any release; a migration after it is a deliberate act, named here with its reason, or this
-/// test fails. (A development database made before a fold is refused at start, with what to do.)
-const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[
-    (
-        "2026-11-28-000001_baseline",
-        "the whole schema, folded before any release",
-    ),
-    (
-        "2026-11-28-000002_roles_and_settings",
-        "roles and billing settings: workspaces in use carry their members across, the earliest \
-         becoming each workspace's owner, which a remade database cannot do",
-    ),
-    (
-        "2026-11-28-000003_rates_and_prices",
-        "hourly rates and the price stored on each entry: entries in use get their currency, \
-         and keep their data, which a remade database cannot do",
-    ),
-    (
-        "2026-11-28-000004_invoices",
-        "invoices and the link of each billed entry to its invoice: entries in use keep their \
-         data, which a remade database cannot do",
-    ),
-    (
-        "2026-11-28-000005_invoice_events",
-        "the invoice events' types in the outbox and the overdue index, for databases that took \
-         000004 as it first landed (without them)",
-    ),
-    (
-        "2026-11-28-000006_membership_updated_at",
-        "when each membership last changed, for the members list's updated_since: memberships \
-         in use take their creation time, which a remade database cannot do",
-    ),
-    (
-        "2026-11-28-000007_entries_by_project",
-        "an index of entries by project and start, for what an invoice bills: a database in use \
-         gains it without being remade",
-    ),
-    (
-        "2026-11-29-000001_disabled_reason",
-        "why a webhook is disabled (paused by its owner, failing, its key revoked): webhooks \
-         disabled in a database in use get theirs from their key",
-    ),
-    (
-        "2026-11-29-000002_requests_as_sent",
-        "each attempt's signature, to show a request as sent, and the type a test is sent as: \
-         a database in use gains the columns without being remade (its attempts keep theirs)",
-    ),
-    (
-        "2026-11-29-000003_report_day_totals",
-        "report day totals kept by triggers, which owners' summaries are read from: a database \
-         in use gains them summed from its entries without being remade",
-    ),
-    (
-        "2026-11-29-000004_prices_written_in_place",
-        "room on each page of entries and no index on their rate ids, so a rate change writes \
-         new prices in place: a database in use changes without being remade",
-    ),
-    (
-        "2026-12-07-000001_custom_headers",
-        "webhooks' custom headers (sealed) and the masked ones each attempt was sent with: a \
-         database in use gains the columns without being remade",
-    ),
-    (
-        "2026-12-07-000002_key_scopes",
-        "each key's scopes and expiry: the keys of a database in use keep every scope and no \
-         expiry (NULL) without being remade",
-    ),
-];
+/// Every migration there is, with why it exists. The schema is one baseline until the first
+/// release (README, "Changing the schema"); a migration after it is a deliberate act, named here
+/// with its reason, or this test fails. (A development database made before a fold is refused at
+/// start, with what to do.)
+const MIGRATIONS_AND_WHY: &[(&str, &str)] = &[(
+    "2026-12-07-000003_baseline",
+    "the whole schema, folded before any release",
+)];
 
 #[test]
 fn every_migration_is_listed_with_why_it_exists() {
@@ -100,6 +39,79 @@ fn every_migration_is_listed_with_why_it_exists() {
         MIGRATIONS_AND_WHY
             .iter()
             .all(|(_, why)| !why.trim().is_empty())
+    );
+}
+
+/// Functions and triggers are code, replaced whole with the `timetrack_code` schema (ADR 0004):
+/// no migration defines one, whatever the spelling.
+#[test]
+fn no_migration_defines_a_function_or_a_trigger() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let up = entry.unwrap().path().join("up.sql");
+        let sql = std::fs::read_to_string(&up).unwrap();
+        // The words of the file's code, comments left out, lowercased.
+        let words: Vec<String> = sql
+            .lines()
+            .map(|line| line.split("--").next().unwrap_or(""))
+            .flat_map(|code| code.split(|c: char| !c.is_ascii_alphanumeric() && c != '_'))
+            .filter(|word| !word.is_empty())
+            .map(str::to_ascii_lowercase)
+            .collect();
+        for (i, word) in words.iter().enumerate() {
+            if word != "create" {
+                continue;
+            }
+            let what = words[i + 1..]
+                .iter()
+                .find(|w| !["or", "replace", "constraint", "event"].contains(&w.as_str()));
+            if let Some(what) =
+                what.filter(|w| ["function", "procedure", "trigger"].contains(&w.as_str()))
+            {
+                found.push(format!("{}: CREATE ... {what}", up.display()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "define functions and triggers in crates/adapters/src/postgres/functions/: {found:#?}"
+    );
+}
+
+/// Every function and trigger of the migrated database is in `timetrack_code`: none in `public`
+/// (extensions' own aside), and every trigger runs a function of the schema.
+#[tokio::test]
+async fn every_function_and_trigger_is_in_the_replaceable_schema() {
+    let db = TestDatabase::new().await;
+    let client = sql_client(db.url()).await;
+    let stray = rows(
+        &client,
+        "SELECT p.oid::regprocedure::text FROM pg_proc p \
+         WHERE p.pronamespace <> 'timetrack_code'::regnamespace \
+           AND p.pronamespace <> 'pg_catalog'::regnamespace \
+           AND p.pronamespace <> 'information_schema'::regnamespace \
+           AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e') \
+         UNION ALL \
+         SELECT t.tgname::text || ' on ' || t.tgrelid::regclass::text FROM pg_trigger t \
+         JOIN pg_proc p ON p.oid = t.tgfoid \
+         WHERE NOT t.tgisinternal AND p.pronamespace <> 'timetrack_code'::regnamespace",
+    )
+    .await;
+    assert!(stray.is_empty(), "{stray:?}");
+    let triggers = rows(
+        &client,
+        "SELECT t.tgname::text FROM pg_trigger t WHERE NOT t.tgisinternal ORDER BY 1",
+    )
+    .await;
+    assert_eq!(
+        triggers.concat(),
+        [
+            "report_day_totals_on_delete",
+            "report_day_totals_on_insert",
+            "report_day_totals_on_settings",
+            "report_day_totals_on_update"
+        ]
     );
 }
 
@@ -169,195 +181,12 @@ async fn reverting_the_migrations_undoes_them_and_migrating_again_makes_the_same
     assert_eq!(schema_of(&client).await, before);
 }
 
-/// Reverts the newest migrations of the database at `url`, which must be `versions`, newest
-/// first: a database as it was before them, for a test to write its data into and migrate.
-async fn revert_newest(url: &str, versions: &[&'static str]) {
-    let url = url.to_owned();
-    let versions = versions.to_vec();
-    tokio::task::spawn_blocking(move || {
-        use diesel::Connection as _;
-        use diesel_migrations::MigrationHarness as _;
-        let mut conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper::<
-            diesel_async::AsyncPgConnection,
-        >::establish(&url)
-        .unwrap();
-        for version in versions {
-            let reverted = conn
-                .revert_last_migration(timetrack_adapters::postgres::MIGRATIONS)
-                .unwrap();
-            assert_eq!(reverted.to_string(), version);
-        }
-    })
-    .await
-    .unwrap();
-}
-
-/// Workspaces made before roles existed carry their members across: the earliest member of each
-/// becomes its owner (ties broken by user id), the others members, and the settings take their
-/// defaults.
+/// When the text of the day totals' rule changed, installing it sums every workspace's entries
+/// again, in the workspace's zone and rounding: totals written by an older rule (here: none, as
+/// if the entries had been written without the triggers) are replaced.
 #[tokio::test]
-async fn workspaces_from_before_roles_get_their_earliest_member_as_owner() {
+async fn a_changed_day_totals_rule_sums_the_entries_again() {
     let db = TestDatabase::new().await;
-    revert_newest(
-        db.url(),
-        &[
-            "20261207000002",
-            "20261207000001",
-            "20261129000004",
-            "20261129000003",
-            "20261129000002",
-            "20261129000001",
-            "20261128000007",
-            "20261128000006",
-            "20261128000005",
-            "20261128000004",
-            "20261128000003",
-            "20261128000002",
-        ],
-    )
-    .await;
-    let client = sql_client(db.url()).await;
-    client
-        .batch_execute(
-            "INSERT INTO workspaces (id, name, created_at) VALUES \
-               ('00000000-0000-0000-0000-00000000000a', 'A', now()), \
-               ('00000000-0000-0000-0000-00000000000b', 'B', now()), \
-               ('00000000-0000-0000-0000-00000000000c', 'Empty', now()); \
-             INSERT INTO users (id, name, email, created_at) VALUES \
-               ('00000000-0000-0000-0000-000000000001', 'One', 'one@example.com', now()), \
-               ('00000000-0000-0000-0000-000000000002', 'Two', 'two@example.com', now()), \
-               ('00000000-0000-0000-0000-000000000003', 'Three', 'three@example.com', now()); \
-             INSERT INTO memberships (workspace_id, user_id, created_at) VALUES \
-               ('00000000-0000-0000-0000-00000000000a', '00000000-0000-0000-0000-000000000002', '2026-01-02'), \
-               ('00000000-0000-0000-0000-00000000000a', '00000000-0000-0000-0000-000000000001', '2026-01-03'), \
-               ('00000000-0000-0000-0000-00000000000a', '00000000-0000-0000-0000-000000000003', '2026-01-04'), \
-               ('00000000-0000-0000-0000-00000000000b', '00000000-0000-0000-0000-000000000003', '2026-01-05'), \
-               ('00000000-0000-0000-0000-00000000000b', '00000000-0000-0000-0000-000000000001', '2026-01-05');",
-        )
-        .await
-        .unwrap();
-    run_migrations(db.url()).await.unwrap();
-    let roles: Vec<String> = client
-        .query(
-            "SELECT right(workspace_id::text, 1) || right(user_id::text, 1) || ' ' || role \
-             FROM memberships ORDER BY 1",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
-    assert_eq!(
-        roles,
-        [
-            "a1 member",
-            "a2 owner",
-            "a3 member",
-            "b1 owner",
-            "b3 member"
-        ]
-    );
-    let settings = client
-        .query_one(
-            "SELECT count(*) FROM workspaces WHERE members_manage_catalog AND NOT members_see_rates \
-             AND rounding_minutes = 0 AND invoice_number_pattern = '{YYYY}-{SEQ:4}' \
-             AND payment_terms_days = 30 AND lock_before IS NULL",
-            &[],
-        )
-        .await
-        .unwrap();
-    assert_eq!(settings.get::<_, i64>(0), 3);
-}
-
-/// Webhooks disabled before the reason was kept get one: `key_revoked` when their key is revoked,
-/// else `failing` (the only two ways there were); active and deleted ones none.
-#[tokio::test]
-async fn webhooks_disabled_before_reasons_get_theirs_from_their_key() {
-    let db = TestDatabase::new().await;
-    revert_newest(
-        db.url(),
-        &[
-            "20261207000002",
-            "20261207000001",
-            "20261129000004",
-            "20261129000003",
-            "20261129000002",
-            "20261129000001",
-        ],
-    )
-    .await;
-    let client = sql_client(db.url()).await;
-    client
-        .batch_execute(
-            "INSERT INTO workspaces (id, name, created_at) VALUES \
-               ('00000000-0000-0000-0000-00000000000a', 'A', now()); \
-             INSERT INTO users (id, name, email, created_at) VALUES \
-               ('00000000-0000-0000-0000-000000000001', 'One', 'one@example.com', now()); \
-             INSERT INTO memberships (workspace_id, user_id, created_at) VALUES \
-               ('00000000-0000-0000-0000-00000000000a', '00000000-0000-0000-0000-000000000001', now()); \
-             INSERT INTO api_keys (id, workspace_id, user_id, key_prefix, key_hash, created_at, revoked_at) \
-             SELECT ('00000000-0000-0000-0000-0000000000c' || k)::uuid, \
-                    '00000000-0000-0000-0000-00000000000a', '00000000-0000-0000-0000-000000000001', \
-                    'tt_' || k, sha256(k::bytea), now(), CASE WHEN k = '2' THEN now() END \
-             FROM (VALUES ('1'), ('2')) AS v(k); \
-             INSERT INTO webhook_subscriptions (id, workspace_id, user_id, api_key_id, url, events, \
-                                                secret, status, created_at, updated_at) \
-             SELECT v.id, '00000000-0000-0000-0000-00000000000a', \
-                    '00000000-0000-0000-0000-000000000001', \
-                    ('00000000-0000-0000-0000-0000000000c' || v.k)::uuid, 'https://x.example/h', \
-                    ARRAY['CLIENT_CREATED'], 'whsec_x', v.status, now(), now() \
-             FROM (VALUES ('wh_aaaaaaaaaaaaaaaaaaaaaaaa', '1', 'DISABLED'), \
-                          ('wh_bbbbbbbbbbbbbbbbbbbbbbbb', '2', 'DISABLED'), \
-                          ('wh_cccccccccccccccccccccccc', '1', 'ACTIVE'), \
-                          ('wh_dddddddddddddddddddddddd', '2', 'DELETED')) AS v(id, k, status);",
-        )
-        .await
-        .unwrap();
-    run_migrations(db.url()).await.unwrap();
-    let reasons: Vec<String> = client
-        .query(
-            "SELECT left(id, 4) || ' ' || coalesce(disabled_reason, '-') \
-             FROM webhook_subscriptions ORDER BY id",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
-    assert_eq!(
-        reasons,
-        ["wh_a failing", "wh_b key_revoked", "wh_c -", "wh_d -"]
-    );
-    // From now on a disabled webhook always says why.
-    let refused = client
-        .batch_execute(
-            "UPDATE webhook_subscriptions SET status = 'DISABLED' \
-             WHERE id = 'wh_cccccccccccccccccccccccc'",
-        )
-        .await;
-    assert!(
-        refused.is_err(),
-        "a DISABLED webhook without a reason is refused"
-    );
-}
-
-/// Entries written before the day totals existed are summed into them by the migration that
-/// makes them, in the workspace's zone and rounding.
-#[tokio::test]
-async fn entries_from_before_the_day_totals_are_summed_into_them() {
-    let db = TestDatabase::new().await;
-    revert_newest(
-        db.url(),
-        &[
-            "20261207000002",
-            "20261207000001",
-            "20261129000004",
-            "20261129000003",
-        ],
-    )
-    .await;
     let client = sql_client(db.url()).await;
     // Three stopped entries in Berlin (two on one local day, one just after its midnight, which
     // is the day before in UTC), rounded up to 15 minutes, priced 60.00 an hour; one running.
@@ -383,11 +212,17 @@ async fn entries_from_before_the_day_totals_are_summed_into_them() {
              FROM (VALUES ('2026-03-02 08:00:00+00', '2026-03-02 08:20:00+00'), \
                           ('2026-03-02 09:00:00+00', '2026-03-02 09:01:00+00'), \
                           ('2026-03-02 23:30:00+00', '2026-03-03 00:00:00+00'), \
-                          ('2026-03-04 10:00:00+00', NULL)) AS v(s, e);",
+                          ('2026-03-04 10:00:00+00', NULL)) AS v(s, e); \
+             DELETE FROM report_day_totals; \
+             UPDATE timetrack_functions SET sha256 = 'older' \
+             WHERE signature = 'rule report_day_totals';",
         )
         .await
         .unwrap();
-    run_migrations(db.url()).await.unwrap();
+    assert_eq!(
+        run_migrations(db.url()).await.unwrap(),
+        Vec::<String>::new()
+    );
     let totals: Vec<String> = client
         .query(
             "SELECT day::text || ' ' || entries || ' ' || seconds || ' ' || rounded_seconds \
@@ -478,7 +313,7 @@ async fn installed_functions(client: &tokio_postgres::Client) -> Vec<String> {
         .collect()
 }
 
-const FUNCTIONS: [&str; 21] = [
+const FUNCTIONS: [&str; 26] = [
     "timetrack_code.amount_minor",
     "timetrack_code.apply_and_claim",
     "timetrack_code.apply_streaks",
@@ -496,6 +331,11 @@ const FUNCTIONS: [&str; 21] = [
     "timetrack_code.record_and_claim",
     "timetrack_code.record_attempts",
     "timetrack_code.record_round",
+    "timetrack_code.report_day_bucket",
+    "timetrack_code.report_day_totals_add",
+    "timetrack_code.report_day_totals_on_entries",
+    "timetrack_code.report_day_totals_on_settings",
+    "timetrack_code.report_day_totals_rebuild",
     "timetrack_code.repricing",
     "timetrack_code.rounded_seconds",
     "timetrack_code.sent_type",
@@ -546,16 +386,21 @@ async fn the_functions_schema_is_recreated_when_a_text_changed_and_an_older_layo
         "the claim was re-created from its file"
     );
     let recorded: Vec<(String, String)> = client
-        .query("SELECT signature, sha256 FROM timetrack_functions", &[])
+        .query(
+            "SELECT signature, sha256 FROM timetrack_functions ORDER BY signature",
+            &[],
+        )
         .await
         .unwrap()
         .iter()
         .map(|row| (row.get(0), row.get(1)))
         .collect();
-    assert_eq!(recorded.len(), 1, "{recorded:?}");
-    assert_eq!(recorded[0].0, "schema timetrack_code");
+    assert_eq!(recorded.len(), 2, "{recorded:?}");
+    assert_eq!(recorded[0].0, "rule report_day_totals");
+    assert_eq!(recorded[0].1.len(), 64);
+    assert_eq!(recorded[1].0, "schema timetrack_code");
     assert_eq!(
-        recorded[0].1,
+        recorded[1].1,
         timetrack_adapters::postgres::sql_functions_fingerprint()
     );
 }

@@ -9,9 +9,9 @@
 -- The planner is told that pages are in memory or on a solid-state disk (random_page_cost 1.1,
 -- PostgreSQL's default of 4 is for spinning disks): with the default, it sometimes chose to read
 -- every entry of the workspace into a hash to find the 80,000 a rate reaches, 0.8 s more.
--- The price columns are in no index and the table keeps a fifth of each page free (migration
--- 2026-11-29-000004), so a new price is written beside the old one on its page, without a new
--- entry in any index (a HOT update): a rate reaching 80,000 entries wrote ten times the WAL
+-- The price columns are in no index and the table keeps a fifth of each page free (the
+-- baseline's time_entries), so a new price is written beside the old one on its page, without a
+-- new entry in any index (a HOT update): a rate reaching 80,000 entries wrote ten times the WAL
 -- when every index got each new row version (ADR 0025).
 CREATE FUNCTION timetrack_code.price_entries(
     p_workspace uuid,

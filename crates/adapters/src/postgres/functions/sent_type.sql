@@ -1,5 +1,5 @@
 -- The type a delivery is sent, listed and filtered as: a test sent as another type (`POST
--- .../test` with an `event_type`; events.sent_as, migration 2026-11-29-000002) goes as that type;
+-- .../test` with an `event_type`; events.sent_as) goes as that type;
 -- any other delivery, a resend of such a test included, as its event's type (a test's own is
 -- WEBHOOK_TEST). One rule for the claim that sends it (claim_deliveries), the delivery log and an
 -- event's deliveries (statements/delivery_log.sql, event_deliveries.sql). A plain SQL expression,

@@ -1,4 +1,5 @@
--- The day totals of a report (report_day_totals, kept by migration 2026-11-29-000003), as
+-- The day totals of a report (report_day_totals, kept by the triggers of
+-- functions/report_day_totals_triggers.sql), as
 -- `priced`: the same columns as report_base.sql's entries, one row per bucket of the workspace's
 -- days [$3, $4] with its figures summed (`entries` of them). Only for what the buckets can
 -- answer, which the caller checks in the snapshot it reads them in: zone $2 is the workspace's,

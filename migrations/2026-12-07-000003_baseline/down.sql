@@ -1,15 +1,7 @@
--- Undoes up.sql: the replaceable functions that `timetrack migrate` installed (their schema, and
--- any function an older layout recorded by its signature), then every table, dependents first.
--- The extensions stay: they may have been there before, and other schemas may use them.
+-- Undoes up.sql: the replaceable functions and triggers that `timetrack migrate` installed (their
+-- schema; the triggers go with the functions they run), then every table, dependents first. The
+-- extensions stay: they may have been there before, and other schemas may use them.
 DROP SCHEMA IF EXISTS timetrack_code CASCADE;
-DO $$
-DECLARE
-    f text;
-BEGIN
-    FOR f IN SELECT signature FROM timetrack_functions WHERE signature LIKE '%(%' LOOP
-        EXECUTE 'DROP FUNCTION IF EXISTS ' || f;
-    END LOOP;
-END $$;
 DROP TABLE installation;
 DROP TABLE timetrack_functions;
 DROP TABLE idempotency_keys;
@@ -20,8 +12,14 @@ DROP TABLE delivery_leases;
 DROP TABLE deliveries;
 DROP TABLE events;
 DROP TABLE webhook_subscriptions;
+DROP TABLE report_day_totals;
 DROP TABLE time_entry_tags;
 DROP TABLE time_entries;
+DROP TABLE invoice_sequences;
+DROP TABLE invoice_payments;
+DROP TABLE invoice_lines;
+DROP TABLE invoices;
+DROP TABLE rates;
 DROP TABLE tags;
 DROP TABLE tasks;
 DROP TABLE projects;

@@ -1,2 +1,0 @@
--- Undoes up.sql.
-ALTER TABLE memberships DROP COLUMN updated_at;

@@ -1,2 +1,0 @@
--- Undoes up.sql.
-DROP INDEX time_entries_project_start_idx;

@@ -1,1 +1,0 @@
-ALTER TABLE webhook_subscriptions DROP COLUMN disabled_reason;

@@ -1,2 +1,0 @@
-ALTER TABLE api_keys DROP COLUMN expires_at;
-ALTER TABLE api_keys DROP COLUMN scopes;
