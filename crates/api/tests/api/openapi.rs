@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use actix_web::test;
 use serde_json::{Value, json};
 
-use crate::support::{TestApp, call, keyed};
+use crate::support::{TestApp, call};
 
 const I: &str = "/api/integrations/automation";
 
@@ -95,7 +95,7 @@ fn served() -> Vec<(&'static str, String)> {
     routes
 }
 
-async fn document(t: &TestApp) -> Value {
+pub(crate) async fn document(t: &TestApp) -> Value {
     let app = t.service().await;
     let (status, content_type, doc) = call(
         &app,
@@ -208,7 +208,7 @@ async fn authenticated_operations_declare_security_and_their_errors() {
 }
 
 /// Every operation of the document: (method, path, operation).
-fn operations(doc: &Value) -> Vec<(String, String, Value)> {
+pub(crate) fn operations(doc: &Value) -> Vec<(String, String, Value)> {
     doc["paths"]
         .as_object()
         .unwrap()
@@ -223,7 +223,7 @@ fn operations(doc: &Value) -> Vec<(String, String, Value)> {
 }
 
 /// `schema` with a `$ref` followed, and a nullable `oneOf: [X, {type: null}]` unwrapped to `X`.
-fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+pub(crate) fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
     if let Some(reference) = schema["$ref"].as_str() {
         let name = reference.trim_start_matches("#/components/schemas/");
         return resolve(doc, &doc["components"]["schemas"][name]);
@@ -675,132 +675,4 @@ async fn commit_positions_are_documented_on_every_writes_success() {
         }
     }
     assert!(documented > 30, "{documented}");
-}
-
-/// Every `format` an operation takes has its media type among the 200's contents (a generated
-/// client decodes the answer by it), and a query parameter the operation cannot do without is
-/// marked required (the summary's `group_by`, shared with the other reports, which ignore it).
-#[actix_web::test]
-async fn other_formats_have_their_media_types_and_required_parameters_are_marked() {
-    let t = TestApp::new().await;
-    let doc = document(&t).await;
-    let media = |format: &str| match format {
-        "json" => "application/json",
-        "csv" => "text/csv",
-        "pdf" => "application/pdf",
-        other => panic!("a format without a media type here: {other}"),
-    };
-    let mut checked = 0;
-    for (method, path, op) in operations(&doc) {
-        let Some(format) = op["parameters"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|p| p["name"] == "format")
-        else {
-            continue;
-        };
-        let schema = resolve(&doc, &format["schema"]);
-        let mut formats: Vec<String> = schema["enum"]
-            .as_array()
-            .map(|e| {
-                e.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if formats.is_empty() {
-            let pattern = schema["pattern"]
-                .as_str()
-                .unwrap_or_else(|| panic!("{path}: {schema}"));
-            let inner = pattern.trim_start_matches("^(").trim_end_matches(")$");
-            formats = inner.split('|').map(str::to_owned).collect();
-        }
-        let content = op["responses"]["200"]["content"]
-            .as_object()
-            .unwrap_or_else(|| panic!("{method} {path}: no 200 content"));
-        for format in formats.iter().filter(|f| !f.is_empty()) {
-            assert!(
-                content.contains_key(media(format)),
-                "{method} {path}: format={format} answers {}, not documented: {:?}",
-                media(format),
-                content.keys().collect::<Vec<_>>()
-            );
-        }
-        checked += 1;
-    }
-    assert!(checked >= 4, "the reports and the invoice take a format");
-
-    let summary = &doc["paths"]["/api/reports/summary"]["get"]["parameters"];
-    let required: Vec<&str> = summary
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["required"] == true)
-        .filter_map(|p| p["name"].as_str())
-        .collect();
-    assert_eq!(required, ["from", "to", "group_by"]);
-    // As the server decides it.
-    let app = t.service().await;
-    let (status, _, body) = call(
-        &app,
-        keyed(
-            "GET",
-            "/api/reports/summary?from=2026-01-01&to=2026-01-31",
-            &t.bearer().1,
-            None,
-        ),
-    )
-    .await;
-    assert_eq!(status, 400, "{body}");
-    // An event's payload, in the feed and in a delivery's detail, is one of the catalog's.
-    for component in ["FeedEventObject", "DeliveryDetailObject"] {
-        // Its own properties, or those of an `allOf` part (a flattened struct).
-        let schema = &doc["components"]["schemas"][component];
-        let payload = std::iter::once(schema)
-            .chain(schema["allOf"].as_array().into_iter().flatten())
-            .map(|part| &part["properties"]["payload"])
-            .find(|p| !p.is_null())
-            .unwrap_or(&Value::Null);
-        let refs: Vec<&str> = payload["anyOf"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{component}: {payload}"))
-            .iter()
-            .filter_map(|r| r["$ref"].as_str())
-            .collect();
-        assert_eq!(refs.len(), 6, "{component}: {payload}");
-        for target in refs {
-            let name = target.trim_start_matches("#/components/schemas/");
-            assert!(
-                doc["components"]["schemas"][name]["properties"].is_object(),
-                "{component}: {target}"
-            );
-        }
-    }
-    // A query string cannot carry a JSON null: no query parameter's schema admits one.
-    for (method, path, op) in operations(&doc) {
-        for parameter in op["parameters"].as_array().into_iter().flatten() {
-            if parameter["in"] != "query" {
-                continue;
-            }
-            let schema = resolve(&doc, &parameter["schema"]);
-            let text = schema.to_string();
-            assert!(
-                !text.contains("\"null\"")
-                    && !schema["enum"]
-                        .as_array()
-                        .is_some_and(|e| e.contains(&Value::Null)),
-                "{method} {path} ?{}: {text}",
-                parameter["name"]
-            );
-        }
-    }
-    let detailed = &doc["paths"]["/api/reports/detailed"]["get"]["parameters"];
-    assert!(
-        detailed
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|p| p["name"] == "group_by" && p["required"] == false)
-    );
 }
