@@ -86,3 +86,6 @@ impl DomainError {
 
 /// Result of domain operations.
 pub type DomainResult<T> = Result<T, DomainError>;
+
+/// The message of a request whose parameters do not fit together (a report's, a delivery log's).
+pub const INVALID_PARAMETERS: &str = "Invalid request parameters";

@@ -10,17 +10,24 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
-pub mod delivery;
+pub mod accounts;
+pub mod billing;
 pub mod error;
+pub mod health;
+pub mod idempotency;
 pub mod ids;
 pub mod masked;
 pub mod model;
-pub mod net;
-pub mod payload;
+pub mod page;
 pub mod ports;
-pub mod ratelimit;
 pub mod services;
+pub mod system;
 pub mod timefmt;
+pub mod tracking;
 pub mod values;
+pub mod webhooks;
+pub mod writes;
 
+pub use accounts::ratelimit;
 pub use error::{DomainError, DomainResult};
+pub use webhooks::{delivery, net, payload};

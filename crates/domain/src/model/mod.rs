@@ -1,48 +1,10 @@
-//! Entities and value objects.
+//! Entities and value objects, of every capability together: each is defined in its
+//! capability's `model` ([`crate::accounts::model`], [`crate::tracking::model`],
+//! [`crate::billing::model`], [`crate::webhooks::model`]) and shown here too, with paging
+//! ([`crate::page`]).
 
-pub mod api_key;
-pub mod catalog;
-pub mod client;
-pub mod custom_headers;
-pub mod event;
-pub mod feed;
-pub mod invoice;
-pub mod page;
-pub mod rate;
-pub mod report;
-pub mod role;
-pub mod time_entry;
-pub(crate) mod token;
-pub mod user;
-pub mod webhook;
-pub mod workspace;
-
-pub use api_key::{ApiKey, ApiKeySecret, KeyHash, Principal, Scope, Scopes};
-pub use catalog::{Project, Tag, Task};
-pub use client::{Client, ClientDraft, ClientPatch, ClientStatus, ClientType};
-pub use custom_headers::CustomHeaders;
-pub use event::{Event, EventSubject, EventType};
-pub use feed::{FeedCursor, FeedEvent, FeedPage, FeedPosition, FeedRead};
-pub use invoice::{
-    BillableEntry, ExtraLine, Invoice, InvoiceClient, InvoiceFilter, InvoiceLine, InvoiceSelection,
-    InvoiceStatus, LineGroup, Payment, PaymentStatus, Percent, Totals,
-};
-pub use page::{Cursor, ListFilter, Page, PageRequest};
-pub use rate::{
-    AppliedRate, MAX_HOURLY_MINOR, PricedEntry, Rate, RateId, RateKind, RateTarget, StoredPrice,
-    choose_rate,
-};
-pub use report::{
-    Amounts, DetailedRow, Figures, GroupKey, GroupValue, Named, ReportFilter, Summary,
-    SummaryGroup, SummaryRow, UninvoicedRow, summary_tree,
-};
-pub use role::{Member, Role};
-pub use time_entry::{EntrySource, TimeEntry};
-pub use user::User;
-pub use webhook::{
-    AttemptSummary, AuditEntry, DeliveryAttempt, DeliveryDetail, DeliveryId, DeliveryKind,
-    DeliveryQuery, DeliveryRecord, DeliveryStatus, DisabledReason, HealthState, HourlyStats,
-    ReplayOutcome, ReplayWindow, Subscription, SubscriptionChange, SubscriptionFilters,
-    SubscriptionStatus, WebhookHealth, WebhookId,
-};
-pub use workspace::{InvoiceNumberPattern, Rounding, RoundingMode, Workspace, WorkspaceSettings};
+pub use crate::accounts::model::*;
+pub use crate::billing::model::*;
+pub use crate::page::{self, Cursor, ListFilter, Page, PageRequest};
+pub use crate::tracking::model::*;
+pub use crate::webhooks::model::*;
