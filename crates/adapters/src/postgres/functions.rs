@@ -68,17 +68,17 @@ const FUNCTIONS: &[&str] = &[
 /// The triggers, created after every function (each runs one of them).
 const TRIGGERS: &[&str] = &[include_str!("functions/report_day_totals_triggers.sql")];
 
-/// What the report day totals' figures follow: how an entry's bucket and figures are made and
-/// summed, and when. A change to any of these texts sums every workspace's totals again.
+/// What the report day totals' figures follow, besides the triggers: the functions that make an
+/// entry's bucket and figures and sum them, by name. A change to any of their texts sums every
+/// workspace's totals again.
 const TOTALS_RULE: &[&str] = &[
-    include_str!("functions/rounded_seconds.sql"),
-    include_str!("functions/amount_minor.sql"),
-    include_str!("functions/report_day_bucket.sql"),
-    include_str!("functions/report_day_totals_add.sql"),
-    include_str!("functions/report_day_totals_on_entries.sql"),
-    include_str!("functions/report_day_totals_rebuild.sql"),
-    include_str!("functions/report_day_totals_on_settings.sql"),
-    include_str!("functions/report_day_totals_triggers.sql"),
+    "rounded_seconds",
+    "amount_minor",
+    "report_day_bucket",
+    "report_day_totals_add",
+    "report_day_totals_on_entries",
+    "report_day_totals_rebuild",
+    "report_day_totals_on_settings",
 ];
 
 /// The hex SHA-256 of a text.
@@ -95,9 +95,12 @@ pub fn fingerprint() -> String {
     digest(&[FUNCTIONS.concat(), TRIGGERS.concat()].concat())
 }
 
-/// A digest of the day totals' rule.
+/// A digest of the day totals' rule: its functions' texts, then the triggers'.
 fn totals_fingerprint() -> String {
-    digest(&TOTALS_RULE.concat())
+    let functions = FUNCTIONS
+        .iter()
+        .filter(|sql| name_of(sql).is_some_and(|name| TOTALS_RULE.contains(&name)));
+    digest(&functions.chain(TRIGGERS).copied().collect::<String>())
 }
 
 /// The name a definition creates: `timetrack_code.<name>`.
@@ -218,10 +221,10 @@ mod tests {
                 "{sql}"
             );
         }
-        for sql in TOTALS_RULE {
+        for name in TOTALS_RULE {
             assert!(
-                FUNCTIONS.contains(sql) || TRIGGERS.contains(sql),
-                "a text of the day totals' rule that is not installed: {sql}"
+                FUNCTIONS.iter().any(|sql| name_of(sql) == Some(name)),
+                "a function of the day totals' rule that is not installed: {name}"
             );
         }
     }
