@@ -16,6 +16,7 @@ pub(crate) mod me;
 pub(crate) mod members;
 pub(crate) mod rates;
 pub(crate) mod reports;
+mod reports_csv;
 pub(crate) mod time_entries;
 pub(crate) mod webhook_deliveries;
 pub(crate) mod webhooks;
