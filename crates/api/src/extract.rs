@@ -76,12 +76,23 @@ pub(crate) fn admitted(req: &HttpRequest) -> Option<Principal> {
 /// it into `X-RateLimit-*` headers.
 pub async fn admit(req: &HttpRequest) -> Result<Principal, ApiError> {
     let principal = admit_key(req).await?;
-    // The key's scopes, for this route: 403 before any handler runs (`crate::scopes`).
-    if let Some(scope) = req
-        .match_pattern()
-        .and_then(|pattern| crate::scopes::required(req.method(), &pattern))
-    {
+    let Some(pattern) = req.match_pattern() else {
+        return Ok(principal);
+    };
+    // The key's scopes, then the caller's role, for this route: 403 before any handler runs, so
+    // before the body is read (`crate::scopes`, `crate::roles`, ADR 0026).
+    if let Some(scope) = crate::scopes::required(req.method(), &pattern) {
         principal.require(scope)?;
+    }
+    match crate::roles::required(req.method(), &pattern) {
+        None => {}
+        Some(crate::roles::Needs::Admin) => principal.require_admin()?,
+        Some(crate::roles::Needs::Catalog) => {
+            let Some(state) = req.app_data::<web::Data<AppState>>() else {
+                return Err(ApiError::unauthorized());
+            };
+            state.workspace.require_catalog(&principal).await?;
+        }
     }
     Ok(principal)
 }
@@ -451,4 +462,70 @@ mod tests {
         .unwrap();
         assert_eq!(&body[..], b"{}");
     }
+}
+
+/// A resource's id from the route's path, typed (`Id<InvoiceId>`). Reading it never fails: the
+/// handler asks for it with [`Id::get`] where its checks put it (after the caller is admitted,
+/// so a request with a bad key is 401 whatever its path), and one that is malformed names no
+/// resource, so it is 404 `<Resource> not found`, as an unknown one is.
+#[derive(Debug, Clone, Copy)]
+pub struct Id<T>(Result<T, &'static str>);
+
+/// An id a route's path names: which segment, and which resource a malformed one is not found as.
+pub trait PathId: Sized {
+    /// The path's segment (`{id}`, `{user_id}`, ...).
+    const SEGMENT: &'static str;
+    /// The resource, as its 404 names it.
+    const RESOURCE: &'static str;
+    /// The id, if `raw` is one.
+    fn parse(raw: &str) -> Option<Self>;
+}
+
+impl<T: PathId> Id<T> {
+    /// The id `raw` names (a path's segment, an MCP tool's argument).
+    pub fn parse(raw: &str) -> Self {
+        Self(T::parse(raw).ok_or(T::RESOURCE))
+    }
+
+    /// The id; 404 `<Resource> not found` for a malformed one.
+    pub fn get(self) -> Result<T, ApiError> {
+        self.0
+            .map_err(|resource| DomainError::NotFound(resource).into())
+    }
+}
+
+impl<T: PathId> FromRequest for Id<T> {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(Ok(Id::parse(
+            req.match_info().get(T::SEGMENT).unwrap_or_default(),
+        )))
+    }
+}
+
+/// [`PathId`] for the UUID ids of the domain, each with its segment and resource.
+macro_rules! uuid_path_ids {
+    ($($id:ty => $segment:literal, $resource:literal;)*) => {$(
+        impl PathId for $id {
+            const SEGMENT: &'static str = $segment;
+            const RESOURCE: &'static str = $resource;
+
+            fn parse(raw: &str) -> Option<Self> {
+                raw.parse().ok()
+            }
+        }
+    )*};
+}
+
+uuid_path_ids! {
+    timetrack_domain::ids::ClientId => "id", "client";
+    timetrack_domain::ids::ProjectId => "id", "project";
+    timetrack_domain::ids::TimeEntryId => "id", "time entry";
+    timetrack_domain::ids::RateId => "id", "rate";
+    timetrack_domain::ids::InvoiceId => "id", "invoice";
+    timetrack_domain::ids::PaymentId => "payment_id", "payment";
+    timetrack_domain::ids::ApiKeyId => "id", "api key";
+    timetrack_domain::ids::UserId => "user_id", "member";
 }

@@ -15,6 +15,7 @@ mod mcp_schemas;
 pub mod metrics;
 pub mod openapi;
 pub mod replica;
+pub mod roles;
 pub mod routes;
 pub mod scopes;
 pub mod state;

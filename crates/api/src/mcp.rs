@@ -29,7 +29,7 @@ use serde_json::{Map, Value, json};
 use timetrack_domain::model::Principal;
 
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, Unread};
+use crate::extract::{Caller, Id, JsonBody, JsonOrEmpty, QueryParams, Unread};
 use crate::mcp_schemas::Output;
 use crate::replica::ReadAfter;
 use crate::routes::{catalog, clients, events, find_client, me, members, reports, time_entries};
@@ -546,8 +546,8 @@ impl Tools {
                 catalog::list_tasks(
                     self.state.clone(),
                     caller,
-                    web::Path::from(input.project_id),
                     QueryParams(query),
+                    Id::parse(&input.project_id),
                 )
                 .await,
             )
@@ -654,8 +654,8 @@ impl Tools {
                 time_entries::update(
                     self.state.clone(),
                     caller,
-                    web::Path::from(id),
                     JsonBody::of(body),
+                    Id::parse(&id),
                 )
                 .await,
             )
@@ -679,8 +679,8 @@ impl Tools {
                 time_entries::delete(
                     self.state.clone(),
                     caller,
-                    web::Path::from(input.id),
                     JsonOrEmpty::of(Unread {}),
+                    Id::parse(&input.id),
                 )
                 .await,
             )

@@ -6,6 +6,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 pub mod fields;
+pub mod paths;
 
 /// `{error: string, detail?: string}`: every error body.
 #[derive(Debug, ToSchema)]

@@ -4,7 +4,8 @@
 //! runs, so it changes nothing. The MCP tools say theirs in `mcp.rs` (`/mcp` itself needs none:
 //! listing the tools reads nothing of the workspace).
 //!
-//! Scopes never widen a role: the handlers check roles as before, whatever the key holds.
+//! Scopes never widen a role: the role a route needs is checked right after its scope
+//! (`crate::roles`), whatever the key holds.
 
 use actix_web::http::Method;
 use timetrack_domain::model::Scope;

@@ -12,7 +12,7 @@ use timetrack_domain::values::Name;
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, Unread};
+use crate::extract::{Caller, Id, JsonBody, JsonOrEmpty, QueryParams, Unread};
 use crate::openapi::fields;
 use crate::routes::ListResponse;
 use crate::routes::clients::ListQuery;
@@ -101,11 +101,6 @@ impl TryFrom<NameBody> for Name {
     }
 }
 
-fn project_id(raw: &str) -> Result<ProjectId, ApiError> {
-    raw.parse()
-        .map_err(|_| ApiError::from(DomainError::NotFound("project")))
-}
-
 /// `POST /api/projects`: 201 with the project.
 #[utoipa::path(
     operation_id = "createProject",
@@ -127,7 +122,6 @@ pub async fn create_project(
     caller: Caller,
     body: JsonBody<CreateProjectBody>,
 ) -> Result<HttpResponse, ApiError> {
-    state.workspace.require_catalog(&caller.0).await?;
     let body = body.into_inner();
     let project = state
         .catalog
@@ -185,7 +179,7 @@ pub struct UpdateProjectBody {
     tag = "Projects",
     summary = "Get a project",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Project id (a malformed one is 404, like an unknown one)")),
+    params(crate::openapi::paths::ProjectPath),
     responses(
         (status = 200, description = "The project", body = ProjectResponse),
         (status = 404, description = "Project not found", body = crate::openapi::ErrorBody),
@@ -195,9 +189,9 @@ pub struct UpdateProjectBody {
 pub async fn get_project(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
+    id: Id<ProjectId>,
 ) -> Result<web::Json<ProjectResponse>, ApiError> {
-    let project = state.catalog.project(&caller.0, project_id(&id)?).await?;
+    let project = state.catalog.project(&caller.0, id.get()?).await?;
     Ok(web::Json(project.into()))
 }
 
@@ -209,7 +203,7 @@ pub async fn get_project(
     tag = "Projects",
     summary = "Change a project (a null client_id clears it)",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Project id (a malformed one is 404, like an unknown one)")),
+    params(crate::openapi::paths::ProjectPath),
     request_body = UpdateProjectBody,
     responses(
         (status = 200, description = "The changed project", body = ProjectResponse),
@@ -222,11 +216,10 @@ pub async fn get_project(
 pub async fn update_project(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     body: JsonBody<UpdateProjectBody>,
+    id: Id<ProjectId>,
 ) -> Result<web::Json<ProjectResponse>, ApiError> {
-    state.workspace.require_catalog(&caller.0).await?;
-    let id = project_id(&id)?;
+    let id = id.get()?;
     let body = body.into_inner();
     // An unknown project first, then the fields.
     state.catalog.project(&caller.0, id).await?;
@@ -251,7 +244,7 @@ pub async fn update_project(
     tag = "Projects",
     summary = "Delete a project and its tasks",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Project id (a malformed one is 404, like an unknown one)")),
+    params(crate::openapi::paths::ProjectPath),
     responses(
         (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
         (status = 404, description = "Project not found", body = crate::openapi::ErrorBody),
@@ -263,14 +256,10 @@ pub async fn update_project(
 pub async fn delete_project(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     _body: JsonOrEmpty<Unread>,
+    id: Id<ProjectId>,
 ) -> Result<HttpResponse, ApiError> {
-    state.workspace.require_catalog(&caller.0).await?;
-    state
-        .catalog
-        .delete_project(&caller.0, project_id(&id)?)
-        .await?;
+    state.catalog.delete_project(&caller.0, id.get()?).await?;
     Ok(HttpResponse::Ok().json(crate::openapi::SuccessBody::TRUE))
 }
 
@@ -282,7 +271,7 @@ pub async fn delete_project(
     tag = "Projects",
     summary = "Create a task of a project",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Project id (a malformed one is 404, like an unknown one)")), request_body = NameBody,
+    params(crate::openapi::paths::ProjectPath), request_body = NameBody,
     responses(
         (status = 201, description = "Created", body = TaskResponse),
         (status = 400, description = "Invalid name", body = crate::openapi::ErrorBody),
@@ -294,11 +283,10 @@ pub async fn delete_project(
 pub async fn create_task(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     body: JsonBody<NameBody>,
+    id: Id<ProjectId>,
 ) -> Result<HttpResponse, ApiError> {
-    state.workspace.require_catalog(&caller.0).await?;
-    let project = project_id(&id)?;
+    let project = id.get()?;
     let name = Name::try_from(body.into_inner())?;
     let task = state.catalog.create_task(&caller.0, project, name).await?;
     Ok(HttpResponse::build(StatusCode::CREATED).json(TaskResponse::from(task)))
@@ -312,7 +300,7 @@ pub async fn create_task(
     tag = "Projects",
     summary = "List a project's tasks",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Project id (a malformed one is 404, like an unknown one)"), ListQuery),
+    params(crate::openapi::paths::ProjectPath, ListQuery),
     responses(
         (status = 200, description = "A page", body = ListResponse<TaskResponse>),
         (status = 400, description = "Invalid limit, cursor, q or updated_since", body = crate::openapi::ErrorBody),
@@ -323,12 +311,12 @@ pub async fn create_task(
 pub async fn list_tasks(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     query: QueryParams<ListQuery>,
+    id: Id<ProjectId>,
 ) -> Result<HttpResponse, ApiError> {
     let page = state
         .catalog
-        .tasks(&caller.0, project_id(&id)?, &query.filter()?, query.page()?)
+        .tasks(&caller.0, id.get()?, &query.filter()?, query.page()?)
         .await?;
     Ok(HttpResponse::Ok().json(ListResponse::from_page(page, TaskResponse::from)))
 }
@@ -355,7 +343,6 @@ pub async fn create_tag(
     caller: Caller,
     body: JsonBody<NameBody>,
 ) -> Result<HttpResponse, ApiError> {
-    state.workspace.require_catalog(&caller.0).await?;
     let name = Name::try_from(body.into_inner())?;
     let tag = state.catalog.create_tag(&caller.0, name).await?;
     Ok(HttpResponse::build(StatusCode::CREATED).json(TagResponse::from(tag)))

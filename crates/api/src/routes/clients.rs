@@ -13,7 +13,7 @@ use timetrack_domain::timefmt::rfc3339;
 use timetrack_domain::values::{Currency, Email, Name, Text};
 
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, Unread, nullable};
+use crate::extract::{Caller, Id, JsonBody, JsonOrEmpty, QueryParams, Unread, nullable};
 use crate::openapi::fields;
 use crate::routes::ListResponse;
 use crate::state::AppState;
@@ -194,11 +194,6 @@ impl ListQuery {
     }
 }
 
-fn parse_id(raw: &str) -> Result<ClientId, ApiError> {
-    raw.parse()
-        .map_err(|_| ApiError::from(DomainError::NotFound("client")))
-}
-
 /// `POST /api/clients`: 201 with the client; emits `CLIENT_CREATED`.
 #[utoipa::path(
     operation_id = "createClient",
@@ -221,7 +216,6 @@ pub async fn create(
     caller: Caller,
     body: JsonBody<CreateClientBody>,
 ) -> Result<HttpResponse, ApiError> {
-    state.workspace.require_catalog(&caller.0).await?;
     let draft = ClientDraft::try_from(body.into_inner())?;
     let client = state.clients.create(&caller.0, draft).await?;
     Ok(HttpResponse::build(StatusCode::CREATED).json(ClientResponse::from(client)))
@@ -265,7 +259,7 @@ pub async fn list(
     tag = "Clients",
     summary = "Get a client",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Client id (a malformed one is 404, like an unknown one)")),
+    params(crate::openapi::paths::ClientPath),
     responses(
         (status = 200, description = "The client", body = ClientResponse),
         (status = 404, description = "Client not found", body = crate::openapi::ErrorBody),
@@ -275,9 +269,9 @@ pub async fn list(
 pub async fn get(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
+    id: Id<ClientId>,
 ) -> Result<web::Json<ClientResponse>, ApiError> {
-    let client = state.clients.get(&caller.0, parse_id(&id)?).await?;
+    let client = state.clients.get(&caller.0, id.get()?).await?;
     Ok(web::Json(client.into()))
 }
 
@@ -289,7 +283,7 @@ pub async fn get(
     tag = "Clients",
     summary = "Change a client (null clears an optional field)",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Client id (a malformed one is 404, like an unknown one)")), request_body = UpdateClientBody,
+    params(crate::openapi::paths::ClientPath), request_body = UpdateClientBody,
     responses(
         (status = 200, description = "The changed client", body = ClientResponse),
         (status = 400, description = "Invalid fields", body = crate::openapi::ErrorBody),
@@ -302,11 +296,10 @@ pub async fn get(
 pub async fn update(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     body: JsonBody<UpdateClientBody>,
+    id: Id<ClientId>,
 ) -> Result<web::Json<ClientResponse>, ApiError> {
-    state.workspace.require_catalog(&caller.0).await?;
-    let id = parse_id(&id)?;
+    let id = id.get()?;
     let body = body.into_inner();
     // As ever: type and status first, then an unknown client, then the other fields.
     type_and_status(&body.client_type, &body.status)?;
@@ -324,7 +317,7 @@ pub async fn update(
     tag = "Clients",
     summary = "Delete a client",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Client id (a malformed one is 404, like an unknown one)")),
+    params(crate::openapi::paths::ClientPath),
     responses(
         (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
         (status = 404, description = "Client not found", body = crate::openapi::ErrorBody),
@@ -336,10 +329,9 @@ pub async fn update(
 pub async fn delete(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     _body: JsonOrEmpty<Unread>,
+    id: Id<ClientId>,
 ) -> Result<HttpResponse, ApiError> {
-    state.workspace.require_catalog(&caller.0).await?;
-    state.clients.delete(&caller.0, parse_id(&id)?).await?;
+    state.clients.delete(&caller.0, id.get()?).await?;
     Ok(HttpResponse::Ok().json(crate::openapi::SuccessBody::TRUE))
 }

@@ -18,7 +18,9 @@ use timetrack_domain::timefmt::{iso_date, rfc3339};
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, Unread, body_date, nullable};
+use crate::extract::{
+    Caller, Given, Id, JsonBody, JsonOrEmpty, QueryParams, Unread, body_date, nullable,
+};
 use crate::openapi::{ErrorBody, SuccessBody, fields};
 use crate::routes::ListResponse;
 use crate::state::AppState;
@@ -176,23 +178,51 @@ impl InvoiceBody {
     }
 }
 
-/// A decimal given as a JSON number or a string (`1.5`, `"1.5"`): its text, or a 400.
-fn decimal_text(field: &str, value: &Value) -> Result<String, ApiError> {
-    match value {
-        Value::String(s) => Ok(s.clone()),
-        Value::Number(n) => {
-            // serde_json prints 1.5 as "1.5", 2 as "2", 1e2 as "100.0".
-            let text = n.to_string();
-            Ok(text.strip_suffix(".0").map(str::to_owned).unwrap_or(text))
+/// A decimal as a client may send it: a JSON number or a string (`1.5`, `"1.5"`), kept as its
+/// text for the domain's exact parsers ([`Percent::parse`], [`parse_milli`]); any other value is
+/// `Given::Invalid`, refused with the field's own message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecimalText(String);
+
+impl<'de> Deserialize<'de> for DecimalText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::String(s) => Ok(Self(s)),
+            Value::Number(n) => {
+                // serde_json prints 1.5 as "1.5", 2 as "2", 1e2 as "100.0".
+                let text = n.to_string();
+                Ok(Self(
+                    text.strip_suffix(".0").map(str::to_owned).unwrap_or(text),
+                ))
+            }
+            _ => Err(serde::de::Error::custom("not a number")),
         }
-        _ => Err(DomainError::validation(format!("{field} must be a number")).into()),
     }
 }
 
-fn percent(field: &str, value: Option<&Value>) -> Result<Option<Percent>, ApiError> {
-    value
-        .filter(|v| !v.is_null())
-        .map(|v| Ok(Percent::parse(field, &decimal_text(field, v)?)?))
+/// The text of a decimal field, or 400 `<field> must be a number`.
+fn decimal<'a>(field: &str, given: &'a Given<DecimalText>) -> Result<&'a str, ApiError> {
+    match given {
+        Given::Valid(DecimalText(text)) => Ok(text),
+        Given::Invalid(_) => {
+            Err(DomainError::validation(format!("{field} must be a number")).into())
+        }
+    }
+}
+
+/// An amount in minor units, or 400 `<field> must be an integer (minor units)`.
+fn minor_units(field: &str, given: &Given<i64>) -> Result<i64, ApiError> {
+    match given {
+        Given::Valid(minor) => Ok(*minor),
+        Given::Invalid(_) => {
+            Err(DomainError::validation(format!("{field} must be an integer (minor units)")).into())
+        }
+    }
+}
+
+fn percent(field: &str, given: Option<&Given<DecimalText>>) -> Result<Option<Percent>, ApiError> {
+    given
+        .map(|g| Ok(Percent::parse(field, decimal(field, g)?)?))
         .transpose()
 }
 
@@ -202,9 +232,9 @@ pub struct ExtraLineBody {
     #[schema(schema_with = fields::line_description, required = true)]
     description: Option<String>,
     #[schema(schema_with = fields::quantity, required = true)]
-    quantity: Option<Value>,
+    quantity: Option<Given<DecimalText>>,
     #[schema(schema_with = fields::unit_price_minor, required = true)]
-    unit_price_minor: Option<Value>,
+    unit_price_minor: Option<Given<i64>>,
 }
 
 fn extra_lines(lines: &[ExtraLineBody]) -> Result<Vec<ExtraLine>, ApiError> {
@@ -215,27 +245,22 @@ fn extra_lines(lines: &[ExtraLineBody]) -> Result<Vec<ExtraLine>, ApiError> {
             let field = |name: &str| format!("extra_lines[{n}].{name}");
             let required = |name: &str| DomainError::validation(format!("{} is required", field(name)));
             let description = l.description.as_deref().ok_or_else(|| required("description"))?;
-            let quantity = decimal_text(
+            let quantity = decimal(
                 &field("quantity"),
                 l.quantity.as_ref().ok_or_else(|| required("quantity"))?,
             )?;
-            let quantity = parse_milli(&quantity).ok_or_else(|| {
+            let quantity = parse_milli(quantity).ok_or_else(|| {
                 DomainError::validation(format!(
                     "{} must be a number from 0 to 1000000 with at most 3 decimals, got: {quantity}",
                     field("quantity")
                 ))
             })?;
-            let price = l
-                .unit_price_minor
-                .as_ref()
-                .ok_or_else(|| required("unit_price_minor"))?
-                .as_i64()
-                .ok_or_else(|| {
-                    DomainError::validation(format!(
-                        "{} must be an integer (minor units)",
-                        field("unit_price_minor")
-                    ))
-                })?;
+            let price = minor_units(
+                &field("unit_price_minor"),
+                l.unit_price_minor
+                    .as_ref()
+                    .ok_or_else(|| required("unit_price_minor"))?,
+            )?;
             Ok(ExtraLine::new(n, description, quantity, price)?)
         })
         .collect()
@@ -261,9 +286,9 @@ pub struct InvoiceRequestBody {
     group_by: Vec<String>,
     /// On what remains after the discount.
     #[schema(schema_with = fields::percent)]
-    tax_percent: Option<Value>,
+    tax_percent: Option<Given<DecimalText>>,
     #[schema(schema_with = fields::percent)]
-    discount_percent: Option<Value>,
+    discount_percent: Option<Given<DecimalText>>,
     /// Printed on the invoice.
     #[schema(schema_with = fields::invoice_notes)]
     notes: Option<String>,
@@ -307,9 +332,9 @@ pub struct InvoicePatchBody {
     #[schema(schema_with = fields::nullable_date)]
     due_date: Option<Option<String>>,
     #[schema(schema_with = fields::percent)]
-    tax_percent: Option<Value>,
+    tax_percent: Option<Given<DecimalText>>,
     #[schema(schema_with = fields::percent)]
-    discount_percent: Option<Value>,
+    discount_percent: Option<Given<DecimalText>>,
     /// Replaces the extra lines.
     extra_lines: Option<Vec<ExtraLineBody>>,
 }
@@ -351,7 +376,7 @@ pub struct VoidBody {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct PaymentRequestBody {
     #[schema(schema_with = fields::payment_amount, required = true)]
-    amount_minor: Option<Value>,
+    amount_minor: Option<Given<i64>>,
     #[schema(schema_with = fields::date, required = true)]
     paid_on: Option<String>,
     #[schema(schema_with = fields::payment_note)]
@@ -423,12 +448,6 @@ fn pdf_name(view: &InvoiceView) -> String {
     format!("invoice-{name}.pdf")
 }
 
-fn invoice_id(id: &str) -> Result<InvoiceId, ApiError> {
-    id.parse::<Uuid>()
-        .map(InvoiceId)
-        .map_err(|_| DomainError::NotFound("invoice").into())
-}
-
 /// `POST /api/invoices/preview`.
 #[utoipa::path(
     operation_id = "previewInvoice",
@@ -451,7 +470,6 @@ pub async fn preview(
     caller: Caller,
     body: JsonBody<InvoiceRequestBody>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.0.require_admin()?;
     let request = body.into_inner().parse()?;
     let view = state.invoices.preview(&caller.0, &request).await?;
     Ok(HttpResponse::Ok().json(InvoiceBody::new(view, false)))
@@ -479,7 +497,6 @@ pub async fn create(
     caller: Caller,
     body: JsonBody<InvoiceRequestBody>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.0.require_admin()?;
     let request = body.into_inner().parse()?;
     let view = state.invoices.create(&caller.0, &request).await?;
     Ok(HttpResponse::build(StatusCode::CREATED).json(InvoiceBody::new(view, true)))
@@ -506,7 +523,6 @@ pub async fn list(
     caller: Caller,
     query: QueryParams<InvoiceQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.0.require_admin()?;
     let filter = InvoiceFilter {
         status: query
             .status
@@ -543,7 +559,7 @@ pub async fn list(
     summary = "An invoice with its lines and payments, or its PDF (owners and admins)",
     security(("bearer_auth" = [])),
     params(
-        ("id" = Uuid, Path, description = "Invoice id (a malformed one is 404, like an unknown one)"),
+        crate::openapi::paths::InvoicePath,
         InvoiceFormat
     ),
     responses(
@@ -558,12 +574,11 @@ pub async fn get(
     state: web::Data<AppState>,
     caller: Caller,
     req: HttpRequest,
-    id: web::Path<String>,
     query: QueryParams<InvoiceFormat>,
+    id: Id<InvoiceId>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.0.require_admin()?;
     let pdf = query.wants_pdf(&req)?;
-    let view = state.invoices.get(&caller.0, invoice_id(&id)?).await?;
+    let view = state.invoices.get(&caller.0, id.get()?).await?;
     if !pdf {
         return Ok(HttpResponse::Ok().json(InvoiceBody::new(view, true)));
     }
@@ -590,7 +605,7 @@ pub async fn get(
     tag = "Billing",
     summary = "Change a draft's notes, dates, tax, discount or extra lines; the totals follow (owners and admins)",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Invoice id")),
+    params(crate::openapi::paths::InvoicePath),
     request_body = InvoicePatchBody,
     responses(
         (status = 200, description = "The draft", body = InvoiceBody),
@@ -604,11 +619,10 @@ pub async fn get(
 pub async fn update(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     body: JsonBody<InvoicePatchBody>,
+    id: Id<InvoiceId>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.0.require_admin()?;
-    let id = invoice_id(&id)?;
+    let id = id.get()?;
     let patch = body.into_inner().parse()?;
     let view = state.invoices.update(&caller.0, id, &patch).await?;
     Ok(HttpResponse::Ok().json(InvoiceBody::new(view, true)))
@@ -622,7 +636,7 @@ pub async fn update(
     tag = "Billing",
     summary = "Delete a draft, releasing its entries (owners and admins)",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Invoice id")),
+    params(crate::openapi::paths::InvoicePath),
     responses(
         (status = 200, description = "Deleted", body = SuccessBody),
         (status = 403, description = "A member", body = ErrorBody),
@@ -634,11 +648,10 @@ pub async fn update(
 pub async fn delete(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     _body: JsonOrEmpty<Unread>,
+    id: Id<InvoiceId>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.0.require_admin()?;
-    state.invoices.delete(&caller.0, invoice_id(&id)?).await?;
+    state.invoices.delete(&caller.0, id.get()?).await?;
     Ok(HttpResponse::Ok().json(SuccessBody::TRUE))
 }
 
@@ -650,7 +663,7 @@ pub async fn delete(
     tag = "Billing",
     summary = "Issue a draft: the next number of the workspace's pattern, its dates, frozen from now on (owners and admins)",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Invoice id")),
+    params(crate::openapi::paths::InvoicePath),
     responses(
         (status = 200, description = "The issued invoice", body = InvoiceBody),
         (status = 403, description = "A member", body = ErrorBody),
@@ -662,11 +675,10 @@ pub async fn delete(
 pub async fn issue(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     _body: JsonOrEmpty<Unread>,
+    id: Id<InvoiceId>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.0.require_admin()?;
-    let view = state.invoices.issue(&caller.0, invoice_id(&id)?).await?;
+    let view = state.invoices.issue(&caller.0, id.get()?).await?;
     Ok(HttpResponse::Ok().json(InvoiceBody::new(view, true)))
 }
 
@@ -678,7 +690,7 @@ pub async fn issue(
     tag = "Billing",
     summary = "Void an issued invoice with a reason, releasing its entries (owners and admins)",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Invoice id")),
+    params(crate::openapi::paths::InvoicePath),
     request_body = VoidBody,
     responses(
         (status = 200, description = "The void invoice", body = InvoiceBody),
@@ -692,11 +704,10 @@ pub async fn issue(
 pub async fn void(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     body: JsonBody<VoidBody>,
+    id: Id<InvoiceId>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.0.require_admin()?;
-    let id = invoice_id(&id)?;
+    let id = id.get()?;
     let body = body.into_inner();
     let view = state
         .invoices
@@ -713,7 +724,7 @@ pub async fn void(
     tag = "Billing",
     summary = "Record a payment on an issued invoice, at most its balance (owners and admins)",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Invoice id")),
+    params(crate::openapi::paths::InvoicePath),
     request_body = PaymentRequestBody,
     responses(
         (status = 201, description = "The invoice with the payment", body = InvoiceBody),
@@ -727,19 +738,18 @@ pub async fn void(
 pub async fn add_payment(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     body: JsonBody<PaymentRequestBody>,
+    id: Id<InvoiceId>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.0.require_admin()?;
-    let id = invoice_id(&id)?;
+    let id = id.get()?;
     let body = body.into_inner();
     let required = |field: &str| DomainError::validation(format!("{field} is required"));
-    let amount_minor = body
-        .amount_minor
-        .as_ref()
-        .ok_or_else(|| required("amount_minor"))?
-        .as_i64()
-        .ok_or_else(|| DomainError::validation("amount_minor must be an integer (minor units)"))?;
+    let amount_minor = minor_units(
+        "amount_minor",
+        body.amount_minor
+            .as_ref()
+            .ok_or_else(|| required("amount_minor"))?,
+    )?;
     let payment = NewPayment {
         amount_minor,
         paid_on: body_date(
@@ -760,10 +770,7 @@ pub async fn add_payment(
     tag = "Billing",
     summary = "Delete a payment of an issued invoice (owners and admins)",
     security(("bearer_auth" = [])),
-    params(
-        ("id" = Uuid, Path, description = "Invoice id"),
-        ("payment_id" = Uuid, Path, description = "Payment id")
-    ),
+    params(crate::openapi::paths::PaymentPath),
     responses(
         (status = 200, description = "The invoice without the payment", body = InvoiceBody),
         (status = 403, description = "A member", body = ErrorBody),
@@ -775,16 +782,11 @@ pub async fn add_payment(
 pub async fn delete_payment(
     state: web::Data<AppState>,
     caller: Caller,
-    path: web::Path<(String, String)>,
     _body: JsonOrEmpty<Unread>,
+    id: Id<InvoiceId>,
+    payment: Id<PaymentId>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.0.require_admin()?;
-    let (id, payment) = path.into_inner();
-    let id = invoice_id(&id)?;
-    let payment = payment
-        .parse::<Uuid>()
-        .map(PaymentId)
-        .map_err(|_| ApiError::from(DomainError::NotFound("payment")))?;
+    let (id, payment) = (id.get()?, payment.get()?);
     let view = state
         .invoices
         .delete_payment(&caller.0, id, payment)

@@ -4,15 +4,13 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
-use timetrack_domain::DomainError;
 use timetrack_domain::ids::ApiKeyId;
 use timetrack_domain::model::ApiKey;
 use timetrack_domain::services::NewKey;
 use timetrack_domain::timefmt::rfc3339;
-use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody, JsonOrEmpty, Unread, body_time};
+use crate::extract::{Caller, Id, JsonBody, JsonOrEmpty, Unread, body_time};
 use crate::state::AppState;
 
 /// A key as listed: never the key itself.
@@ -155,7 +153,7 @@ pub async fn list(
     tag = "Account",
     summary = "Revoke one's key (owners and admins: any of the workspace's); its webhooks stop",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Key id (a malformed one is 404, like an unknown one)")),
+    params(crate::openapi::paths::KeyPath),
     responses(
         (status = 200, description = "The key, revoked", body = KeyObject),
         (status = 403, description = "The calling key lacks the admin scope", body = crate::openapi::ErrorBody),
@@ -166,13 +164,10 @@ pub async fn list(
 pub async fn revoke(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     _body: JsonOrEmpty<Unread>,
+    id: Id<ApiKeyId>,
 ) -> Result<web::Json<KeyObject>, ApiError> {
-    let id = Uuid::parse_str(&id)
-        .map(ApiKeyId)
-        .map_err(|_| DomainError::NotFound("api key"))?;
-    let key = state.keys.revoke(&caller.0, id).await?;
+    let key = state.keys.revoke(&caller.0, id.get()?).await?;
     // This process refuses it at once, reads too; others within their key cache's 30 s.
     state.admission.forget_key(key.id);
     if let Some(replica) = state.replica_admission() {

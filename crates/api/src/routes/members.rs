@@ -5,10 +5,9 @@ use serde::{Deserialize, Serialize};
 use timetrack_domain::DomainError;
 use timetrack_domain::ids::UserId;
 use timetrack_domain::model::{Member, Role};
-use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody, QueryParams};
+use crate::extract::{Caller, Id, JsonBody, QueryParams};
 use crate::routes::ListResponse;
 use crate::routes::clients::ListQuery;
 use crate::state::AppState;
@@ -77,7 +76,7 @@ pub async fn list(
     tag = "Billing",
     summary = "Change a member's role (owners and admins; only an owner makes or unmakes an owner)",
     security(("bearer_auth" = [])),
-    params(("user_id" = Uuid, Path, description = "The member's user id (a malformed one is 404, like an unknown one)")),
+    params(crate::openapi::paths::MemberPath),
     request_body = UpdateMemberBody,
     responses(
         (status = 200, description = "The member", body = MemberResponse),
@@ -91,13 +90,10 @@ pub async fn list(
 pub async fn update(
     state: web::Data<AppState>,
     caller: Caller,
-    user_id: web::Path<String>,
     body: JsonBody<UpdateMemberBody>,
+    user: Id<UserId>,
 ) -> Result<web::Json<MemberResponse>, ApiError> {
-    caller.0.require_admin()?;
-    let user = Uuid::parse_str(&user_id)
-        .map(UserId)
-        .map_err(|_| DomainError::NotFound("member"))?;
+    let user = user.get()?;
     let role = match body.into_inner().role {
         Some(role) => Role::parse(&role)?,
         None => return Err(DomainError::validation("role is required").into()),

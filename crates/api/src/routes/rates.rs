@@ -13,7 +13,7 @@ use timetrack_domain::values::Currency;
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, Unread, body_date};
+use crate::extract::{Caller, Id, JsonBody, JsonOrEmpty, QueryParams, Unread, body_date};
 use crate::openapi::fields;
 use crate::routes::ListResponse;
 use crate::state::AppState;
@@ -254,7 +254,6 @@ pub async fn create(
     caller: Caller,
     body: JsonBody<CreateRateBody>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.0.require_admin()?;
     let body = body.into_inner();
     let new = body.parse()?;
     let (rate, effect) = state.rates.create(&caller.0, new, body.dry_run).await?;
@@ -273,7 +272,7 @@ pub async fn create(
     tag = "Billing",
     summary = "Delete a rate (owners and admins); the entries it priced are priced again",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Rate id (a malformed one is 404, like an unknown one)")),
+    params(crate::openapi::paths::RatePath),
     responses(
         (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
         (status = 403, description = "A member", body = crate::openapi::ErrorBody),
@@ -285,14 +284,9 @@ pub async fn create(
 pub async fn delete(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     _body: JsonOrEmpty<Unread>,
+    id: Id<RateId>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.0.require_admin()?;
-    let id = id
-        .parse::<Uuid>()
-        .map(RateId)
-        .map_err(|_| ApiError::from(DomainError::NotFound("rate")))?;
-    state.rates.delete(&caller.0, id).await?;
+    state.rates.delete(&caller.0, id.get()?).await?;
     Ok(HttpResponse::Ok().json(crate::openapi::SuccessBody::TRUE))
 }

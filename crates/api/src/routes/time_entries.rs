@@ -13,7 +13,7 @@ use timetrack_domain::timefmt::{parse_rfc3339, rfc3339};
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::extract::{Caller, JsonBody, JsonOrEmpty, QueryParams, Unread, nullable};
+use crate::extract::{Caller, Id, JsonBody, JsonOrEmpty, QueryParams, Unread, nullable};
 use crate::openapi::fields;
 use crate::routes::ListResponse;
 use crate::state::AppState;
@@ -224,11 +224,6 @@ fn required_timestamp(field: &str, value: Option<&str>) -> Result<OffsetDateTime
     timestamp(field, value)
 }
 
-fn entry_id(raw: &str) -> Result<TimeEntryId, ApiError> {
-    raw.parse()
-        .map_err(|_| ApiError::from(DomainError::NotFound("time entry")))
-}
-
 /// `POST /api/time-entries/start`: 201 with the running entry.
 #[utoipa::path(
     operation_id = "startTimer",
@@ -394,7 +389,7 @@ pub async fn list(
     tag = "Time entries",
     summary = "Get an entry",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Time entry id (a malformed one is 404, like an unknown one)")),
+    params(crate::openapi::paths::TimeEntryPath),
     responses(
         (status = 200, description = "The entry", body = EntryResponse),
         (status = 404, description = "Time entry not found", body = crate::openapi::ErrorBody),
@@ -404,9 +399,9 @@ pub async fn list(
 pub async fn get(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
+    id: Id<TimeEntryId>,
 ) -> Result<web::Json<EntryResponse>, ApiError> {
-    let entry = state.entries.get(&caller.0, entry_id(&id)?).await?;
+    let entry = state.entries.get(&caller.0, id.get()?).await?;
     Ok(web::Json(
         EntryResponse::one(&state, &caller.0, entry).await?,
     ))
@@ -420,7 +415,7 @@ pub async fn get(
     tag = "Time entries",
     summary = "Change an entry",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Time entry id (a malformed one is 404, like an unknown one)")), request_body = PatchBody,
+    params(crate::openapi::paths::TimeEntryPath), request_body = PatchBody,
     responses(
         (status = 200, description = "The changed entry", body = EntryResponse),
         (status = 400, description = "Invalid fields", body = crate::openapi::ErrorBody),
@@ -433,10 +428,10 @@ pub async fn get(
 pub async fn update(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     body: JsonBody<PatchBody>,
+    id: Id<TimeEntryId>,
 ) -> Result<web::Json<EntryResponse>, ApiError> {
-    let id = entry_id(&id)?;
+    let id = id.get()?;
     let body = body.into_inner();
     let patch = EntryPatch {
         description: body.description,
@@ -469,7 +464,7 @@ pub async fn update(
     tag = "Time entries",
     summary = "Delete an entry",
     security(("bearer_auth" = [])),
-    params(("id" = Uuid, Path, description = "Time entry id (a malformed one is 404, like an unknown one)")),
+    params(crate::openapi::paths::TimeEntryPath),
     responses(
         (status = 200, description = "Deleted", body = crate::openapi::SuccessBody),
         (status = 404, description = "Time entry not found", body = crate::openapi::ErrorBody),
@@ -481,9 +476,9 @@ pub async fn update(
 pub async fn delete(
     state: web::Data<AppState>,
     caller: Caller,
-    id: web::Path<String>,
     _body: JsonOrEmpty<Unread>,
+    id: Id<TimeEntryId>,
 ) -> Result<HttpResponse, ApiError> {
-    state.entries.delete(&caller.0, entry_id(&id)?).await?;
+    state.entries.delete(&caller.0, id.get()?).await?;
     Ok(HttpResponse::Ok().json(crate::openapi::SuccessBody::TRUE))
 }

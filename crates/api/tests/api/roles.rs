@@ -453,3 +453,77 @@ async fn the_workspace_and_its_settings_are_read_by_all_and_changed_by_admins() 
     let (_, _, last) = call(&app, req("GET", "/api/workspace", &t.key(), None)).await;
     assert_eq!(last, again, "no refused change was written");
 }
+
+/// A member's request to a route only owners and admins may use (or, where the workspace keeps
+/// the catalog to them, the catalog's) is refused by its role before any field of its body or
+/// its path's id is checked (ADR 0026): a body that breaks every rule is 403 like a valid one,
+/// and nothing changes.
+#[actix_web::test]
+async fn a_members_request_is_refused_by_its_role_before_its_fields_are_checked() {
+    let t = TestApp::new().await;
+    let app = t.service().await;
+    let (_, member_key) = t.colleague("Linus", Role::Member).await;
+    let (status, _, _) = call(
+        &app,
+        req(
+            "PATCH",
+            "/api/workspace",
+            &t.key(),
+            Some(json!({"settings": {"members_manage_catalog": false}})),
+        ),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let counts = "SELECT (SELECT count(*) FROM clients) + (SELECT count(*) FROM projects) \
+                  + (SELECT count(*) FROM rates) + (SELECT count(*) FROM invoices) \
+                  + (SELECT count(*) FROM tags) AS n";
+    let before = t.scalar(counts).await;
+    // Bodies of the right shape whose fields the handlers refuse (400 for an owner).
+    let empty = json!({});
+    let unnamed = json!({"name": ""});
+    for (method, uri, invalid) in [
+        ("PATCH", "/api/workspace", &unnamed),
+        ("POST", "/api/rates", &empty),
+        ("POST", "/api/invoices", &empty),
+        ("POST", "/api/invoices/preview", &empty),
+        ("POST", "/api/clients", &unnamed),
+        ("POST", "/api/projects", &unnamed),
+        ("POST", "/api/tags", &unnamed),
+        (
+            "PATCH",
+            "/api/members/not-a-uuid",
+            &json!({"role": "emperor"}),
+        ),
+        ("DELETE", "/api/rates/not-a-uuid", &empty),
+        ("POST", "/api/invoices/not-a-uuid/issue", &empty),
+    ] {
+        let (status, _, body) =
+            call(&app, req(method, uri, &member_key, Some(invalid.clone()))).await;
+        assert_eq!(
+            (status, body),
+            (403, json!({"error": "Forbidden"})),
+            "{method} {uri}"
+        );
+    }
+    let (status, _, body) = call(
+        &app,
+        req("GET", "/api/invoices/not-a-uuid", &member_key, None),
+    )
+    .await;
+    assert_eq!((status, body), (403, json!({"error": "Forbidden"})));
+    // An owner's invalid body is the body's 400, and a malformed id the resource's 404.
+    for (method, uri, invalid) in [
+        ("POST", "/api/rates", &empty),
+        ("POST", "/api/clients", &unnamed),
+    ] {
+        let (status, _, body) = call(&app, req(method, uri, &t.key(), Some(invalid.clone()))).await;
+        assert_eq!(status, 400, "{method} {uri}: {body}");
+    }
+    let (status, _, body) =
+        call(&app, req("GET", "/api/invoices/not-a-uuid", &t.key(), None)).await;
+    assert_eq!((status, body), (404, json!({"error": "Invoice not found"})));
+    let (status, _, body) =
+        call(&app, req("DELETE", "/api/rates/not-a-uuid", &t.key(), None)).await;
+    assert_eq!((status, body), (404, json!({"error": "Rate not found"})));
+    assert_eq!(t.scalar(counts).await, before);
+}
