@@ -471,7 +471,8 @@ mod tests {
 #[derive(Debug, Clone, Copy)]
 pub struct Id<T>(Result<T, &'static str>);
 
-/// An id a route's path names: which segment, and which resource a malformed one is not found as.
+/// An id a route's path names: which segment, and which resource a malformed one is not found as
+/// (the domain's ids: `crate::openapi::paths`).
 pub trait PathId: Sized {
     /// The path's segment (`{id}`, `{user_id}`, ...).
     const SEGMENT: &'static str;
@@ -503,29 +504,4 @@ impl<T: PathId> FromRequest for Id<T> {
             req.match_info().get(T::SEGMENT).unwrap_or_default(),
         )))
     }
-}
-
-/// [`PathId`] for the UUID ids of the domain, each with its segment and resource.
-macro_rules! uuid_path_ids {
-    ($($id:ty => $segment:literal, $resource:literal;)*) => {$(
-        impl PathId for $id {
-            const SEGMENT: &'static str = $segment;
-            const RESOURCE: &'static str = $resource;
-
-            fn parse(raw: &str) -> Option<Self> {
-                raw.parse().ok()
-            }
-        }
-    )*};
-}
-
-uuid_path_ids! {
-    timetrack_domain::ids::ClientId => "id", "client";
-    timetrack_domain::ids::ProjectId => "id", "project";
-    timetrack_domain::ids::TimeEntryId => "id", "time entry";
-    timetrack_domain::ids::RateId => "id", "rate";
-    timetrack_domain::ids::InvoiceId => "id", "invoice";
-    timetrack_domain::ids::PaymentId => "payment_id", "payment";
-    timetrack_domain::ids::ApiKeyId => "id", "api key";
-    timetrack_domain::ids::UserId => "user_id", "member";
 }

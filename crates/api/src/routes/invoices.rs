@@ -770,7 +770,7 @@ pub async fn add_payment(
     tag = "Billing",
     summary = "Delete a payment of an issued invoice (owners and admins)",
     security(("bearer_auth" = [])),
-    params(crate::openapi::paths::PaymentPath),
+    params(crate::openapi::paths::InvoicePath, crate::openapi::paths::PaymentPath),
     responses(
         (status = 200, description = "The invoice without the payment", body = InvoiceBody),
         (status = 403, description = "A member", body = ErrorBody),
